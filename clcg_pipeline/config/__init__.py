@@ -1,0 +1,51 @@
+"""Typed, validated configuration (``assets_config/*.yaml``)."""
+
+from clcg_pipeline.config._load import (
+    CONFIG_ENV,
+    DATA_ENV,
+    ConfigError,
+    default_config_dir,
+    default_data_dir,
+    load_config,
+    load_file,
+)
+from clcg_pipeline.config._models import (
+    LEVELS,
+    Band,
+    ConditionSettings,
+    ContextScope,
+    Language,
+    LanguagesConfig,
+    Level,
+    ModelsConfig,
+    ModelSpec,
+    ProjectConfig,
+    Provider,
+    SourcesConfig,
+    SourceSpec,
+    StudyConfig,
+)
+
+__all__ = [
+    "CONFIG_ENV",
+    "DATA_ENV",
+    "LEVELS",
+    "Band",
+    "ConditionSettings",
+    "ConfigError",
+    "ContextScope",
+    "Language",
+    "LanguagesConfig",
+    "Level",
+    "ModelSpec",
+    "ModelsConfig",
+    "ProjectConfig",
+    "Provider",
+    "SourceSpec",
+    "SourcesConfig",
+    "StudyConfig",
+    "default_config_dir",
+    "default_data_dir",
+    "load_config",
+    "load_file",
+]

@@ -1,0 +1,251 @@
+"""Typed models of the files in ``assets_config/``.
+
+Every field is validated at load; unknown keys are rejected so a typo in a YAML file is an
+error rather than a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Role = Literal["reference", "baseline", "target"]
+Provider = Literal["openai", "anthropic", "gemini", "openai_compatible", "offline"]
+ContextScope = Literal["full_body", "closed_book", "item_grounded"]
+Level = Literal["L0", "L1", "L2", "L3", "L4", "L5"]
+LEVELS: tuple[Level, ...] = ("L0", "L1", "L2", "L3", "L4", "L5")
+SourceKind = Literal["demo", "jsonl", "flores", "belebele"]
+
+# Dagster partition keys may not contain "|" (the multi-partition separator) and should be
+# safe as hive folder names, so ids are restricted to this alphabet.
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Language(_Strict):
+    """One language of the panel."""
+
+    iso: str
+    name: str
+    script: str = Field(description="ISO 15924 script code, e.g. Latn, Geor, Deva, Ethi.")
+    joshi_class: int | None = Field(default=None, ge=0, le=5)
+    joshi_class_sensitivity: int | None = Field(
+        default=None, ge=0, le=5, description="Class used in the sensitivity mapping when unresolved."
+    )
+    role: Role
+    speakers: float | None = Field(default=None, ge=0, description="Speakers, millions.")
+    risk: str | None = None
+    isolate: Literal["isolate", "quasi-isolate", "none"] = "none"
+    optional: bool = False
+    flores_code: str | None = Field(default=None, description="FLORES-200 code, e.g. swh_Latn.")
+
+    @field_validator("iso")
+    @classmethod
+    def _iso_is_key(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError(f"iso {value!r} must match {_ID.pattern}")
+        return value
+
+    @property
+    def non_latin(self) -> bool:
+        return self.script != "Latn"
+
+
+class LanguagesConfig(_Strict):
+    languages: list[Language]
+
+    @model_validator(mode="after")
+    def _one_reference_one_baseline(self) -> LanguagesConfig:
+        isos = [lang.iso for lang in self.languages]
+        if len(set(isos)) != len(isos):
+            raise ValueError(f"duplicate iso codes: {sorted({i for i in isos if isos.count(i) > 1})}")
+        for role in ("reference", "baseline"):
+            n = sum(lang.role == role for lang in self.languages)
+            if n != 1:
+                raise ValueError(f"exactly one language must have role {role!r}, found {n}")
+        return self
+
+    @property
+    def reference(self) -> str:
+        return next(lang.iso for lang in self.languages if lang.role == "reference")
+
+    @property
+    def baseline(self) -> str:
+        return next(lang.iso for lang in self.languages if lang.role == "baseline")
+
+    @property
+    def targets(self) -> list[str]:
+        return [lang.iso for lang in self.languages if lang.role == "target"]
+
+    @property
+    def isos(self) -> list[str]:
+        return [lang.iso for lang in self.languages]
+
+    def get(self, iso: str) -> Language:
+        for lang in self.languages:
+            if lang.iso == iso:
+                return lang
+        raise KeyError(f"language {iso!r} is not in the panel")
+
+
+class ModelSpec(_Strict):
+    """One model of ``models.yaml``. Keys are never stored here: only the variable's name."""
+
+    id: str
+    provider: Provider
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    knowledge_cutoff: dt.date | None = None
+    price_input_per_mtok: float = Field(default=0.0, ge=0)
+    price_output_per_mtok: float = Field(default=0.0, ge=0)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_attempts: int = Field(default=6, ge=1, le=50)
+    options: dict[str, float | int | str | bool] = Field(
+        default_factory=dict, description="Provider-specific extras (e.g. the offline reader's threshold)."
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_key(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError(f"model id {value!r} must match {_ID.pattern}")
+        return value
+
+    @model_validator(mode="after")
+    def _provider_needs(self) -> ModelSpec:
+        if self.provider == "openai_compatible" and not self.base_url:
+            raise ValueError("provider openai_compatible needs base_url")
+        if self.provider in ("openai", "anthropic", "gemini") and not self.api_key_env:
+            raise ValueError(f"provider {self.provider} needs api_key_env (the environment variable's name)")
+        return self
+
+
+class ModelsConfig(_Strict):
+    models: list[ModelSpec]
+
+    @model_validator(mode="after")
+    def _unique(self) -> ModelsConfig:
+        ids = [m.id for m in self.models]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"duplicate model ids: {sorted({i for i in ids if ids.count(i) > 1})}")
+        return self
+
+    def get(self, model_id: str) -> ModelSpec:
+        for model in self.models:
+            if model.id == model_id:
+                return model
+        raise KeyError(f"model {model_id!r} is not in models.yaml")
+
+
+class Band(_Strict):
+    """The primary analysis band of STUDY.md section 6."""
+
+    levels: list[Level] = ["L3", "L4", "L5"]
+    item_source: str = "llm"
+    context_scope: ContextScope = "full_body"
+    metric: Literal["token_f1", "exact_match", "rouge_l", "accuracy"] = "token_f1"
+
+
+class ConditionSettings(_Strict):
+    """Sampling settings of one inference condition; they override the model's defaults."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
+    max_output_tokens: int | None = Field(default=None, gt=0)
+
+
+class Sampling(_Strict):
+    size: int | None = Field(default=None, ge=1, description="Articles to sample; None = all.")
+    stability_size: int = Field(default=40, ge=0)
+    strata: list[str] = Field(default_factory=list, description="Article columns to stratify on.")
+    seed: int = 42
+
+
+class Repetitions(_Strict):
+    default: int = Field(default=1, ge=1)
+    stability: int = Field(default=3, ge=1)
+
+
+class Fertility(_Strict):
+    tokenizer: str = "cl100k_base"
+    sample_size: int = Field(default=40, ge=1)
+    seed: int = 42
+
+
+class StudyConfig(_Strict):
+    seed: int = 42
+    bootstrap_replicates: int = Field(default=2000, ge=1)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    band: Band = Band()
+    conditions: dict[ContextScope, ConditionSettings] = Field(
+        default_factory=lambda: {"full_body": ConditionSettings(temperature=0.2, seed=42)}
+    )
+    repetitions: Repetitions = Repetitions()
+    sampling: Sampling = Sampling()
+    completeness_threshold: float = Field(default=0.9, ge=0, le=1)
+    max_parse_failure_rate: float = Field(default=0.2, ge=0, le=1)
+    equivalence_bounds: tuple[float, float] = (-0.02, 0.02)
+    fertility: Fertility = Fertility()
+    item_generator: str | None = Field(default=None, description="Model id that writes the item bank.")
+    items_per_level: int = Field(default=4, ge=1)
+
+    @model_validator(mode="after")
+    def _bounds_ordered(self) -> StudyConfig:
+        low, high = self.equivalence_bounds
+        if not low < high:
+            raise ValueError(f"equivalence_bounds must be (low, high) with low < high, got {self.equivalence_bounds}")
+        if "full_body" not in self.conditions:
+            raise ValueError("conditions must include full_body (the primary condition)")
+        return self
+
+
+class SourceSpec(_Strict):
+    name: str
+    kind: SourceKind
+    path: str | None = Field(default=None, description="File or folder (local path or fsspec URL).")
+    split: str | None = Field(default=None, description="FLORES split: dev or devtest.")
+    role: Literal["primary", "replication"] = "primary"
+
+    @model_validator(mode="after")
+    def _path_needed(self) -> SourceSpec:
+        if self.kind != "demo" and not self.path:
+            raise ValueError(f"source kind {self.kind!r} needs a path")
+        return self
+
+
+class SourcesConfig(_Strict):
+    sources: list[SourceSpec]
+
+    @model_validator(mode="after")
+    def _one_primary(self) -> SourcesConfig:
+        n = sum(s.role == "primary" for s in self.sources)
+        if n != 1:
+            raise ValueError(f"exactly one source must have role 'primary', found {n}")
+        return self
+
+    @property
+    def primary(self) -> SourceSpec:
+        return next(s for s in self.sources if s.role == "primary")
+
+
+class ProjectConfig(_Strict):
+    """Everything in one config folder."""
+
+    languages: LanguagesConfig
+    models: ModelsConfig
+    study: StudyConfig
+    sources: SourcesConfig
+    config_hash: str = Field(description="sha256 of the four files' bytes, for provenance.")
