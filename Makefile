@@ -1,0 +1,40 @@
+# Two commands on a fresh machine with Python 3.11: `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# A persistent instance inside the project: runs, dynamic partitions and sensor state survive
+# between commands (without it Dagster uses a temporary instance).
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+
+.PHONY: setup run test dev bench lint clean
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+setup: $(STAMP)
+	@mkdir -p $(DAGSTER_HOME)
+	@cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+
+run: setup
+	$(BIN)/clcg run
+
+test: setup
+	$(BIN)/python -m pytest
+
+dev: setup
+	$(BIN)/dagster dev -w workspace.yaml
+
+bench: setup
+	$(BIN)/python bench/run_all.py
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf clcg_data .dagster_home/storage .dagster_home/history .dagster_home/schedules .dagster_home/logs

@@ -1,0 +1,108 @@
+"""CLCG contrasts as vectorized functions of bootstrapped cell sums (STUDY.md section 6).
+
+Every method returns a vector whose element 0 is the full-sample estimate and whose other
+elements are the bootstrap replicates, all computed from the same article draws, so
+identities such as ``net = raw - PT gap`` hold replicate by replicate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from clcg_pipeline.analysis._bootstrap import (
+    Replicates,
+    cluster_table,
+    draw_multiplicities,
+    nanmean_rows,
+    pooled_mean,
+    replicate,
+)
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Which languages play which part in the contrasts."""
+
+    reference: str
+    baseline: str
+    targets: tuple[str, ...]
+
+
+class GapPanel:
+    """Cell sums (cells carry at least ``model`` and ``language``) with the gap estimands."""
+
+    def __init__(self, rep: Replicates, roles: Roles) -> None:
+        self.rep = rep
+        self.roles = roles
+        self._cols = {c: rep.cells[c].to_numpy() for c in rep.cells.columns}
+        self._width = rep.sums.shape[1]
+
+    @property
+    def size(self) -> int:
+        return self.rep.sums.shape[0]
+
+    def mask(self, **where: object) -> np.ndarray:
+        """Cells matching every ``column=value`` (a value may be a list/tuple/set of values)."""
+        m = np.ones(self._width, dtype=bool)
+        for col, value in where.items():
+            if value is None:
+                continue
+            values = self._cols[col]
+            if isinstance(value, list | tuple | set | frozenset):
+                m &= np.isin(values, list(value))
+            else:
+                m &= values == value
+        return m
+
+    def n(self, **where: object) -> int:
+        """Rows (full sample) in the matching cells."""
+        return int(self.rep.counts[0, self.mask(**where)].sum())
+
+    def mean(self, language: str | list[str] | tuple[str, ...], **where: object) -> np.ndarray:
+        return pooled_mean(self.rep, self.mask(language=language, **where))
+
+    def clcg(self, language: str, **where: object) -> np.ndarray:
+        """``mean_en - mean_l``."""
+        return self.mean(self.roles.reference, **where) - self.mean(language, **where)
+
+    def micro(self, **where: object) -> np.ndarray:
+        """English mean minus the mean of all pooled target rows (baseline excluded)."""
+        return self.mean(self.roles.reference, **where) - self.mean(self.roles.targets, **where)
+
+    def pt_gap(self, **where: object) -> np.ndarray:
+        return self.clcg(self.roles.baseline, **where)
+
+    def present_targets(self, **where: object) -> list[str]:
+        """Targets with at least one full-sample row under ``where``, in panel order."""
+        return [t for t in self.roles.targets if self.n(language=t, **where) > 0]
+
+    def macro(self, targets: list[str] | None = None, **where: object) -> np.ndarray:
+        """Average of the target CLCG_l over the targets present (or the ones given)."""
+        chosen = self.present_targets(**where) if targets is None else targets
+        if not chosen:
+            return np.full(self.size, np.nan)
+        en = self.mean(self.roles.reference, **where)
+        return nanmean_rows([en - self.mean(t, **where) for t in chosen])
+
+
+def build_panel(
+    rows: pd.DataFrame,
+    roles: Roles,
+    *,
+    cell_cols: list[str],
+    replicates: int,
+    seed: int,
+    weights: np.ndarray | None = None,
+) -> tuple[GapPanel, np.ndarray]:
+    """Aggregate ``rows`` (with ``y``) per article x cell and bootstrap over its articles.
+
+    Returns the panel and the article ids it resampled (sorted). ``weights`` may be passed to
+    reuse a multiplicity matrix drawn for the same article list.
+    """
+    table = cluster_table(rows, cell_cols)
+    if weights is None:
+        weights = draw_multiplicities(len(table.articles), replicates, seed)
+    return GapPanel(replicate(table, weights), roles), table.articles

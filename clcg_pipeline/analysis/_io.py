@@ -1,0 +1,142 @@
+"""File edges of the analysis stage: read a scores Parquet file, write results JSON atomically.
+
+Kept light (numpy, pandas, pyarrow only) because ``clcg estimate`` counts process start in
+its time budget; the full suite imports scipy/statsmodels lazily.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from clcg_pipeline.analysis._h1 import estimate_h1
+from clcg_pipeline.analysis._prepare import KEY_COLUMNS
+from clcg_pipeline.config import ProjectConfig
+
+_STRING_COLS = ("model", "language", "doc_id", "item_id", "context_scope", "level", "item_source", "status")
+_METRICS = ("token_f1", "exact_match", "accuracy", "rouge_l", "semsim")
+
+
+def read_scores(
+    path: str, *, metrics: tuple[str, ...] = _METRICS, filters: dict[str, list[str]] | None = None
+) -> pd.DataFrame:
+    """Read the needed columns of a scores Parquet file (strings as categoricals).
+
+    Raises ``ValueError`` naming the file and every missing required column. ``filters``
+    keeps only rows whose column value is in the given list (applied in Arrow, before pandas).
+    """
+    schema = pq.read_schema(path)
+    required = [*KEY_COLUMNS, *metrics[:1]]
+    missing = [c for c in required if c not in schema.names]
+    if missing:
+        raise ValueError(f"{path}: missing required column(s) {missing}")
+    wanted = [*KEY_COLUMNS, *[m for m in metrics if m in schema.names]]
+    table = pq.read_table(path, columns=wanted, read_dictionary=[c for c in _STRING_COLS if c in wanted])
+    for col, allowed in (filters or {}).items():
+        if table.num_rows == 0:
+            break
+        column = table.column(col)
+        if hasattr(column.type, "value_type"):
+            column = column.cast(column.type.value_type)
+        table = table.filter(pc.is_in(column, value_set=_array(allowed)))
+    return table.to_pandas()
+
+
+def _array(values: list[str]) -> pa.Array:
+    return pa.array(values, type=pa.string())
+
+
+def read_articles(path: str) -> pd.DataFrame:
+    """``doc_id`` and ``published`` of an articles Parquet file."""
+    schema = pq.read_schema(path)
+    missing = [c for c in ("doc_id", "published") if c not in schema.names]
+    if missing:
+        raise ValueError(f"{path}: missing required column(s) {missing}")
+    return pq.read_table(path, columns=["doc_id", "published"]).to_pandas()
+
+
+def to_jsonable(value: Any) -> Any:
+    """Plain JSON types: NaN/inf become None, numpy scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [to_jsonable(v) for v in value.tolist()]
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if value is None or isinstance(value, int | str):
+        return value
+    return str(value)
+
+
+def write_json(obj: Any, out_path: str) -> None:
+    """Write ``obj`` as JSON via a temporary file in the same folder and ``os.replace``."""
+    target = Path(out_path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(to_jsonable(obj), handle, indent=2, sort_keys=False, allow_nan=False)
+            handle.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def estimate_file(
+    scores_path: str,
+    out_path: str,
+    config: ProjectConfig,
+    *,
+    replicates: int | None = None,
+    seed: int | None = None,
+    full: bool = False,
+    articles_path: str | None = None,
+) -> dict[str, Any]:
+    """Read scores, estimate, write JSON atomically, return the dict.
+
+    Without ``full``: the H1 family on the primary band (only band rows are read). With
+    ``full``: the whole suite (``study_results.json`` content); an estimates table is not
+    written here (the caller owns table storage).
+    """
+    study = config.study
+    if not full:
+        band = study.band
+        scores = read_scores(
+            scores_path,
+            metrics=(band.metric, "accuracy"),
+            filters={
+                "context_scope": [band.context_scope],
+                "item_source": [band.item_source],
+                "level": list(band.levels),
+            },
+        )
+        result = estimate_h1(scores, config.languages, study, replicates=replicates, seed=seed)
+        result["settings"]["config_hash"] = config.config_hash
+        result["settings"]["scores_path"] = str(scores_path)
+    else:
+        from clcg_pipeline.analysis._suite import run_suite
+
+        scores = read_scores(scores_path)
+        articles = read_articles(articles_path) if articles_path else None
+        result = run_suite(scores, config, articles=articles, replicates=replicates, seed=seed).results
+    result = to_jsonable(result)
+    write_json(result, out_path)
+    return result

@@ -1,0 +1,101 @@
+"""Selecting analysis rows and applying the parse-failure rule (STUDY.md sections 5-6)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+Rule = Literal["A", "B"]
+
+#: Columns every analysis needs from the ``scores`` table.
+KEY_COLUMNS = (
+    "model",
+    "language",
+    "doc_id",
+    "item_id",
+    "rep",
+    "context_scope",
+    "level",
+    "item_source",
+    "status",
+)
+
+
+def score_values(frame: pd.DataFrame, metric: str) -> np.ndarray:
+    """The primary score of each row: ``metric``, except L0 rows, which are scored by accuracy."""
+    values = frame[metric].to_numpy(dtype=np.float64, na_value=np.nan)
+    if metric != "accuracy" and "accuracy" in frame.columns:
+        is_l0 = (frame["level"] == "L0").to_numpy()
+        if is_l0.any():
+            acc = frame["accuracy"].to_numpy(dtype=np.float64, na_value=np.nan)
+            values = np.where(is_l0, acc, values)
+    return values
+
+
+def apply_rule(frame: pd.DataFrame, values: np.ndarray, rule: Rule) -> pd.DataFrame:
+    """Attach the analysed score ``y`` under a parse-failure rule.
+
+    Rule A (primary): rows whose status is not ``ok`` score 0. Rule B: they are dropped.
+    An ``ok`` row without a score cannot be analysed under either rule and is dropped.
+    """
+    failed = (frame["status"] != "ok").to_numpy()
+    if rule == "A":
+        y = np.where(failed, 0.0, values)
+    elif rule == "B":
+        y = np.where(failed, np.nan, values)
+    else:
+        raise ValueError(f"rule must be 'A' or 'B', got {rule!r}")
+    keep = np.isfinite(y)
+    out = frame.loc[keep].copy()
+    out["y"] = y[keep]
+    return out
+
+
+def select_rows(
+    scores: pd.DataFrame,
+    *,
+    levels: Iterable[str] | None = None,
+    item_source: str | Iterable[str] | None = None,
+    context_scope: str | Iterable[str] | None = None,
+    languages: Iterable[str] | None = None,
+) -> pd.DataFrame:
+    """Rows matching every given filter (``None`` = no filter on that column)."""
+    mask = np.ones(len(scores), dtype=bool)
+    for col, allowed in (
+        ("level", levels),
+        ("item_source", item_source),
+        ("context_scope", context_scope),
+        ("language", languages),
+    ):
+        if allowed is None:
+            continue
+        values = [allowed] if isinstance(allowed, str) else list(allowed)
+        mask &= scores[col].isin(values).to_numpy()
+    return scores.loc[mask]
+
+
+def analysis_rows(
+    scores: pd.DataFrame,
+    *,
+    metric: str,
+    rule: Rule,
+    levels: Iterable[str] | None = None,
+    item_source: str | Iterable[str] | None = None,
+    context_scope: str | Iterable[str] | None = None,
+    languages: Iterable[str] | None = None,
+) -> pd.DataFrame:
+    """Filtered rows with the analysed score ``y`` under ``rule``."""
+    sub = select_rows(
+        scores, levels=levels, item_source=item_source, context_scope=context_scope, languages=languages
+    )
+    return apply_rule(sub, score_values(sub, metric), rule)
+
+
+def check_columns(scores: pd.DataFrame, needed: Iterable[str], *, source: str = "scores") -> None:
+    """Raise a ``ValueError`` naming the source and every missing column."""
+    missing = [c for c in needed if c not in scores.columns]
+    if missing:
+        raise ValueError(f"{source}: missing required column(s) {missing}")

@@ -1,0 +1,74 @@
+"""Dagster wrappers of the analysis stage: the estimates table and study_results.json."""
+
+
+import dagster as dg
+import duckdb
+import pandas as pd
+
+from clcg_pipeline.analysis import run_suite
+from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.resources import StudyResource
+from clcg_pipeline.storage import stored_tables, table_glob
+
+GROUP = "analysis"
+
+
+def read_all_partitions(data_dir: str, table: str) -> pd.DataFrame:
+    """Every partition of a table, read through DuckDB over its Parquet glob (DESIGN.md)."""
+    if table not in stored_tables(data_dir):
+        return pd.DataFrame()
+    con = duckdb.connect()
+    try:
+        return con.read_parquet(table_glob(data_dir, table), union_by_name=True).df()
+    finally:
+        con.close()
+
+
+def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
+    reference = config.languages.reference
+
+    @dg.multi_asset(
+        group_name=GROUP,
+        deps=[dg.AssetDep("scores")],
+        ins={
+            "articles": dg.AssetIn(partition_mapping=dg.SpecificPartitionsPartitionMapping([reference])),
+            "tokenizer_fertility_by_language": dg.AssetIn(),
+        },
+        outs={
+            "estimates": dg.AssetOut(description="Every estimand: estimate, interval, p, adjusted p, n."),
+            "study_results": dg.AssetOut(description="study_results.json: the single source of truth for reports."),
+        },
+        automation_condition=dg.AutomationCondition.eager(),
+    )
+    def analysis(  # type: ignore[no-untyped-def]
+        context: dg.AssetExecutionContext,
+        study: StudyResource,
+        articles: pd.DataFrame,
+        tokenizer_fertility_by_language: pd.DataFrame,
+    ):
+        """Run the estimators of STUDY.md section 6 over every scored partition of the current panel."""
+        cfg = study.load()
+        scores = read_all_partitions(study.data_dir, "scores")
+        if len(scores):
+            # Partitions of models or languages removed from the config stay on disk; leave them out.
+            scores = scores[
+                scores["model"].isin([m.id for m in cfg.models.models]) & scores["language"].isin(cfg.languages.isos)
+            ].reset_index(drop=True)
+        context.log.info(f"estimating over {len(scores)} scored rows")
+        result = run_suite(
+            scores,
+            cfg,
+            articles=articles[["doc_id", "published"]],
+            fertility=tokenizer_fertility_by_language,
+        )
+        h1 = result.results.get("h1", {})
+        context.add_output_metadata(
+            {
+                "h1_micro": dg.MetadataValue.json(h1.get("h1_micro")),
+                "rows": len(scores),
+            },
+            output_name="study_results",
+        )
+        return result.estimates, result.results
+
+    return dg.Definitions(assets=[analysis])

@@ -1,0 +1,48 @@
+"""Corpus sources (demo, canonical JSONL, FLORES-200/FLORES+, Belebele), audit, sampling, fertility."""
+
+from clcg_pipeline.corpus._audit import AUDIT_COLUMNS, audit_corpus, incomplete_versions
+from clcg_pipeline.corpus._belebele import MC_LEVEL, load_belebele
+from clcg_pipeline.corpus._build import TRANSLATION_COLUMNS, CorpusTables
+from clcg_pipeline.corpus._errors import CorpusError, CorpusWarning
+from clcg_pipeline.corpus._fertility import FERTILITY_COLUMNS, tokenizer_fertility
+from clcg_pipeline.corpus._flores import flores_code_map, load_flores
+from clcg_pipeline.corpus._jsonl import HUMAN_LEVEL, load_jsonl
+from clcg_pipeline.corpus._records import (
+    ArticleRecord,
+    ItemRecord,
+    ParagraphRecord,
+    QuestionRecord,
+    canonical_json_schema,
+)
+from clcg_pipeline.corpus._sampling import SAMPLE_COLUMNS, sample_articles
+from clcg_pipeline.corpus._sources import load_source
+from clcg_pipeline.corpus._tokens import count_tokens, get_encoding, offline_encodings
+
+__all__ = [
+    "AUDIT_COLUMNS",
+    "FERTILITY_COLUMNS",
+    "HUMAN_LEVEL",
+    "MC_LEVEL",
+    "SAMPLE_COLUMNS",
+    "TRANSLATION_COLUMNS",
+    "ArticleRecord",
+    "CorpusError",
+    "CorpusTables",
+    "CorpusWarning",
+    "ItemRecord",
+    "ParagraphRecord",
+    "QuestionRecord",
+    "audit_corpus",
+    "canonical_json_schema",
+    "count_tokens",
+    "flores_code_map",
+    "get_encoding",
+    "incomplete_versions",
+    "load_belebele",
+    "load_flores",
+    "load_jsonl",
+    "load_source",
+    "offline_encodings",
+    "sample_articles",
+    "tokenizer_fertility",
+]

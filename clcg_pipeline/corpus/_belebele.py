@@ -1,0 +1,191 @@
+"""Belebele: one JSONL file per language variant; passages become articles, questions MC items.
+
+Every language is asked the English question with the English options (the study's design
+keeps question and gold answer fixed and varies only the evidence language); each row's own
+question and options are kept in ``item_translations``. Passages align across languages
+through ``link`` (plus the passage's rank under that link, should a link carry several).
+A passage has no paragraph structure, so it is one paragraph, pid ``p1``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from clcg_pipeline.config import LanguagesConfig
+from clcg_pipeline.corpus._build import (
+    TRANSLATION_COLUMNS,
+    CorpusTables,
+    Version,
+    build_tables,
+    items_frame,
+    keep_panel,
+)
+from clcg_pipeline.corpus._errors import CorpusError, where
+from clcg_pipeline.corpus._flores import flores_code_map
+from clcg_pipeline.corpus._io import filesystem, glob, join, read_jsonl
+
+FIELDS = (
+    "link",
+    "question_number",
+    "flores_passage",
+    "question",
+    "mc_answer1",
+    "mc_answer2",
+    "mc_answer3",
+    "mc_answer4",
+    "correct_answer_num",
+    "dialect",
+)
+# Belebele items test reading the passage for one fact; they are scored by accuracy, outside
+# the L0-L5 gradient, so they get their own level label.
+MC_LEVEL = "MC"
+PID = "p1"
+
+
+def _rows(fs: Any, file: str) -> list[tuple[int, dict[str, Any]]]:
+    rows = list(read_jsonl(fs, file))
+    for line, rec in rows:
+        missing = [f for f in FIELDS if f not in rec]
+        if missing:
+            raise CorpusError(f"{where(file, line, missing[0])}: missing (record lacks {missing})")
+        try:
+            answer = int(rec["correct_answer_num"])
+        except (TypeError, ValueError):
+            answer = 0
+        if not 1 <= answer <= 4:
+            raise CorpusError(
+                f"{where(file, line, 'correct_answer_num')}: must be 1-4, got {rec['correct_answer_num']!r}"
+            )
+        rec["correct_answer_num"] = answer
+        try:
+            rec["question_number"] = int(rec["question_number"])
+        except (TypeError, ValueError):
+            raise CorpusError(f"{where(file, line, 'question_number')}: not an integer") from None
+    return rows
+
+
+def _passage_keys(file: str, rows: list[tuple[int, dict[str, Any]]]) -> list[tuple[str, int]]:
+    """(link, rank of the passage under that link) per row, in file order."""
+    ranks: dict[str, list[str]] = {}
+    keys: list[tuple[str, int]] = []
+    for _, rec in rows:
+        passages = ranks.setdefault(rec["link"], [])
+        if rec["flores_passage"] not in passages:
+            passages.append(rec["flores_passage"])
+        keys.append((rec["link"], passages.index(rec["flores_passage"]) + 1))
+    return keys
+
+
+def load_belebele(path: str, *, source: str, languages: LanguagesConfig) -> CorpusTables:
+    """Read every ``*.jsonl`` under ``path`` (a folder, or one file); the reference language is required."""
+    fs, root = filesystem(path)
+    files = (
+        [root] if fs.isfile(root) else glob(fs, join(root, "*.jsonl")) or glob(fs, join(root, "*", "*.jsonl"))
+    )
+    if not files:
+        raise CorpusError(f"{path}: no Belebele *.jsonl files")
+    codes = flores_code_map(languages)
+    reference = languages.reference
+    per_file: list[tuple[str, str, list[tuple[int, dict[str, Any]]]]] = []
+    for file in files:
+        rows = _rows(fs, file)
+        if not rows:
+            continue
+        dialect = rows[0][1]["dialect"]
+        for line, rec in rows:
+            if rec["dialect"] != dialect:
+                raise CorpusError(
+                    f"{where(file, line, 'dialect')}: {rec['dialect']!r} in a file of {dialect!r}"
+                )
+        per_file.append((file, codes.get(dialect, dialect), rows))
+    isos = [iso for _, iso, _ in per_file]
+    if reference not in isos:
+        raise CorpusError(
+            f"{path}: no file for the reference language {reference!r} "
+            f"({languages.get(reference).flores_code}); Belebele items need the English questions"
+        )
+    for iso in {i for i in isos if isos.count(i) > 1}:
+        raise CorpusError(
+            f"{path}: language {iso!r} has several files: {[f for f, i, _ in per_file if i == iso]}"
+        )
+
+    # Doc ids follow the English file's order; passages only in other languages come after.
+    ref_file, _, ref_rows = next(entry for entry in per_file if entry[1] == reference)
+    doc_ids: dict[tuple[str, int], str] = {}
+    for key in _passage_keys(ref_file, ref_rows):
+        doc_ids.setdefault(key, f"belebele-{len(doc_ids) + 1:04d}")
+    items: dict[str, dict[str, Any]] = {}
+    ref_answer: dict[str, int] = {}
+    for (line, rec), key in zip(ref_rows, _passage_keys(ref_file, ref_rows), strict=True):
+        item_id = f"{doc_ids[key]}-q{rec['question_number']}"
+        if item_id in items:
+            raise CorpusError(
+                f"{where(ref_file, line, 'question_number')}: question repeats for {rec['link']}"
+            )
+        options = [str(rec[f"mc_answer{i}"]) for i in range(1, 5)]
+        ref_answer[item_id] = rec["correct_answer_num"]
+        items[item_id] = {
+            "item_id": item_id,
+            "doc_id": doc_ids[key],
+            "item_source": "belebele",
+            "level": MC_LEVEL,
+            "question": rec["question"],
+            "gold_answer": options[rec["correct_answer_num"] - 1],
+            "answer_format": "mc",
+            "options": options,
+            "target_pids": [PID],
+            "supporting_pids": [PID],
+            "gold_answerable": True,
+            "generator": f"source:{source}",
+            "prompt_hash": None,
+            "level_label_validated": False,
+        }
+
+    versions: list[Version] = []
+    translations: list[dict[str, Any]] = []
+    for file, iso, rows in per_file:
+        seen: set[tuple[str, int]] = set()
+        for (line, rec), key in zip(rows, _passage_keys(file, rows), strict=True):
+            doc_id = doc_ids.setdefault(key, f"belebele-{len(doc_ids) + 1:04d}")
+            if key not in seen:
+                seen.add(key)
+                versions.append(
+                    Version(
+                        doc_id=doc_id,
+                        language=iso,
+                        paragraphs=[(PID, rec["flores_passage"])],
+                        extra={"url": rec["link"]},
+                        origin=where(file, line),
+                    )
+                )
+            item_id = f"{doc_id}-q{rec['question_number']}"
+            if item_id in items:
+                if rec["correct_answer_num"] != ref_answer[item_id]:
+                    raise CorpusError(
+                        f"{where(file, line, 'correct_answer_num')}: {rec['correct_answer_num']} differs "
+                        "from "
+                        f"the English file's answer for {item_id}"
+                    )
+                translations.append(
+                    {
+                        "item_id": item_id,
+                        "doc_id": doc_id,
+                        "language": iso,
+                        "question_original": rec["question"],
+                        "options_original": [str(rec[f"mc_answer{i}"]) for i in range(1, 5)],
+                    }
+                )
+    kept, dropped = keep_panel(versions, languages)
+    panel = set(languages.isos)
+    frame = pd.DataFrame(translations, columns=TRANSLATION_COLUMNS)
+    frame = frame[frame["language"].isin(panel)].sort_values(["item_id", "language"], kind="stable")
+    return build_tables(
+        kept,
+        source=source,
+        reference=reference,
+        items=items_frame([items[k] for k in sorted(items)]),
+        item_translations=frame,
+        dropped_languages=dropped,
+    )

@@ -1,0 +1,79 @@
+"""File access for sources: local paths or fsspec URLs, read as bytes so bad UTF-8 is seen, not lost."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import fsspec
+from fsspec import AbstractFileSystem
+
+from clcg_pipeline.corpus._errors import CorpusError, where
+
+
+def filesystem(path: str) -> tuple[AbstractFileSystem, str]:
+    """The filesystem holding ``path`` and the path inside it."""
+    fs, root = fsspec.core.url_to_fs(path)
+    return fs, root.rstrip("/")
+
+
+def join(root: str, *parts: str) -> str:
+    return "/".join([root.rstrip("/"), *parts])
+
+
+def glob(fs: AbstractFileSystem, pattern: str) -> list[str]:
+    """Matching files, sorted so the load order (and every derived id) is stable."""
+    return sorted(p for p in fs.glob(pattern) if fs.isfile(p))
+
+
+def decode(raw: bytes) -> str:
+    """UTF-8 text; invalid bytes survive as lone surrogates so the audit can count them."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="surrogateescape")
+
+
+def is_valid_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def clean(text: str) -> str:
+    """Text safe for Parquet: undecodable bytes and lone surrogates become U+FFFD."""
+    if is_valid_utf8(text):
+        return text
+    return text.encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace")
+
+
+def read_lines(fs: AbstractFileSystem, path: str) -> Iterator[tuple[int, str]]:
+    """(1-based line number, decoded line without its newline) for every line of a text file."""
+    with fs.open(path, "rb") as handle:
+        data = handle.read()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for number, raw in enumerate(lines, start=1):
+        yield number, decode(raw.removesuffix(b"\r"))
+
+
+def read_jsonl(fs: AbstractFileSystem, path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a malformed line raises naming file and line."""
+    for number, line in read_lines(fs, path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(
+                f"{where(path, number)}: not valid JSON: {exc.msg} (column {exc.colno})"
+            ) from None
+        if not isinstance(obj, dict):
+            raise CorpusError(f"{where(path, number)}: expected a JSON object, got {type(obj).__name__}")
+        yield number, obj

@@ -1,0 +1,110 @@
+"""Dagster wrappers of the corpus stage: languages, articles, paragraphs, audit, sample, fertility."""
+
+
+import dagster as dg
+import pandas as pd
+
+from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.corpus import audit_corpus, load_source, sample_articles, tokenizer_fertility
+from clcg_pipeline.partitions import language_partitions
+from clcg_pipeline.resources import StudyResource
+
+GROUP = "corpus"
+
+
+def languages_frame(config: ProjectConfig) -> pd.DataFrame:
+    rows = [
+        {**lang.model_dump(exclude={"flores_code"}), "non_latin": lang.non_latin}
+        for lang in config.languages.languages
+    ]
+    return pd.DataFrame(rows)
+
+
+def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
+    by_language = language_partitions(config.languages)
+    reference = config.languages.reference
+
+    @dg.asset(group_name=GROUP, automation_condition=dg.AutomationCondition.eager())
+    def languages(study: StudyResource) -> pd.DataFrame:
+        """The language panel of ``languages.yaml`` (roles, scripts, Joshi classes)."""
+        return languages_frame(study.load())
+
+    @dg.multi_asset(
+        group_name=GROUP,
+        partitions_def=by_language,
+        outs={
+            "articles": dg.AssetOut(description="One row per article in this language."),
+            "paragraphs": dg.AssetOut(description="Body paragraphs, aligned across languages by pid."),
+            "corpus_audit": dg.AssetOut(
+                description="Completeness of each article's version against English."
+            ),
+        },
+    )
+    def corpus(context: dg.AssetExecutionContext, study: StudyResource):  # type: ignore[no-untyped-def]
+        """Load the primary source and keep this partition's language."""
+        cfg = study.load()
+        language = context.partition_key
+        tables = load_source(cfg.sources.primary, cfg.languages)
+        audit = audit_corpus(
+            tables.articles,
+            tables.paragraphs,
+            reference=cfg.languages.reference,
+            threshold=cfg.study.completeness_threshold,
+        )
+        articles = tables.articles[tables.articles["language"] == language].reset_index(drop=True)
+        paragraphs = tables.paragraphs[tables.paragraphs["language"] == language].reset_index(drop=True)
+        audit = audit[audit["language"] == language].reset_index(drop=True)
+        context.log.info(f"{language}: {len(articles)} articles, {len(paragraphs)} paragraphs")
+        return articles, paragraphs, audit
+
+    @dg.asset_check(asset="corpus_audit", description="Language versions below the completeness threshold.")
+    def alignment_coverage(corpus_audit: pd.DataFrame) -> dg.AssetCheckResult:
+        incomplete = (
+            corpus_audit[~corpus_audit["complete"].astype(bool)] if len(corpus_audit) else corpus_audit
+        )
+        return dg.AssetCheckResult(
+            passed=len(incomplete) == 0,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "versions": len(corpus_audit),
+                "incomplete": len(incomplete),
+                "incomplete_versions": dg.MetadataValue.md(
+                    incomplete.to_markdown(index=False) if len(incomplete) else "none"
+                ),
+            },
+        )
+
+    @dg.asset(
+        group_name=GROUP,
+        ins={"articles": dg.AssetIn(partition_mapping=dg.SpecificPartitionsPartitionMapping([reference]))},
+    )
+    def study_sample(
+        context: dg.AssetExecutionContext, study: StudyResource, articles: pd.DataFrame
+    ) -> pd.DataFrame:
+        """The seeded article sample and its stability subsample (with repetitions per article)."""
+        cfg = study.load()
+        sample = sample_articles(
+            articles, cfg.study.sampling, cfg.study.repetitions, reference=cfg.languages.reference
+        )
+        context.add_output_metadata(
+            {"articles": len(sample), "stability_articles": int(sample["in_stability"].sum())}
+        )
+        return sample
+
+    @dg.asset(group_name=GROUP)
+    def tokenizer_fertility_by_language(study: StudyResource, paragraphs: pd.DataFrame) -> pd.DataFrame:
+        """Tokens in each language per token in English, over parallel paragraphs."""
+        cfg = study.load()
+        fertility = cfg.study.fertility
+        return tokenizer_fertility(
+            paragraphs,
+            reference=cfg.languages.reference,
+            tokenizer=fertility.tokenizer,
+            sample_size=fertility.sample_size,
+            seed=fertility.seed,
+        )
+
+    return dg.Definitions(
+        assets=[languages, corpus, study_sample, tokenizer_fertility_by_language],
+        asset_checks=[alignment_coverage],
+    )

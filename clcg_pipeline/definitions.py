@@ -1,0 +1,53 @@
+"""The one ``Definitions`` object: each stage's definitions, merged. Nothing else happens here."""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from clcg_pipeline.analysis.assets import build_analysis_defs
+from clcg_pipeline.config import default_config_dir, default_data_dir, load_config
+from clcg_pipeline.corpus.assets import build_corpus_defs
+from clcg_pipeline.inference.assets import build_inference_defs
+from clcg_pipeline.inference.sensors import inference_automation_defs
+from clcg_pipeline.items.assets import build_items_defs
+from clcg_pipeline.jobs import build_jobs
+from clcg_pipeline.report.assets import report_defs
+from clcg_pipeline.resources import StudyResource
+from clcg_pipeline.scoring.assets import build_scoring_defs
+from clcg_pipeline.storage import ParquetIOManager
+from clcg_pipeline.storage.assets import storage_defs
+
+
+def build_definitions(
+    config_dir: str | os.PathLike[str] | None = None, data_dir: str | os.PathLike[str] | None = None
+) -> dg.Definitions:
+    """Definitions for one config folder and data folder (defaults: env vars, then ./)."""
+    config_path = str(config_dir) if config_dir is not None else str(default_config_dir())
+    data_path = str(data_dir) if data_dir is not None else default_data_dir()
+    config = load_config(config_path)
+    return dg.Definitions.merge(
+        build_corpus_defs(config),
+        build_items_defs(config),
+        build_inference_defs(config),
+        build_scoring_defs(config),
+        build_analysis_defs(config),
+        report_defs,
+        storage_defs,
+        inference_automation_defs,
+        dg.Definitions(
+            jobs=build_jobs(config),
+            resources={
+                "study": StudyResource(config_dir=config_path, data_dir=data_path),
+                "io_manager": ParquetIOManager(base_path=data_path),
+            },
+        ),
+    )
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    # Loaded lazily by Dagster (dagster dev / the daemon), so reading the config happens
+    # when the code location loads, not at import.
+    return build_definitions()

@@ -1,0 +1,1 @@
+"""Provider adapters behind one interface (:class:`ModelAPI`); see ``_registry``."""

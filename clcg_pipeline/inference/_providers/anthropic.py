@@ -1,0 +1,118 @@
+"""``anthropic``: the Messages API."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import pydantic
+
+from clcg_pipeline.config import ConditionSettings, ModelSpec
+from clcg_pipeline.inference._prompts import ChatRequest
+from clcg_pipeline.inference._providers._base import (
+    CALL_ID_HEADER,
+    ModelAPI,
+    ModelOutput,
+    ProviderError,
+    classify_status,
+    outcome_for,
+)
+
+# The Messages API requires max_tokens; this is used when neither model nor condition sets one.
+DEFAULT_MAX_TOKENS = 4096
+
+
+def completion_config(spec: ModelSpec, settings: ConditionSettings) -> dict[str, Any]:
+    """Messages parameters for ``settings``: the one place they are converted.
+
+    The API has no seed, so a seed cannot be honoured and is left out; repetitions are still
+    separate calls because the repetition index is part of the cache key. This SDK's typed
+    ``create`` no longer lists temperature/top_p, so they travel in ``extra_body`` (the HTTP
+    API takes them for models that support them); ``options.send_sampling: false`` omits them
+    for models that reject them.
+    """
+    if settings.temperature is not None and settings.temperature > 1:
+        raise ValueError(f"model {spec.id!r}: anthropic accepts temperature in [0, 1], got {settings.temperature}")
+    config: dict[str, Any] = {"max_tokens": settings.max_output_tokens or DEFAULT_MAX_TOKENS}
+    sampling: dict[str, Any] = {}
+    if spec.options.get("send_sampling", True):
+        if settings.temperature is not None:
+            sampling["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            sampling["top_p"] = settings.top_p
+    if sampling:
+        config["extra_body"] = sampling
+    return config
+
+
+def split_system(messages: list[dict[str, str]]) -> tuple[str | None, list[dict[str, str]]]:
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
+    return system, [m for m in messages if m["role"] != "system"]
+
+
+def classify(exc: Exception) -> ProviderError:
+    name = type(exc).__name__
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderError("timeout", name, "request timed out")
+    if isinstance(exc, anthropic.APIStatusError):
+        return classify_status(exc.status_code, name, str(exc.message), exc.response.headers)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ProviderError("transient", name, "connection failed")
+    if isinstance(
+        exc, anthropic.APIResponseValidationError | json.JSONDecodeError | pydantic.ValidationError
+    ):
+        return ProviderError("transient", "MalformedResponse", f"{name}: unreadable response body")
+    raise exc
+
+
+class AnthropicAPI(ModelAPI):
+    provider = "anthropic"
+
+    def __init__(self, spec: ModelSpec, api_key: str | None) -> None:
+        super().__init__(spec, api_key)
+        self.client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=spec.base_url, max_retries=0, timeout=spec.timeout_s
+        )
+
+    def params(self, request: ChatRequest) -> dict[str, Any]:
+        """The Messages request body (shared with the batch API)."""
+        system, messages = split_system(request.messages)
+        params: dict[str, Any] = {
+            "model": self.spec.model,
+            "messages": messages,
+            **completion_config(self.spec, request.settings),
+        }
+        if system:
+            params["system"] = system
+        return params
+
+    async def generate(self, request: ChatRequest, *, timeout_s: float) -> ModelOutput:
+        try:
+            response = await self.client.messages.create(
+                **self.params(request), extra_headers={CALL_ID_HEADER: request.call_id}, timeout=timeout_s
+            )
+        except (anthropic.AnthropicError, json.JSONDecodeError, pydantic.ValidationError) as exc:
+            raise classify(exc) from None
+        return output_from_message(response)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def output_from_message(response: Any) -> ModelOutput:
+    """A Messages response (object or dict) as a :class:`ModelOutput`."""
+    get = (lambda o, k: o.get(k)) if isinstance(response, dict) else getattr
+    blocks = get(response, "content") or []
+    texts = [get(b, "text") for b in blocks if get(b, "type") == "text"]
+    stop = get(response, "stop_reason")
+    usage = get(response, "usage")
+    if stop is None and not texts:
+        raise ProviderError("transient", "MalformedResponse", "response has no content")
+    return ModelOutput(
+        text="".join(t for t in texts if t) if texts else None,
+        finish_reason=stop,
+        input_tokens=int(get(usage, "input_tokens") or 0) if usage else 0,
+        output_tokens=int(get(usage, "output_tokens") or 0) if usage else 0,
+        outcome=outcome_for(stop),
+    )

@@ -1,0 +1,92 @@
+"""``openai`` and ``openai_compatible`` (vLLM, Ollama, llama.cpp, DeepSeek, ...): chat completions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+import pydantic
+
+from clcg_pipeline.config import ConditionSettings, ModelSpec
+from clcg_pipeline.inference._prompts import ChatRequest
+from clcg_pipeline.inference._providers._base import (
+    CALL_ID_HEADER,
+    ModelAPI,
+    ModelOutput,
+    ProviderError,
+    classify_status,
+    outcome_for,
+)
+
+
+def completion_config(spec: ModelSpec, settings: ConditionSettings) -> dict[str, Any]:
+    """Chat-completions parameters for ``settings``: the one place they are converted."""
+    config: dict[str, Any] = {}
+    if settings.temperature is not None:
+        config["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        config["top_p"] = settings.top_p
+    if settings.seed is not None:
+        config["seed"] = settings.seed
+    if settings.max_output_tokens is not None:
+        # OpenAI's current models take max_completion_tokens; compatible servers know max_tokens.
+        key = "max_completion_tokens" if spec.provider == "openai" else "max_tokens"
+        config[key] = settings.max_output_tokens
+    return config
+
+
+def classify(exc: Exception) -> ProviderError:
+    """Map an OpenAI SDK exception to a retry class."""
+    name = type(exc).__name__
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderError("timeout", name, "request timed out")
+    if isinstance(exc, openai.APIStatusError):
+        return classify_status(exc.status_code, name, str(exc.message), exc.response.headers)
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderError("transient", name, "connection failed")
+    if isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError | pydantic.ValidationError):
+        return ProviderError("transient", "MalformedResponse", f"{name}: unreadable response body")
+    raise exc
+
+
+class OpenAIAPI(ModelAPI):
+    provider = "openai"
+
+    def __init__(self, spec: ModelSpec, api_key: str | None) -> None:
+        super().__init__(spec, api_key)
+        # max_retries=0: retries belong to the runner, which sees every attempt.
+        self.client = openai.AsyncOpenAI(
+            api_key=api_key or "unused",
+            base_url=spec.base_url,
+            max_retries=0,
+            timeout=spec.timeout_s,
+        )
+
+    async def generate(self, request: ChatRequest, *, timeout_s: float) -> ModelOutput:
+        try:
+            response = await self.client.chat.completions.create(
+                model=self.spec.model,
+                messages=request.messages,  # type: ignore[arg-type]
+                extra_headers={CALL_ID_HEADER: request.call_id},
+                timeout=timeout_s,
+                **completion_config(self.spec, request.settings),
+            )
+        except (openai.OpenAIError, json.JSONDecodeError, pydantic.ValidationError) as exc:
+            raise classify(exc) from None
+        if not getattr(response, "choices", None):
+            raise ProviderError("transient", "MalformedResponse", "response has no choices")
+        choice = response.choices[0]
+        message = choice.message
+        usage = response.usage
+        refused = bool(getattr(message, "refusal", None))
+        return ModelOutput(
+            text=message.content,
+            finish_reason=choice.finish_reason,
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+            outcome=outcome_for(choice.finish_reason, refused=refused),
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()

@@ -1,0 +1,15 @@
+"""Report stage: the self-contained HTML report and the terminal H1 table."""
+
+from clcg_pipeline.report._render import H1_SUMMARY, KNOWN_SECTIONS, render_report, write_report
+from clcg_pipeline.report._svg import Bar, bar_chart_svg
+from clcg_pipeline.report._table import format_h1_table
+
+__all__ = [
+    "H1_SUMMARY",
+    "KNOWN_SECTIONS",
+    "Bar",
+    "bar_chart_svg",
+    "format_h1_table",
+    "render_report",
+    "write_report",
+]

@@ -1,0 +1,68 @@
+"""Number formatting and tolerant readers for the results document."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+MISSING = "\u2014"  # an em dash for "not computed"
+
+
+def as_float(value: object) -> float | None:
+    """A finite float, or None for null / NaN / non-numeric values."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def fmt_num(value: object, digits: int = 3) -> str:
+    """A number with fixed decimals, or an em dash when missing."""
+    number = as_float(value)
+    return MISSING if number is None else f"{number:.{digits}f}"
+
+
+def fmt_ci(low: object, high: object, digits: int = 3) -> str:
+    """``[low, high]``, or an em dash when either end is missing."""
+    lo, hi = as_float(low), as_float(high)
+    if lo is None or hi is None:
+        return MISSING
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def fmt_p(value: object) -> str:
+    """A p value: three decimals, ``<0.001`` below that."""
+    number = as_float(value)
+    if number is None:
+        return MISSING
+    return "<0.001" if number < 0.001 else f"{number:.3f}"
+
+
+def fmt_int(value: object) -> str:
+    number = as_float(value)
+    return MISSING if number is None else f"{int(number):,}"
+
+
+def fmt_value(value: object) -> str:
+    """Any scalar or container as short text (floats to 3 decimals, containers as JSON)."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return fmt_num(value, 4 if abs(value) < 0.01 and value != 0 else 3)
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, default=str, sort_keys=True)
+    return str(value)
+
+
+def estimate_of(block: object) -> dict[str, Any]:
+    """An ``{estimate, ci_low, ci_high, ...}`` dict from whatever the results hold (or empty)."""
+    return dict(block) if isinstance(block, Mapping) else {}

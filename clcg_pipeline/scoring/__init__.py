@@ -1,0 +1,32 @@
+"""Scoring stage: per-prediction metrics (STUDY.md section 5)."""
+
+from clcg_pipeline.scoring._metrics import (
+    PolarLabel,
+    choice_accuracy,
+    choice_index,
+    exact_match,
+    normalize_answer,
+    polar_accuracy,
+    polar_label,
+    rouge_l,
+    token_f1,
+)
+from clcg_pipeline.scoring._score import ANSWER_FORMATS, ScoringResult, SemSim, score_predictions
+from clcg_pipeline.scoring._semsim import make_minilm_semsim
+
+__all__ = [
+    "ANSWER_FORMATS",
+    "PolarLabel",
+    "ScoringResult",
+    "SemSim",
+    "choice_accuracy",
+    "choice_index",
+    "exact_match",
+    "make_minilm_semsim",
+    "normalize_answer",
+    "polar_accuracy",
+    "polar_label",
+    "rouge_l",
+    "score_predictions",
+    "token_f1",
+]

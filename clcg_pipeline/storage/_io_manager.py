@@ -1,0 +1,84 @@
+"""The Parquet IO manager: one file per asset partition, in hive layout.
+
+Dagster's DuckDB IO manager cannot handle a dynamic partition dimension and DuckDB allows a
+single writer, so assets write Parquet here and DuckDB only ever reads (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+from upath import UPath
+
+from clcg_pipeline.storage._files import DATA_FILE, partition_dir, read_frame, read_json, write_frame, write_json
+from clcg_pipeline.storage._tables import TABLES
+
+_PREVIEW_ROWS = 5
+
+
+def partition_dims(key: str, partitions_def: dg.PartitionsDefinition | None) -> dict[str, str]:
+    """Map a partition key to ``{dimension: value}`` (a single dimension is named ``language``)."""
+    if isinstance(key, dg.MultiPartitionKey):
+        return dict(sorted(key.keys_by_dimension.items()))
+    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        return dict(sorted(partitions_def.get_partition_key_from_str(key).keys_by_dimension.items()))
+    return {"language": key}
+
+
+class ParquetIOManager(dg.ConfigurableIOManager):
+    """Stores DataFrames as Parquet (conformed to their data contract) and dicts as JSON."""
+
+    base_path: str
+
+    def _dir(self, asset: str, key: str | None, partitions_def: dg.PartitionsDefinition | None) -> UPath:
+        dims: Mapping[str, str] | None = partition_dims(key, partitions_def) if key is not None else None
+        return partition_dir(self.base_path, asset, dims)
+
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        if obj is None:
+            return
+        asset = context.asset_key.path[-1]
+        key = context.asset_partition_key if context.has_asset_partitions else None
+        folder = self._dir(asset, key, context.asset_partitions_def if key else None)
+        if isinstance(obj, pd.DataFrame):
+            path = folder / DATA_FILE
+            write_frame(path, obj, contract=asset if asset in TABLES else None)
+            preview = obj.head(_PREVIEW_ROWS).to_markdown(index=False) if len(obj) else "(no rows)"
+            context.add_output_metadata(
+                {
+                    "dagster/row_count": len(obj),
+                    "path": dg.MetadataValue.path(str(path)),
+                    "preview": dg.MetadataValue.md(preview),
+                }
+            )
+        elif isinstance(obj, dict):
+            path = folder / "data.json"
+            write_json(path, obj)
+            context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
+        else:
+            raise TypeError(f"asset {asset!r}: cannot store a {type(obj).__name__}; return a DataFrame or dict")
+
+    def load_input(self, context: dg.InputContext) -> Any:
+        asset = context.asset_key.path[-1]
+        if not context.has_asset_partitions:
+            return self._read(self._dir(asset, None, None), asset)
+        partitions_def = context.asset_partitions_def
+        frames = [
+            self._read(self._dir(asset, key, partitions_def), asset) for key in sorted(context.asset_partition_keys)
+        ]
+        if not frames:
+            return pd.DataFrame()
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+    @staticmethod
+    def _read(folder: UPath, asset: str) -> Any:
+        if (folder / DATA_FILE).exists():
+            return read_frame(folder / DATA_FILE)
+        if (folder / "data.json").exists():
+            return read_json(folder / "data.json")
+        raise FileNotFoundError(
+            f"asset {asset!r}: nothing stored at {folder} - materialize that partition first"
+        )

@@ -1,0 +1,27 @@
+"""Dagster wrapper of the DuckDB catalog (views over every table's Parquet files)."""
+
+
+import dagster as dg
+
+from clcg_pipeline.resources import StudyResource
+from clcg_pipeline.storage._catalog import build_catalog, default_catalog_path
+
+GROUP = "storage"
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=["languages", "articles", "paragraphs", "items", "predictions", "calls", "scores", "estimates"],
+    automation_condition=dg.AutomationCondition.eager(),
+)
+def duckdb_catalog(context: dg.AssetExecutionContext, study: StudyResource) -> dg.MaterializeResult:
+    """``clcg.duckdb``: a read-only view per table over its Parquet glob, plus ``sql/views``."""
+    path = default_catalog_path(study.data_dir)
+    counts = build_catalog(study.data_dir, path)
+    context.log.info(f"catalog {path}: {len(counts)} views")
+    return dg.MaterializeResult(
+        metadata={"path": dg.MetadataValue.path(str(path)), "views": dg.MetadataValue.json(counts)}
+    )
+
+
+storage_defs = dg.Definitions(assets=[duckdb_catalog])

@@ -1,0 +1,57 @@
+"""Planning a run before spending anything (what ``clcg plan`` prints)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+from upath import UPath
+
+from clcg_pipeline.config import load_config
+from clcg_pipeline.corpus import load_source, sample_articles
+from clcg_pipeline.inference import plan_partition
+from clcg_pipeline.items import validate_items
+from clcg_pipeline.storage import read_frame
+
+
+def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None = None) -> pd.DataFrame:
+    """Calls, estimated tokens and cost per model x condition; cached calls are counted apart.
+
+    Uses the materialized sample and item bank when they exist, else derives them from the
+    primary source the way the pipeline would.
+    """
+    config = load_config(config_dir)
+    tables = load_source(config.sources.primary, config.languages)
+    reference = config.languages.reference
+    sample_file = UPath(data_dir) / "study_sample" / "data.parquet"
+    items_file = UPath(data_dir) / "items" / "data.parquet"
+    if sample_file.exists():
+        sample = read_frame(sample_file)
+    else:
+        english = tables.articles[tables.articles["language"] == reference]
+        sample = sample_articles(english, config.study.sampling, config.study.repetitions, reference=reference)
+    if items_file.exists():
+        items = read_frame(items_file)
+    else:
+        items, _ = validate_items(tables.items, tables.paragraphs[tables.paragraphs["language"] == reference])
+    reps = dict(zip(sample["doc_id"], sample["n_reps"].astype(int), strict=True))
+    items = items[items["doc_id"].isin(reps)]
+    cache_dir = str(UPath(data_dir) / "cache" / "calls")
+    frames = []
+    for model_id in models or [m.id for m in config.models.models]:
+        model = config.models.get(model_id)
+        for iso in config.languages.isos:
+            paragraphs = tables.paragraphs[
+                (tables.paragraphs["language"] == iso) & tables.paragraphs["doc_id"].isin(reps)
+            ]
+            frames.append(
+                plan_partition(
+                    model=model, language=iso, paragraphs=paragraphs, items=items, reps=reps,
+                    conditions=config.study.conditions, cache_dir=cache_dir,
+                )
+            )
+    plan = pd.concat(frames, ignore_index=True)
+    numeric = ["calls", "cached_calls", "input_tokens", "output_tokens", "cost_usd"]
+    summary = plan.groupby(["model", "context_scope", "tokenizer"], as_index=False)[numeric].sum()
+    total = summary[numeric].sum().to_frame().T.assign(model="TOTAL", context_scope="", tokenizer="")
+    return pd.concat([summary, total], ignore_index=True)[["model", "context_scope", *numeric, "tokenizer"]]

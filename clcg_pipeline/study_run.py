@@ -1,0 +1,172 @@
+"""Running a whole study through Dagster on the persistent instance (what ``clcg run`` does).
+
+Each job runs in process against ``DAGSTER_HOME``'s instance, so every run, materialization
+and asset check shows in the UI (``make dev``) exactly as if launched from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from clcg_pipeline.config import ProjectConfig, load_config
+from clcg_pipeline.definitions import build_definitions
+from clcg_pipeline.inference import check_credentials
+from clcg_pipeline.inference.sensors import sync_model_partitions
+from clcg_pipeline.partitions import response_key
+from clcg_pipeline.storage import partition_dir, read_frame
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+FINGERPRINT_TAG = "clcg/fingerprint"
+_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+class StudyRunError(RuntimeError):
+    """A job of the study failed; the message names the job and partition."""
+
+
+@dataclass
+class RunSummary:
+    runs: int = 0
+    skipped: int = 0
+    new_cost_usd: float = 0.0
+    new_calls: int = 0
+    budget_exhausted: bool = False
+    failures: list[str] = field(default_factory=list)
+
+
+def ensure_dagster_home(project_root: Path = PROJECT_ROOT) -> Path:
+    """Point ``DAGSTER_HOME`` at a persistent folder (default ``.dagster_home``) with our dagster.yaml.
+
+    Without it Dagster uses a temporary instance and dynamic partitions vanish (DESIGN.md).
+    """
+    home = Path(os.environ.get("DAGSTER_HOME") or project_root / ".dagster_home").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    settings = home / "dagster.yaml"
+    template = project_root / "dagster.yaml"
+    if template.exists() and (not settings.exists() or settings.read_bytes() != template.read_bytes()):
+        shutil.copyfile(template, settings)
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+def fingerprint(config: ProjectConfig, *parts: str) -> str:
+    """What a partition's result depends on besides its upstream: config, code, source files."""
+    from clcg_pipeline import __version__
+
+    digest = hashlib.sha256(f"{config.config_hash}|{__version__}|{'|'.join(parts)}".encode())
+    for source in config.sources.sources:
+        if source.kind == "demo":
+            source = source.model_copy(update={"path": str(Path(__file__).parent / "corpus" / "demo_data")})
+        if source.path and Path(source.path).exists():
+            for path in sorted(Path(source.path).rglob("*")) if Path(source.path).is_dir() else [Path(source.path)]:
+                if path.is_file():
+                    stat = path.stat()
+                    digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _up_to_date(instance: dg.DagsterInstance, asset: str, partition: str | None, stamp: str) -> bool:
+    event = instance.get_latest_materialization_event(dg.AssetKey(asset), partition)
+    if event is None:
+        return False
+    run = instance.get_run_by_id(event.run_id)
+    return run is not None and run.tags.get(FINGERPRINT_TAG) == stamp
+
+
+def run_study(
+    *,
+    config_dir: str,
+    data_dir: str,
+    models: Sequence[str] | None = None,
+    languages: Sequence[str] | None = None,
+    budget_usd: float | None = None,
+    mode: str = "online",
+    force: bool = False,
+    regenerate_items: bool = False,
+    on_step: Callable[[str, int, int], None] | None = None,
+) -> RunSummary:
+    """Materialize the whole graph: corpus, study inputs, responses, analysis.
+
+    Partitions whose last materialization was made with the same fingerprint are skipped
+    (``force`` re-runs them); model calls are never repeated either way, thanks to the cache.
+    """
+    config = load_config(config_dir)
+    model_ids = list(models) if models else [m.id for m in config.models.models]
+    for model_id in model_ids:
+        check_credentials(config.models.get(model_id))  # a missing key fails before any call
+    isos = list(languages) if languages else config.languages.isos
+    unknown = sorted(set(isos) - set(config.languages.isos))
+    if unknown:
+        raise StudyRunError(f"languages not in the panel: {unknown}")
+
+    ensure_dagster_home()
+    instance = dg.DagsterInstance.get()
+    defs = build_definitions(config_dir, data_dir)
+    sync_model_partitions(instance, config)
+    stamp = fingerprint(config, data_dir)
+    summary = RunSummary()
+    total = len(isos) + 1 + len(isos) * len(model_ids) + 1
+    step = 0
+
+    def execute(
+        job: str, label: str, partition: str | None, check_asset: str | None, run_config: dict[str, Any]
+    ) -> None:
+        nonlocal step
+        step += 1
+        if on_step:
+            on_step(label, step, total)
+        if check_asset and not force and _up_to_date(instance, check_asset, partition, stamp):
+            summary.skipped += 1
+            return
+        result = defs.resolve_job_def(job).execute_in_process(
+            instance=instance,
+            partition_key=partition,
+            run_config={**_QUIET, **run_config},
+            tags={FINGERPRINT_TAG: stamp},
+            raise_on_error=False,
+        )
+        summary.runs += 1
+        if not result.success:
+            failure = next(
+                (str(e.event_specific_data.error.message).strip() for e in result.all_events if e.is_failure and
+                 getattr(e.event_specific_data, "error", None)),
+                "see the run in the Dagster UI",
+            )
+            raise StudyRunError(f"{job} [{partition or 'unpartitioned'}] failed: {failure}")
+
+    for iso in isos:
+        execute("corpus_job", f"corpus {iso}", iso, "paragraphs", {})
+    items_config = {"ops": {"item_bank": {"config": {"regenerate": regenerate_items}}}}
+    execute("study_inputs_job", "sample, items, fertility", None, "items", items_config)
+    remaining = budget_usd
+    for model_id in model_ids:
+        for iso in isos:
+            key = response_key(iso, model_id)
+            if remaining is not None and remaining <= 0:
+                summary.budget_exhausted = True
+                step += 1
+                continue
+            run_config = {"ops": {"responses": {"config": {"budget_usd": remaining, "mode": mode}}}}
+            execute("responses_job", f"{model_id} / {iso}", str(key), "scores", run_config)
+            calls_file = partition_dir(data_dir, "calls", {"language": iso, "model": model_id}) / "data.parquet"
+            if calls_file.exists():
+                calls = read_frame(calls_file)
+                fresh = calls[~calls["cached"].astype(bool)] if len(calls) else calls
+                summary.new_calls += len(fresh)
+                spent = float(fresh["cost_usd"].sum()) if len(fresh) else 0.0
+                summary.new_cost_usd += spent
+                if remaining is not None:
+                    remaining -= spent
+                    if (calls["outcome"] == "skipped_budget").any():
+                        remaining = 0.0
+    # The analysis always re-runs: it reads every partition, including other sessions' models.
+    execute("analysis_job", "estimates and report", None, None, {})
+    return summary

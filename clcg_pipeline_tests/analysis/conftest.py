@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from clcg_pipeline.config import LanguagesConfig, StudyConfig, load_config
+
+
+@pytest.fixture(scope="session")
+def project():
+    from clcg_pipeline.analysis import synthetic_config
+
+    return synthetic_config(load_config("assets_config"))
+
+
+@pytest.fixture(scope="session")
+def small_langs() -> LanguagesConfig:
+    return LanguagesConfig.model_validate(
+        {
+            "languages": [
+                {"iso": "en", "name": "English", "script": "Latn", "joshi_class": 5, "role": "reference"},
+                {"iso": "pt", "name": "Portuguese", "script": "Latn", "joshi_class": 4, "role": "baseline"},
+                {"iso": "sw", "name": "Swahili", "script": "Latn", "joshi_class": 2, "role": "target"},
+                {"iso": "am", "name": "Amharic", "script": "Ethi", "joshi_class": 2, "role": "target"},
+                {"iso": "fon", "name": "Fon", "script": "Latn", "joshi_class": 0, "role": "target"},
+            ]
+        }
+    )
+
+
+@pytest.fixture(scope="session")
+def study() -> StudyConfig:
+    return StudyConfig(bootstrap_replicates=300)
+
+
+def make_scores(seed: int = 0, n_docs: int = 12, models: tuple[str, ...] = ("m1", "m2")) -> pd.DataFrame:
+    """Small unbalanced band panel with some failures and off-band rows."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    langs = ["en", "pt", "sw", "am", "fon"]
+    shift = {"en": 0.0, "pt": 0.03, "sw": 0.08, "am": 0.1, "fon": 0.15}
+    for d in range(n_docs):
+        n_items = int(rng.integers(2, 6))
+        for m in models:
+            for lang in langs:
+                if lang == "am" and d % 4 == 0:
+                    continue  # unbalanced coverage
+                for i in range(n_items):
+                    lvl = ["L3", "L4", "L5"][i % 3]
+                    f1 = float(np.clip(0.6 - shift[lang] + rng.normal(0, 0.2), 0, 1))
+                    status = "ok" if rng.random() > 0.1 else str(rng.choice(["unparseable", "missing"]))
+                    rows.append((m, lang, f"d{d}", f"d{d}-i{i}", 0, "full_body", lvl, "llm", f1, status))
+                # off-band rows must never enter the band
+                rows.append((m, lang, f"d{d}", f"d{d}-h", 0, "full_body", "L3", "human", 0.99, "ok"))
+                rows.append((m, lang, f"d{d}", f"d{d}-l1", 0, "full_body", "L1", "llm", 0.99, "ok"))
+                rows.append((m, lang, f"d{d}", f"d{d}-i0", 0, "closed_book", "L3", "llm", 0.99, "ok"))
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "model",
+            "language",
+            "doc_id",
+            "item_id",
+            "rep",
+            "context_scope",
+            "level",
+            "item_source",
+            "token_f1",
+            "status",
+        ],
+    )
+    frame["exact_match"] = (frame["token_f1"] > 0.9).astype(float)
+    frame["accuracy"] = frame["exact_match"]
+    frame["rouge_l"] = frame["token_f1"]
+    frame["semsim"] = np.nan
+    return frame

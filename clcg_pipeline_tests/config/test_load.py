@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clcg_pipeline.config import ConfigError, load_config
+from clcg_pipeline_tests.conftest import DEFAULT_CONFIG
+
+
+def test_default_config_is_the_study_panel() -> None:
+    config = load_config(DEFAULT_CONFIG)
+    assert config.languages.reference == "en"
+    assert config.languages.baseline == "pt"
+    assert len(config.languages.targets) == 16
+    assert config.languages.get("quy").joshi_class is None
+    assert config.languages.get("quy").joshi_class_sensitivity == 1
+    assert {lang.iso for lang in config.languages.languages if lang.non_latin} == {"ka", "ne", "am"}
+    assert config.study.conditions["closed_book"].seed == 20260322
+    assert len(config.config_hash) == 64
+
+
+def test_config_hash_changes_with_any_file(config_dir: Path) -> None:
+    before = load_config(config_dir).config_hash
+    (config_dir / "study.yaml").write_text(
+        (config_dir / "study.yaml").read_text() + "\n# a comment\n", encoding="utf-8"
+    )
+    assert load_config(config_dir).config_hash != before
+
+
+def test_error_names_file_and_field(config_dir: Path, edit_yaml: Callable) -> None:
+    def bad_class(doc: dict) -> None:
+        doc["languages"][3]["joshi_class"] = 9
+
+    edit_yaml(config_dir / "languages.yaml", bad_class)
+    with pytest.raises(ConfigError) as raised:
+        load_config(config_dir)
+    message = str(raised.value)
+    assert "languages.yaml" in message
+    assert "languages[3] (mt).joshi_class" in message
+
+
+def test_unknown_key_is_rejected(config_dir: Path, edit_yaml: Callable) -> None:
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(bootstrap_replicate=10))
+    with pytest.raises(ConfigError, match=r"study\.yaml[\s\S]*bootstrap_replicate: Extra inputs"):
+        load_config(config_dir)
+
+
+def test_hosted_model_needs_key_variable_name(config_dir: Path, edit_yaml: Callable) -> None:
+    edit_yaml(
+        config_dir / "models.yaml",
+        lambda doc: doc["models"].append({"id": "gpt", "provider": "openai", "model": "gpt-4o"}),
+    )
+    with pytest.raises(ConfigError, match=r"models\.yaml[\s\S]*models\[1\] \(gpt\)[\s\S]*api_key_env"):
+        load_config(config_dir)
+
+
+def test_compatible_provider_needs_base_url(config_dir: Path, edit_yaml: Callable) -> None:
+    edit_yaml(
+        config_dir / "models.yaml",
+        lambda doc: doc["models"].append({"id": "local", "provider": "openai_compatible", "model": "llama"}),
+    )
+    with pytest.raises(ConfigError, match="base_url"):
+        load_config(config_dir)
+
+
+def test_model_id_must_be_a_partition_key(config_dir: Path, edit_yaml: Callable) -> None:
+    edit_yaml(config_dir / "models.yaml", lambda doc: doc["models"][0].update(id="a|b"))
+    with pytest.raises(ConfigError, match="model id"):
+        load_config(config_dir)
+
+
+def test_two_references_rejected(config_dir: Path, edit_yaml: Callable) -> None:
+    edit_yaml(config_dir / "languages.yaml", lambda doc: doc["languages"][1].update(role="reference"))
+    with pytest.raises(ConfigError, match="exactly one language must have role 'reference'"):
+        load_config(config_dir)
+
+
+def test_item_generator_must_be_a_model(config_dir: Path, edit_yaml: Callable) -> None:
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(item_generator="nope"))
+    with pytest.raises(ConfigError, match="item_generator 'nope'"):
+        load_config(config_dir)
+
+
+def test_missing_file_and_bad_yaml(config_dir: Path) -> None:
+    (config_dir / "sources.yaml").unlink()
+    with pytest.raises(ConfigError, match=r"sources\.yaml: file not found"):
+        load_config(config_dir)
+    (config_dir / "sources.yaml").write_text("sources: [unclosed", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(config_dir)
+    with pytest.raises(ConfigError, match="config folder not found"):
+        load_config(config_dir / "nowhere")

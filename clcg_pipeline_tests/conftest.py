@@ -1,0 +1,49 @@
+"""Fixtures shared by every test package."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = PROJECT_ROOT / "assets_config"
+DEMO_LANGUAGES = ("en", "pt", "is", "mt", "sw", "ka", "ht")
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path) -> Path:
+    """A writable copy of the default config folder."""
+    target = tmp_path / "config"
+    shutil.copytree(DEFAULT_CONFIG, target)
+    return target
+
+
+@pytest.fixture
+def edit_yaml() -> Callable[[Path, Callable[[dict], None]], None]:
+    """Load a YAML file, let the test change the dict, write it back."""
+
+    def edit(path: Path, change: Callable[[dict], None]) -> None:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        change(document)
+        path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+    return edit
+
+
+@pytest.fixture
+def demo_config_dir(config_dir: Path, edit_yaml: Callable[[Path, Callable[[dict], None]], None]) -> Path:
+    """The default config cut to the demo corpus's languages and 200 replicates, for fast graph tests."""
+
+    def keep_demo(doc: dict) -> None:
+        doc["languages"] = [lang for lang in doc["languages"] if lang["iso"] in DEMO_LANGUAGES]
+
+    def fewer_replicates(doc: dict) -> None:
+        doc["bootstrap_replicates"] = 200
+
+    edit_yaml(config_dir / "languages.yaml", keep_demo)
+    edit_yaml(config_dir / "study.yaml", fewer_replicates)
+    return config_dir
