@@ -29,7 +29,7 @@ def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None =
         sample = read_frame(sample_file)
     else:
         english = tables.articles[tables.articles["language"] == reference]
-        sample = sample_articles(english, config.study.sampling, config.study.repetitions, reference=reference)
+        sample = sample_articles(english, config.study.sampling, reference=reference, repetitions=config.study.repetitions)
     if items_file.exists():
         items = read_frame(items_file)
     else:

@@ -74,11 +74,26 @@ def fingerprint(config: ProjectConfig, *parts: str) -> str:
 
 
 def _up_to_date(instance: dg.DagsterInstance, asset: str, partition: str | None, stamp: str) -> bool:
-    event = instance.get_latest_materialization_event(dg.AssetKey(asset), partition)
-    if event is None:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition] if partition else None),
+        limit=1,
+    ).records
+    if not records:
         return False
-    run = instance.get_run_by_id(event.run_id)
+    run = instance.get_run_by_id(records[0].event_log_entry.run_id)
     return run is not None and run.tags.get(FINGERPRINT_TAG) == stamp
+
+
+def _root_cause(result: dg.ExecuteInProcessResult) -> str:
+    """The innermost error message of the first failed step (what a user can act on)."""
+    for event in result.all_events:
+        error = getattr(event.event_specific_data, "error", None) if event.is_failure else None
+        if error is None:
+            continue
+        while error.cause is not None:
+            error = error.cause
+        return f"{error.cls_name}: {error.message.strip()}"
+    return "see the run in the Dagster UI (make dev)"
 
 
 def run_study(
@@ -118,14 +133,15 @@ def run_study(
 
     def execute(
         job: str, label: str, partition: str | None, check_asset: str | None, run_config: dict[str, Any]
-    ) -> None:
+    ) -> bool:
+        """Run one job partition unless it is up to date; True when it ran."""
         nonlocal step
         step += 1
         if on_step:
             on_step(label, step, total)
         if check_asset and not force and _up_to_date(instance, check_asset, partition, stamp):
             summary.skipped += 1
-            return
+            return False
         result = defs.resolve_job_def(job).execute_in_process(
             instance=instance,
             partition_key=partition,
@@ -135,12 +151,8 @@ def run_study(
         )
         summary.runs += 1
         if not result.success:
-            failure = next(
-                (str(e.event_specific_data.error.message).strip() for e in result.all_events if e.is_failure and
-                 getattr(e.event_specific_data, "error", None)),
-                "see the run in the Dagster UI",
-            )
-            raise StudyRunError(f"{job} [{partition or 'unpartitioned'}] failed: {failure}")
+            raise StudyRunError(f"{job} [{partition or 'unpartitioned'}] failed: {_root_cause(result)}")
+        return True
 
     for iso in isos:
         execute("corpus_job", f"corpus {iso}", iso, "paragraphs", {})
@@ -155,7 +167,8 @@ def run_study(
                 step += 1
                 continue
             run_config = {"ops": {"responses": {"config": {"budget_usd": remaining, "mode": mode}}}}
-            execute("responses_job", f"{model_id} / {iso}", str(key), "scores", run_config)
+            if not execute("responses_job", f"{model_id} / {iso}", str(key), "scores", run_config):
+                continue
             calls_file = partition_dir(data_dir, "calls", {"language": iso, "model": model_id}) / "data.parquet"
             if calls_file.exists():
                 calls = read_frame(calls_file)

@@ -10,6 +10,7 @@ from clcg_pipeline.analysis._bootstrap import (
 from clcg_pipeline.analysis._h1 import estimate_h1
 from clcg_pipeline.analysis._io import estimate_file, read_scores, write_json
 from clcg_pipeline.analysis._prepare import Rule
+from clcg_pipeline.analysis._suite import ESTIMATE_COLUMNS, StudyResults, run_suite
 from clcg_pipeline.analysis._synthetic import (
     synthetic_articles,
     synthetic_config,
@@ -19,8 +20,10 @@ from clcg_pipeline.analysis._synthetic import (
 )
 
 __all__ = [
+    "ESTIMATE_COLUMNS",
     "ClusterTable",
     "Rule",
+    "StudyResults",
     "bootstrap_p",
     "cluster_table",
     "draw_multiplicities",
@@ -28,6 +31,7 @@ __all__ = [
     "estimate_h1",
     "percentile_ci",
     "read_scores",
+    "run_suite",
     "synthetic_articles",
     "synthetic_config",
     "synthetic_fertility",

@@ -43,9 +43,7 @@ def benjamini_hochberg(tests: dict[str, float | None], alpha: float = 0.05) -> d
     }
 
 
-def bootstrap_tost(
-    reps: np.ndarray, bounds: tuple[float, float], confidence: float = 0.95
-) -> dict[str, Any]:
+def bootstrap_tost(reps: np.ndarray, bounds: tuple[float, float], confidence: float = 0.95) -> dict[str, Any]:
     """TOST on a bootstrap distribution: both one-sided tests against the bounds.
 
     ``p = max(p_low, p_high)``; equivalence is shown when ``p < 1 - confidence`` (equivalently
@@ -188,10 +186,10 @@ def standardized_ols(y: np.ndarray, predictors: dict[str, np.ndarray]) -> dict[s
     """OLS of z-scored y on z-scored predictors (statsmodels); descriptive only."""
     import statsmodels.api as sm
 
-    cols = [k for k, v in predictors.items() if np.isfinite(v).all() and np.std(v) > 0]
+    cols = [k for k, v in predictors.items() if v.size > 1 and np.isfinite(v).all() and np.std(v) > 0]
     ok = np.isfinite(y)
     n = int(ok.sum())
-    if n <= len(cols) + 1 or not cols or np.std(y[ok]) == 0:
+    if n <= len(cols) + 1 or not cols or np.ptp(y[ok]) == 0:
         return {"n": n, "r2": None, "coefficients": {}}
 
     def z(v: np.ndarray) -> np.ndarray:

@@ -35,10 +35,15 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             "tokenizer_fertility_by_language": dg.AssetIn(),
         },
         outs={
-            "estimates": dg.AssetOut(description="Every estimand: estimate, interval, p, adjusted p, n."),
-            "study_results": dg.AssetOut(description="study_results.json: the single source of truth for reports."),
+            "estimates": dg.AssetOut(
+                description="Every estimand: estimate, interval, p, adjusted p, n.",
+                automation_condition=dg.AutomationCondition.eager(),
+            ),
+            "study_results": dg.AssetOut(
+                description="study_results.json: the single source of truth for reports.",
+                automation_condition=dg.AutomationCondition.eager(),
+            ),
         },
-        automation_condition=dg.AutomationCondition.eager(),
     )
     def analysis(  # type: ignore[no-untyped-def]
         context: dg.AssetExecutionContext,
@@ -60,6 +65,12 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             cfg,
             articles=articles[["doc_id", "published"]],
             fertility=tokenizer_fertility_by_language,
+        )
+        # The report and the CLI label languages from here, so the results document stands alone.
+        result.results.setdefault(
+            "languages",
+            [{"iso": lang.iso, "name": lang.name, "joshi_class": lang.joshi_class, "role": lang.role}
+             for lang in cfg.languages.languages],
         )
         h1 = result.results.get("h1", {})
         context.add_output_metadata(

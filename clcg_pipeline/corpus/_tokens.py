@@ -8,12 +8,16 @@ time, so only encodings whose data ships in an installed package (``tiktoken-off
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import tiktoken
 import tiktoken.registry
 
 from clcg_pipeline.corpus._errors import CorpusError
+
+_CHUNK = 2000
 
 
 def offline_encodings() -> list[str]:
@@ -39,4 +43,14 @@ def count_tokens(texts: Sequence[str], tokenizer: str = "cl100k_base") -> list[i
     if not texts:
         return []
     encoding = get_encoding(tokenizer)
-    return [len(ids) for ids in encoding.encode_ordinary_batch(list(texts), num_threads=4)]
+
+    def chunk(part: Sequence[str]) -> list[int]:
+        return [len(encoding.encode_ordinary(text)) for text in part]
+
+    if len(texts) <= _CHUNK:
+        return chunk(texts)
+    # tiktoken's own batch API submits one thread-pool task per text, whose overhead exceeds
+    # the encoding itself for short paragraphs; chunks keep the parallelism without it.
+    parts = [texts[i : i + _CHUNK] for i in range(0, len(texts), _CHUNK)]
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        return [n for counts in pool.map(chunk, parts) for n in counts]

@@ -1,6 +1,5 @@
 """Dagster wrappers of the corpus stage: languages, articles, paragraphs, audit, sample, fertility."""
 
-
 import dagster as dg
 import pandas as pd
 
@@ -18,6 +17,24 @@ def languages_frame(config: ProjectConfig) -> pd.DataFrame:
         for lang in config.languages.languages
     ]
     return pd.DataFrame(rows)
+
+
+def alignment_coverage(audit: pd.DataFrame) -> dg.AssetCheckResult:
+    """Warn (not fail) when a language version is below the completeness threshold."""
+    incomplete = audit[~audit["complete"].astype(bool)] if len(audit) else audit
+    return dg.AssetCheckResult(
+        asset_key="corpus_audit",
+        check_name="alignment_coverage",
+        passed=len(incomplete) == 0,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "versions": len(audit),
+            "incomplete": len(incomplete),
+            "incomplete_versions": dg.MetadataValue.md(
+                incomplete.to_markdown(index=False) if len(incomplete) else "none"
+            ),
+        },
+    )
 
 
 def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
@@ -39,6 +56,14 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
                 description="Completeness of each article's version against English."
             ),
         },
+        # Checked inside the asset: a standalone check on a partitioned asset would load every partition.
+        check_specs=[
+            dg.AssetCheckSpec(
+                "alignment_coverage",
+                asset="corpus_audit",
+                description="Language versions below the completeness threshold (excluded from estimates).",
+            )
+        ],
     )
     def corpus(context: dg.AssetExecutionContext, study: StudyResource):  # type: ignore[no-untyped-def]
         """Load the primary source and keep this partition's language."""
@@ -55,24 +80,10 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
         paragraphs = tables.paragraphs[tables.paragraphs["language"] == language].reset_index(drop=True)
         audit = audit[audit["language"] == language].reset_index(drop=True)
         context.log.info(f"{language}: {len(articles)} articles, {len(paragraphs)} paragraphs")
-        return articles, paragraphs, audit
-
-    @dg.asset_check(asset="corpus_audit", description="Language versions below the completeness threshold.")
-    def alignment_coverage(corpus_audit: pd.DataFrame) -> dg.AssetCheckResult:
-        incomplete = (
-            corpus_audit[~corpus_audit["complete"].astype(bool)] if len(corpus_audit) else corpus_audit
-        )
-        return dg.AssetCheckResult(
-            passed=len(incomplete) == 0,
-            severity=dg.AssetCheckSeverity.WARN,
-            metadata={
-                "versions": len(corpus_audit),
-                "incomplete": len(incomplete),
-                "incomplete_versions": dg.MetadataValue.md(
-                    incomplete.to_markdown(index=False) if len(incomplete) else "none"
-                ),
-            },
-        )
+        yield dg.Output(articles, output_name="articles")
+        yield dg.Output(paragraphs, output_name="paragraphs")
+        yield dg.Output(audit, output_name="corpus_audit")
+        yield alignment_coverage(audit)
 
     @dg.asset(
         group_name=GROUP,
@@ -84,7 +95,7 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
         """The seeded article sample and its stability subsample (with repetitions per article)."""
         cfg = study.load()
         sample = sample_articles(
-            articles, cfg.study.sampling, cfg.study.repetitions, reference=cfg.languages.reference
+            articles, cfg.study.sampling, reference=cfg.languages.reference, repetitions=cfg.study.repetitions
         )
         context.add_output_metadata(
             {"articles": len(sample), "stability_articles": int(sample["in_stability"].sum())}
@@ -104,7 +115,4 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
             seed=fertility.seed,
         )
 
-    return dg.Definitions(
-        assets=[languages, corpus, study_sample, tokenizer_fertility_by_language],
-        asset_checks=[alignment_coverage],
-    )
+    return dg.Definitions(assets=[languages, corpus, study_sample, tokenizer_fertility_by_language])

@@ -20,7 +20,7 @@ from clcg_pipeline.inference._prompts import (
     render_request,
     resolve_settings,
 )
-from clcg_pipeline.inference._runner import CallResult, bind, cost_usd, run_requests
+from clcg_pipeline.inference._runner import CallResult, RetryPolicy, bind, cost_usd, run_requests
 from clcg_pipeline.inference._tokens import TOKENIZER, estimate_input_tokens, estimate_output_tokens
 from clcg_pipeline.storage._tables import TABLES
 
@@ -274,8 +274,12 @@ def predict_partition(
     budget_usd: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     mode: Literal["online", "batch"] = "online",
+    policy: RetryPolicy | None = None,
 ) -> InferenceResult:
-    """Answer every item of every planned article x repetition x condition for one language."""
+    """Answer every item of every planned article x repetition x condition for one language.
+
+    ``policy`` overrides the retry backoff (tests shorten it); it never changes a call id.
+    """
     slots = _plan(
         model=model, language=language, paragraphs=paragraphs, items=items, reps=reps, conditions=conditions
     )
@@ -286,5 +290,6 @@ def predict_partition(
         budget_usd=budget_usd,
         progress=progress,
         mode=mode,
+        policy=policy,
     )
     return rows_from_results(model=model, language=language, slots=slots, results=results)

@@ -1,6 +1,6 @@
 """Dagster wrappers of the inference stage: one run answers every article of a language x model."""
 
-
+import warnings
 from typing import Literal
 
 import dagster as dg
@@ -12,6 +12,7 @@ from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, respon
 from clcg_pipeline.resources import StudyResource
 
 GROUP = "inference"
+SLOT_KEY = ["model", "language", "doc_id", "item_id", "rep", "context_scope"]
 
 
 class InferenceConfig(dg.Config):
@@ -21,18 +22,44 @@ class InferenceConfig(dg.Config):
     """``batch`` submits through the provider's batch API (cheaper, slower; resumable)."""
 
 
+def one_row_per_slot(predictions: pd.DataFrame, items: pd.DataFrame) -> dg.AssetCheckResult:
+    duplicated = int(predictions.duplicated(SLOT_KEY).sum()) if len(predictions) else 0
+    unknown = int((~predictions["item_id"].isin(items["item_id"])).sum()) if len(predictions) else 0
+    return dg.AssetCheckResult(
+        asset_key="predictions",
+        check_name="one_row_per_slot",
+        passed=duplicated == 0 and unknown == 0,
+        metadata={"rows": len(predictions), "duplicated_slots": duplicated, "unknown_items": unknown},
+    )
+
+
+def parse_failure_rate(predictions: pd.DataFrame, limit: float) -> dg.AssetCheckResult:
+    failed = int((predictions["status"] != "ok").sum()) if len(predictions) else 0
+    rate = failed / len(predictions) if len(predictions) else 0.0
+    return dg.AssetCheckResult(
+        asset_key="predictions",
+        check_name="parse_failure_rate",
+        passed=rate <= limit,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"rows": len(predictions), "failed": failed, "rate": rate, "limit": limit},
+    )
+
+
+def _counts(series: pd.Series) -> dict[str, int]:
+    return {str(k): int(v) for k, v in series.value_counts().items()}
+
+
 def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
-    responses = response_partitions(config.languages)
+    responses_partitions = response_partitions(config.languages)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)  # beta, but the documented way to map dimensions
+        by_language = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=LANGUAGE_DIMENSION)
 
     @dg.multi_asset(
         group_name=GROUP,
-        partitions_def=responses,
+        partitions_def=responses_partitions,
         ins={
-            "paragraphs": dg.AssetIn(
-                partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
-                    partition_dimension_name=LANGUAGE_DIMENSION
-                )
-            ),
+            "paragraphs": dg.AssetIn(partition_mapping=by_language),
             "items": dg.AssetIn(),
             "study_sample": dg.AssetIn(),
         },
@@ -40,6 +67,13 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
             "predictions": dg.AssetOut(description="One row per planned item x repetition x condition."),
             "calls": dg.AssetOut(description="One row per provider request: outcome, tokens, cost, latency."),
         },
+        # Checked inside the asset: a standalone check on a partitioned asset would load every partition.
+        check_specs=[
+            dg.AssetCheckSpec("one_row_per_slot", asset="predictions",
+                              description="Every planned slot has exactly one prediction row; every item is known."),
+            dg.AssetCheckSpec("parse_failure_rate", asset="predictions",
+                              description="Share of predictions that are unparseable or missing."),
+        ],
     )
     def responses(  # type: ignore[no-untyped-def]
         context: dg.AssetExecutionContext,
@@ -56,13 +90,13 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
         model = cfg.models.get(model_id)
         check_credentials(model)
         reps = dict(zip(study_sample["doc_id"], study_sample["n_reps"].astype(int), strict=True))
-        total_seen = {"last": -1}
+        logged = {"decile": -1}
 
         def progress(done: int, total: int) -> None:
-            # Log about every 10% so long partitions show life without flooding the event log.
-            step = max(1, total // 10)
-            if done == total or done // step != total_seen["last"]:
-                total_seen["last"] = done // step
+            # About every 10%: long partitions show life without flooding the event log.
+            decile = done * 10 // max(total, 1)
+            if decile != logged["decile"]:
+                logged["decile"] = decile
                 context.log.info(f"{model_id} / {language}: {done}/{total} calls")
 
         result = predict_partition(
@@ -77,49 +111,22 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
             progress=progress,
             mode=config.mode,
         )
-        calls = result.calls
-        status_counts = (
-            result.predictions["status"].value_counts().to_dict() if len(result.predictions) else {}
-        )
-        context.add_output_metadata(
-            {"statuses": dg.MetadataValue.json({str(k): int(v) for k, v in status_counts.items()})},
+        predictions, calls = result.predictions, result.calls
+        yield dg.Output(
+            predictions,
             output_name="predictions",
+            metadata={"statuses": dg.MetadataValue.json(_counts(predictions["status"]) if len(predictions) else {})},
         )
-        context.add_output_metadata(
-            {
-                "cost_usd": float(calls["cost_usd"].sum()) if len(calls) else 0.0,
-                "cached": int(calls["cached"].sum()) if len(calls) else 0,
-                "outcomes": dg.MetadataValue.json(
-                    {str(k): int(v) for k, v in calls["outcome"].value_counts().items()} if len(calls) else {}
-                ),
-            },
+        yield dg.Output(
+            calls,
             output_name="calls",
+            metadata={
+                "new_cost_usd": float(calls.loc[~calls["cached"].astype(bool), "cost_usd"].sum()) if len(calls) else 0.0,
+                "cached": int(calls["cached"].sum()) if len(calls) else 0,
+                "outcomes": dg.MetadataValue.json(_counts(calls["outcome"]) if len(calls) else {}),
+            },
         )
-        return result.predictions, calls
+        yield one_row_per_slot(predictions, items)
+        yield parse_failure_rate(predictions, cfg.study.max_parse_failure_rate)
 
-    @dg.asset_check(asset="predictions", description="Every planned slot has exactly one prediction row.")
-    def one_row_per_slot(
-        context: dg.AssetCheckExecutionContext, predictions: pd.DataFrame, items: pd.DataFrame
-    ) -> dg.AssetCheckResult:
-        keys = ["model", "language", "doc_id", "item_id", "rep", "context_scope"]
-        duplicated = int(predictions.duplicated(keys).sum()) if len(predictions) else 0
-        unknown = int((~predictions["item_id"].isin(items["item_id"])).sum()) if len(predictions) else 0
-        return dg.AssetCheckResult(
-            passed=duplicated == 0 and unknown == 0,
-            metadata={"rows": len(predictions), "duplicated_slots": duplicated, "unknown_items": unknown},
-        )
-
-    @dg.asset_check(asset="predictions", description="Share of predictions that are unparseable or missing.")
-    def parse_failure_rate(
-        context: dg.AssetCheckExecutionContext, study: StudyResource, predictions: pd.DataFrame
-    ) -> dg.AssetCheckResult:
-        limit = study.load().study.max_parse_failure_rate
-        failed = int((predictions["status"] != "ok").sum()) if len(predictions) else 0
-        rate = failed / len(predictions) if len(predictions) else 0.0
-        return dg.AssetCheckResult(
-            passed=rate <= limit,
-            severity=dg.AssetCheckSeverity.WARN,
-            metadata={"rows": len(predictions), "failed": failed, "rate": rate, "limit": limit},
-        )
-
-    return dg.Definitions(assets=[responses], asset_checks=[one_row_per_slot, parse_failure_rate])
+    return dg.Definitions(assets=[responses])

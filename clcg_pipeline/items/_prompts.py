@@ -59,7 +59,14 @@ LEVEL_INSTRUCTIONS: dict[str, str] = {
 assert set(LEVEL_INSTRUCTIONS) == set(LEVELS)
 
 # The answer format each level's items carry (the ``items`` contract's answer_format).
-LEVEL_FORMAT: dict[str, str] = {"L0": "polar", "L1": "span", "L2": "free", "L3": "free", "L4": "free", "L5": "free"}
+LEVEL_FORMAT: dict[str, str] = {
+    "L0": "polar",
+    "L1": "span",
+    "L2": "free",
+    "L3": "free",
+    "L4": "free",
+    "L5": "free",
+}
 
 
 def template_hash(level: str) -> str:

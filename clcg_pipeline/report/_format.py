@@ -58,6 +58,8 @@ def fmt_value(value: object) -> str:
         return str(value)
     if isinstance(value, float):
         return fmt_num(value, 4 if abs(value) < 0.01 and value != 0 else 3)
+    if isinstance(value, list | tuple) and not any(isinstance(v, Mapping | list | tuple) for v in value):
+        return "[" + ", ".join(fmt_value(v) for v in value) + "]"
     if isinstance(value, Mapping | list | tuple):
         return json.dumps(value, default=str, sort_keys=True)
     return str(value)

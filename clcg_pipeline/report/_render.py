@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,13 +41,14 @@ MODEL_COLUMNS: tuple[tuple[str, str], ...] = (
 # Sections for the other parts of the results document, by every name the analysis stage
 # may use for them; keys not listed here still render, under their own name.
 KNOWN_SECTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("language_net", "net_by_language"), "Net gap per language (vs Portuguese)"),
     (("by_class", "per_class", "joshi_class", "classes"), "Per Joshi class"),
     (("h2", "memorability"), "H2: memorability"),
     (("h3", "level_profile"), "H3: level profile"),
     (("h4", "item_source"), "H4: item source"),
     (("bh", "bh_family", "multiplicity"), "Multiplicity (Benjamini-Hochberg)"),
     (("tost", "equivalence"), "Equivalence (TOST, EN-PT)"),
-    (("mixed_models", "mixed", "mixed_model"), "Mixed-effects models (convergent check)"),
+    (("mixed_effects", "mixed_models", "mixed", "mixed_model"), "Mixed-effects models (convergent check)"),
     (("rule_sensitivity", "parse_rule", "rules", "rule_b"), "Parse-failure rule A vs B"),
     (("repetitions",), "Repetitions"),
     (("context_gain",), "Context gain"),
@@ -83,9 +84,12 @@ class _Section:
     truncated: int = 0
 
 
-def _languages(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _languages(
+    results: Mapping[str, Any], fallback: Sequence[Mapping[str, Any]] | None
+) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
-    for entry in results.get("languages") or []:
+    listed = results.get("languages")
+    for entry in [*(fallback or []), *(listed if isinstance(listed, list) else [])]:
         if isinstance(entry, Mapping) and entry.get("iso") is not None:
             found[str(entry["iso"])] = dict(entry)
     return found
@@ -137,7 +141,8 @@ def _flatten(value: object, path: str, rows: list[_Row]) -> None:
             label = str(i)
             if isinstance(v, Mapping):
                 label = next(
-                    (str(v[k]) for k in ("name", "estimand", "label", "group", "iso") if k in v), label
+                    (str(v[k]) for k in ("name", "test", "estimand", "label", "group", "iso") if k in v),
+                    label,
                 )
             _flatten(v, f"{path} / {label}" if path else label, rows)
         return
@@ -147,6 +152,9 @@ def _flatten(value: object, path: str, rows: list[_Row]) -> None:
 def _section(key: str, title: str, value: object) -> _Section:
     rows: list[_Row] = []
     _flatten(value, "", rows)
+    for row in rows:
+        if row.name == "value":  # the section's value itself is one estimate or scalar
+            row.name = key
     section = _Section(key=key, title=title, rows=rows[:_MAX_SECTION_ROWS])
     section.truncated = max(len(rows) - _MAX_SECTION_ROWS, 0)
     return section
@@ -214,6 +222,15 @@ def _language_rows(h1: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]
     return rows
 
 
+def _bar_label(row: Mapping[str, Any], *, with_class: bool) -> str:
+    label = f"{row['name']} ({row['iso']})" if row["name"] else row["iso"]
+    if with_class:
+        # The class is in the text too, not only in the colour, for readers who cannot tell them apart.
+        joshi = row["joshi_class"]
+        label += " \u00b7 unclassified" if joshi is None else f" \u00b7 class {joshi}"
+    return label
+
+
 def _model_rows(h1: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for model, block in (h1.get("by_model") or {}).items():
@@ -272,13 +289,19 @@ def render_report(
     estimates: pd.DataFrame | None,
     *,
     title: str = "Cross-Lingual Comprehension Gap",
+    languages: Sequence[Mapping[str, Any]] | None = None,
 ) -> str:
-    """One self-contained HTML page (inline CSS and SVG, no scripts, no external resources)."""
+    """One self-contained HTML page (inline CSS and SVG, no scripts, no external resources).
+
+    Language names and Joshi classes come from ``results["languages"]`` (a list of
+    ``{iso, name, joshi_class}``); ``languages`` supplies them when the document lacks them
+    (e.g. from the panel config), and entries in the document win.
+    """
     if not isinstance(results, Mapping):
         raise TypeError(f"results must be the study_results mapping, got {type(results).__name__}")
     h1 = results.get("h1")
     h1 = h1 if isinstance(h1, Mapping) else {}
-    langs = _languages(results)
+    langs = _languages(results, languages)
     summary = [
         {
             "label": label,
@@ -292,7 +315,7 @@ def render_report(
     language_chart = bar_chart_svg(
         [
             Bar(
-                label=f"{r['name']} ({r['iso']})" if r["name"] else r["iso"],
+                label=_bar_label(r, with_class=bool(langs)),
                 value=r["value"],
                 low=r["low"],
                 high=r["high"],
@@ -308,7 +331,7 @@ def render_report(
     model_rows = _model_rows(h1)
     model_chart = bar_chart_svg(
         [
-            Bar(label=r["model"], value=r["value"], low=r["low"], high=r["high"])
+            Bar(label=r["model"], value=r["value"], low=r["low"], high=r["high"], colour="#3182bd")
             for r in model_rows
             if r["value"] is not None
         ],

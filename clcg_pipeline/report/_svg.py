@@ -26,6 +26,7 @@ class Bar:
     low: float | None = None
     high: float | None = None
     joshi_class: int | None = None
+    colour: str | None = None  # overrides the class colour
 
 
 def _colour(joshi_class: int | None) -> str:
@@ -55,8 +56,8 @@ def bar_chart_svg(bars: list[Bar], *, title: str, x_label: str = "CLCG", legend:
     """An SVG bar chart, bars in the given order; returns ``""`` when there is nothing to draw."""
     if not bars:
         return ""
-    label_w, plot_w, right_pad = 190, 430, 20
-    row_h, top, bottom = 22, 34, 46 + (22 if legend else 0)
+    label_w, plot_w, right_pad = 250, 430, 24
+    row_h, top, bottom = 22, 12, 46 + (22 if legend else 0)
     width = label_w + plot_w + right_pad
     height = top + row_h * len(bars) + bottom
     values = [b.value for b in bars]
@@ -93,7 +94,7 @@ def bar_chart_svg(bars: list[Bar], *, title: str, x_label: str = "CLCG", legend:
             f"<g><title>{escape(tip)}</title>"
             f'<text x="{label_w - 6}" y="{y + row_h * 0.68:.1f}" class="label">{escape(bar.label)}</text>'
             f'<rect x="{x0:.1f}" y="{y + 4}" width="{max(x1 - x0, 0.5):.1f}" height="{row_h - 8}" '
-            f'fill="{_colour(bar.joshi_class)}"/>'
+            f'fill="{escape(bar.colour or _colour(bar.joshi_class))}"/>'
         )
         if bar.low is not None and bar.high is not None:
             mid = y + row_h / 2

@@ -14,12 +14,11 @@ import numpy as np
 import pandas as pd
 
 from clcg_pipeline.scoring._metrics import (
-    _f1_tokens,
     choice_index,
     normalize_answer,
     polar_label,
     polar_text,
-    rouge_l,
+    score_pairs,
 )
 from clcg_pipeline.storage._tables import PREDICTION_STATUSES, TABLES
 
@@ -152,26 +151,9 @@ def _resolve_choice(
 
 
 def _pair_metrics(pred: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Token-F1, exact match and ROUGE-L for each (pred, gold) pair, with per-string caches."""
-    norm_cache: dict[str, list[str]] = {}
-
-    def tokens(text: str) -> list[str]:
-        found = norm_cache.get(text)
-        if found is None:
-            found = normalize_answer(text).split()
-            norm_cache[text] = found
-        return found
-
-    n = len(pred)
-    f1 = np.empty(n)
-    em = np.empty(n)
-    rl = np.empty(n)
-    for i, (p, g) in enumerate(zip(pred, gold, strict=True)):
-        pt, gt = tokens(p), tokens(g)
-        f1[i] = _f1_tokens(pt, gt)
-        em[i] = float(pt == gt)
-        rl[i] = rouge_l(p, g)
-    return f1, em, rl
+    """Token-F1, exact match and ROUGE-L for each unique (pred, gold) pair."""
+    f1, em, rl = score_pairs(list(pred), list(gold))
+    return np.asarray(f1, dtype=float), np.asarray(em, dtype=float), np.asarray(rl, dtype=float)
 
 
 def _unique_pairs(pred: pd.Series, gold: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,6 +1,5 @@
 """Dagster wrapper of the scoring stage."""
 
-
 import dagster as dg
 import pandas as pd
 
@@ -17,7 +16,9 @@ def build_scoring_defs(config: ProjectConfig) -> dg.Definitions:
         partitions_def=response_partitions(config.languages),
         automation_condition=dg.AutomationCondition.eager(),
     )
-    def scores(context: dg.AssetExecutionContext, predictions: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    def scores(
+        context: dg.AssetExecutionContext, predictions: pd.DataFrame, items: pd.DataFrame
+    ) -> pd.DataFrame:
         """Exact match, Token-F1, L0 accuracy and ROUGE-L per prediction; failures score 0 (rule A)."""
         result = score_predictions(predictions, items)
         context.add_output_metadata({"dropped": dg.MetadataValue.json(result.dropped)})

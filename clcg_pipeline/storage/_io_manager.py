@@ -55,7 +55,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                 }
             )
         elif isinstance(obj, dict):
-            path = folder / "data.json"
+            # An unpartitioned document sits beside the tables as <asset>.json (study_results.json).
+            path = folder / "data.json" if key is not None else folder.parent / f"{asset}.json"
             write_json(path, obj)
             context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
         else:
@@ -77,8 +78,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     def _read(folder: UPath, asset: str) -> Any:
         if (folder / DATA_FILE).exists():
             return read_frame(folder / DATA_FILE)
-        if (folder / "data.json").exists():
-            return read_json(folder / "data.json")
+        for document in (folder / "data.json", folder.parent / f"{asset}.json"):
+            if document.exists():
+                return read_json(document)
         raise FileNotFoundError(
             f"asset {asset!r}: nothing stored at {folder} - materialize that partition first"
         )

@@ -4,7 +4,7 @@ Driven through the real SDKs (pointed at it with ``base_url``). It answers every
 question of a prompt with ``"answer <n>"`` and can inject faults, either at random (seeded
 probabilities, set with ``POST /_config``) or scripted per call by a marker in the prompt:
 ``[[fault:429x2]]`` (the first two attempts of that call get a 429), ``500xN``, ``503xN``,
-``slowxN`` (sleep past the client timeout), ``malformedxN`` (broken JSON body), and
+``401xN`` (bad key, echoed), ``slowxN`` (sleep past the client timeout), ``malformedxN`` (broken JSON body), and
 ``[[answer:wrong_length|non_json|truncated|refusal|prose]]`` for bad but well-formed replies.
 It counts requests and completed (200, well-formed) responses per call id (the
 ``x-clcg-call-id`` header) and remembers every Authorization value it saw, for leak tests.
@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-_MARK_FAULT = re.compile(r"\[\[fault:(429|500|503|slow|malformed)x(\d+)\]\]")
+_MARK_FAULT = re.compile(r"\[\[fault:(401|429|500|503|slow|malformed)x(\d+)\]\]")
 _MARK_ANSWER = re.compile(r"\[\[answer:(\w+)\]\]")
 _QUESTION = re.compile(r"^\d+\.\s", re.MULTILINE)
 CALL_ID_HEADER = "x-clcg-call-id"
@@ -163,6 +163,11 @@ class _App:
         if kind == "malformed":
             return Response(b'{"id": "x", "choices": [{"mess', media_type="application/json")
         status = int(kind)
+        if status == 401:
+            # Like some real providers, echo the key in the message: the client must redact it.
+            auth = request.headers.get("authorization") or request.headers.get("x-api-key") or ""
+            body = {"error": {"message": f"Incorrect API key provided: {auth}", "type": "invalid_api_key"}}
+            return JSONResponse(body, status_code=401)
         headers = {}
         if status == 429 and s.faults.retry_after_s is not None:
             headers["retry-after-ms"] = str(int(s.faults.retry_after_s * 1000))

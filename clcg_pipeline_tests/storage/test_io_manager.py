@@ -47,7 +47,7 @@ def test_partitions_are_written_in_hive_layout_and_read_back(tmp_path: Path) -> 
         ).success
     cell = read_frame(tmp_path / "cells" / "language=ka" / "model=m2" / "data.parquet")
     assert list(cell["model"]) == ["m2", "m2"] and list(cell["language"]) == ["ka", "ka"]
-    assert read_json(tmp_path / "everything" / "data.json") == {"rows": 8, "models": ["m1", "m2"]}
+    assert read_json(tmp_path / "everything.json") == {"rows": 8, "models": ["m1", "m2"]}
 
 
 def test_missing_upstream_partition_is_a_clear_error(tmp_path: Path) -> None:

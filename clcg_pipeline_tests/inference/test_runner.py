@@ -1,0 +1,165 @@
+"""The runner against the fake server, through each real SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+import pytest
+
+from clcg_pipeline.inference import (
+    AdaptiveLimiter,
+    MissingCredentialsError,
+    ProviderConfigError,
+    run_requests,
+)
+from clcg_pipeline_tests.inference.conftest import FAST, FAKE_KEY_ENV, PROVIDERS, make_request, spec_for
+from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
+
+pytestmark = pytest.mark.usefixtures("fake_key")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_faults_are_retried_bounded_and_every_slot_accounted(
+    provider: str, server: FakeServer, tmp_path: Path
+) -> None:
+    markers = {
+        "plain": "",
+        "rate": "[[fault:429x2]]",
+        "unavailable": "[[fault:503x1]]",
+        "slow": "[[fault:slowx1]]",
+        "malformed": "[[fault:malformedx2]]",
+        "dead": "[[fault:500x99]]",
+        "truncated": "[[answer:truncated]]",
+        "refusal": "[[answer:refusal]]",
+        "non_json": "[[answer:non_json]]",
+    }
+    requests = [make_request(m, tag=name) for name, m in markers.items()]
+    spec = spec_for(provider, server.url, timeout_s=0.3, max_attempts=4)
+    server.set_faults(Faults(slow_s=1.0))
+    results = run_requests(spec, requests, cache_dir=str(tmp_path), policy=FAST)
+    by = dict(zip(markers, results, strict=True))
+    assert len(results) == len(requests)
+    assert [by[k].outcome for k in ("plain", "rate", "unavailable", "slow", "malformed")] == ["ok"] * 5
+    assert (by["plain"].attempts, by["rate"].attempts, by["unavailable"].attempts) == (1, 3, 2)
+    assert (by["slow"].attempts, by["malformed"].attempts) == (2, 3)
+    # Attempts are bounded: the dead call stops at max_attempts with its error class.
+    assert by["dead"].outcome == "error" and by["dead"].attempts == 4 and by["dead"].error
+    assert server.state.requests[requests[5].call_id if requests[5].model_key else _cid(spec, requests[5])] == 4
+    assert by["truncated"].outcome == "truncated"
+    assert by["refusal"].outcome == "refused"
+    assert by["non_json"].outcome == "ok" and by["non_json"].text
+    assert by["plain"].input_tokens > 0 and by["plain"].cost_usd > 0 and by["plain"].latency_s > 0
+    # A second run sends nothing for cached outcomes and retries only the failed call.
+    before = server.state.requests.copy()
+    again = run_requests(spec, requests, cache_dir=str(tmp_path), policy=FAST)
+    sent = server.state.requests - before
+    assert set(sent) == {_cid(spec, requests[5])}
+    assert all(r.cached for r, k in zip(again, markers, strict=True) if k != "dead")
+
+
+def _cid(spec: object, request: object) -> str:
+    from clcg_pipeline.inference._runner import bind
+
+    return bind(spec, [request])[0].call_id  # type: ignore[arg-type]
+
+
+def test_retry_after_is_honoured(server: FakeServer, tmp_path: Path) -> None:
+    server.set_faults(Faults(retry_after_s=0.25))
+    spec = spec_for("openai", server.url)
+    start = time.perf_counter()
+    [result] = run_requests(spec, [make_request("[[fault:429x2]]")], cache_dir=str(tmp_path), policy=FAST)
+    elapsed = time.perf_counter() - start
+    assert result.outcome == "ok" and result.attempts == 3
+    # Backoff alone would wait ~0.03 s; two Retry-After waits of 0.25 s must show.
+    assert elapsed >= 0.5
+
+
+def test_concurrency_is_cut_on_429_and_grows_back() -> None:
+    async def scenario() -> AdaptiveLimiter:
+        limiter = AdaptiveLimiter(16)
+        epochs = [await limiter.acquire() for _ in range(8)]
+        for e in epochs:  # a burst of 429s from one round cuts once
+            limiter.on_rate_limit(e)
+            await limiter.release()
+        assert limiter.limit == 8 and limiter.cuts == 1
+        e = await limiter.acquire()
+        limiter.on_rate_limit(e)
+        await limiter.release()
+        assert limiter.limit == 4 and limiter.cuts == 2
+        for _ in range(4 + 5 + 6):
+            limiter.on_success()
+        assert limiter.limit == 7
+        return limiter
+
+    asyncio.run(scenario())
+
+
+def test_runner_limits_in_flight_requests_under_429s(server: FakeServer, tmp_path: Path) -> None:
+    server.set_faults(Faults(latency_s=0.02, p429=0.3, retry_after_s=None, seed=3))
+    spec = spec_for("anthropic", server.url, concurrency=6, max_attempts=10)
+    requests = [make_request(tag=f"r{i}") for i in range(60)]
+    results = run_requests(spec, requests, cache_dir=str(tmp_path), policy=FAST)
+    assert all(r.outcome == "ok" for r in results)
+    assert server.state.max_in_flight <= 6
+    assert server.state.injected["429"] > 0
+    assert sum(server.state.completed.values()) == 60  # no completed call was repeated
+
+
+def test_missing_key_fails_before_any_call(server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(FAKE_KEY_ENV)
+    with pytest.raises(MissingCredentialsError, match=FAKE_KEY_ENV):
+        run_requests(spec_for("gemini", server.url), [make_request()], cache_dir=str(tmp_path))
+    assert sum(server.state.requests.values()) == 0
+
+
+def test_cached_results_need_no_key(server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = spec_for("openai", server.url)
+    run_requests(spec, [make_request()], cache_dir=str(tmp_path), policy=FAST)
+    monkeypatch.delenv(FAKE_KEY_ENV)
+    [again] = run_requests(spec, [make_request()], cache_dir=str(tmp_path), policy=FAST)
+    assert again.cached and again.outcome == "ok"
+
+
+def test_budget_stops_cleanly_and_keeps_partial_results(server: FakeServer, tmp_path: Path) -> None:
+    spec = spec_for("openai", server.url, concurrency=1, max_output_tokens=100)
+    requests = [make_request(tag=f"b{i}") for i in range(10)]
+    from clcg_pipeline.inference._runner import estimate_cost
+
+    per_call = estimate_cost(spec, requests[0])
+    budget = per_call * 2
+    results = run_requests(spec, requests, cache_dir=str(tmp_path), policy=FAST, budget_usd=budget)
+    outcomes = [r.outcome for r in results]
+    spent = sum(r.cost_usd for r in results)
+    # Estimates are worst case (output at its cap), so the stop comes before the budget is hit.
+    assert spent <= budget < spent + per_call
+    assert "skipped_budget" in outcomes and outcomes.count("ok") >= 2
+    # One sequence: once a call is skipped, no later call is issued.
+    first_skip = outcomes.index("skipped_budget")
+    assert set(outcomes[first_skip:]) == {"skipped_budget"}
+    assert sum(server.state.requests.values()) == outcomes.count("ok")
+    # Kept: a rerun with more budget sends only what was skipped.
+    before = sum(server.state.requests.values())
+    rerun = run_requests(spec, requests, cache_dir=str(tmp_path), policy=FAST, budget_usd=1.0)
+    assert all(r.outcome == "ok" for r in rerun)
+    assert sum(server.state.requests.values()) - before == outcomes.count("skipped_budget")
+
+
+def test_bad_key_stops_the_run_and_never_leaks(
+    server: FakeServer, tmp_path: Path, fake_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    spec = spec_for("openai", server.url)
+    with pytest.raises(ProviderConfigError) as info:
+        run_requests(spec, [make_request("[[fault:401x1]]")], cache_dir=str(tmp_path), policy=FAST)
+    assert fake_key not in str(info.value) and "***" in str(info.value)
+    assert fake_key not in caplog.text
+
+
+def test_duplicate_requests_are_sent_once(server: FakeServer, tmp_path: Path) -> None:
+    spec = spec_for("gemini", server.url)
+    results = run_requests(spec, [make_request(), make_request(), make_request(rep=1)], cache_dir=str(tmp_path))
+    assert results[0].call_id == results[1].call_id != results[2].call_id
+    assert sum(server.state.requests.values()) == 2
