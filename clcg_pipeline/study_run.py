@@ -17,6 +17,7 @@ from typing import Any
 import dagster as dg
 
 from clcg_pipeline.config import ProjectConfig, load_config
+from clcg_pipeline.corpus import source_signature
 from clcg_pipeline.definitions import build_definitions
 from clcg_pipeline.inference import check_credentials
 from clcg_pipeline.inference.sensors import sync_model_partitions
@@ -63,19 +64,15 @@ def fingerprint(config: ProjectConfig, *parts: str) -> str:
 
     digest = hashlib.sha256(f"{config.config_hash}|{__version__}|{'|'.join(parts)}".encode())
     for source in config.sources.sources:
-        if source.kind == "demo":
-            source = source.model_copy(update={"path": str(Path(__file__).parent / "corpus" / "demo_data")})
-        if source.path and Path(source.path).exists():
-            for path in sorted(Path(source.path).rglob("*")) if Path(source.path).is_dir() else [Path(source.path)]:
-                if path.is_file():
-                    stat = path.stat()
-                    digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        digest.update(f"{source.name}={source_signature(source)}".encode())
     return digest.hexdigest()[:16]
 
 
 def _up_to_date(instance: dg.DagsterInstance, asset: str, partition: str | None, stamp: str) -> bool:
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition] if partition else None),
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey(asset), asset_partitions=[partition] if partition else None
+        ),
         limit=1,
     ).records
     if not records:
@@ -123,7 +120,36 @@ def run_study(
         raise StudyRunError(f"languages not in the panel: {unknown}")
 
     ensure_dagster_home()
-    instance = dg.DagsterInstance.get()
+    with dg.DagsterInstance.get() as instance:
+        return _run_jobs(
+            instance,
+            config,
+            config_dir=config_dir,
+            data_dir=data_dir,
+            model_ids=model_ids,
+            isos=isos,
+            budget_usd=budget_usd,
+            mode=mode,
+            force=force,
+            regenerate_items=regenerate_items,
+            on_step=on_step,
+        )
+
+
+def _run_jobs(
+    instance: dg.DagsterInstance,
+    config: ProjectConfig,
+    *,
+    config_dir: str,
+    data_dir: str,
+    model_ids: list[str],
+    isos: list[str],
+    budget_usd: float | None,
+    mode: str,
+    force: bool,
+    regenerate_items: bool,
+    on_step: Callable[[str, int, int], None] | None,
+) -> RunSummary:
     defs = build_definitions(config_dir, data_dir)
     sync_model_partitions(instance, config)
     stamp = fingerprint(config, data_dir)
@@ -169,7 +195,9 @@ def run_study(
             run_config = {"ops": {"responses": {"config": {"budget_usd": remaining, "mode": mode}}}}
             if not execute("responses_job", f"{model_id} / {iso}", str(key), "scores", run_config):
                 continue
-            calls_file = partition_dir(data_dir, "calls", {"language": iso, "model": model_id}) / "data.parquet"
+            calls_file = (
+                partition_dir(data_dir, "calls", {"language": iso, "model": model_id}) / "data.parquet"
+            )
             if calls_file.exists():
                 calls = read_frame(calls_file)
                 fresh = calls[~calls["cached"].astype(bool)] if len(calls) else calls

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,3 +47,13 @@ def demo_config_dir(config_dir: Path, edit_yaml: Callable[[Path, Callable[[dict]
     edit_yaml(config_dir / "languages.yaml", keep_demo)
     edit_yaml(config_dir / "study.yaml", fewer_replicates)
     return config_dir
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_dagster_state_storage() -> Iterator[None]:
+    """Dagster's test instances can leave a context variable pointing at a closed instance,
+    which breaks the next test that loads definitions; give every test a clean slate."""
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    with set_defs_state_storage(None):
+        yield

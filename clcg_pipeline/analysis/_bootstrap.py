@@ -67,7 +67,7 @@ def cluster_table(
         return ClusterTable(np.array([], dtype=object), cells, np.zeros((0, 0)), np.zeros((0, 0)))
     art_codes, articles = sorted_factorize(frame[cluster_col])
     if (art_codes < 0).any():
-        raise ValueError(f"column {cluster_col!r} has missing values; every scored row needs it")
+        _missing_error(frame, cluster_col, art_codes)
     if cell_cols:
         cell_codes, cell_index = _factorize_rows(frame, cell_cols)
     else:
@@ -81,6 +81,15 @@ def cluster_table(
     sums = np.bincount(flat, weights=values, minlength=n_a * n_c).reshape(n_a, n_c)
     counts = np.bincount(flat, minlength=n_a * n_c).reshape(n_a, n_c).astype(np.float64)
     return ClusterTable(np.asarray(articles, dtype=object), cell_index.reset_index(drop=True), sums, counts)
+
+
+def _missing_error(frame: pd.DataFrame, col: str, codes: np.ndarray) -> None:
+    bad = np.flatnonzero(codes < 0)
+    first = frame.iloc[int(bad[0])]
+    ident = {k: str(first[k]) for k in ("model", "language", "doc_id", "item_id") if k in frame.columns}
+    raise ValueError(
+        f"column {col!r} is missing in {len(bad)} row(s); first at row {frame.index[int(bad[0])]} {ident}"
+    )
 
 
 def sorted_factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +113,7 @@ def _factorize_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, p
     per_col = [sorted_factorize(frame[c]) for c in cols]
     for col, (codes, _) in zip(cols, per_col, strict=True):
         if (codes < 0).any():
-            raise ValueError(f"column {col!r} has missing values; every scored row needs it")
+            _missing_error(frame, col, codes)
     sizes = [len(u) for _, u in per_col]
     combined = np.zeros(len(frame), dtype=np.int64)
     for (codes, _), size in zip(per_col, sizes, strict=True):

@@ -94,6 +94,7 @@ def write_json(obj: Any, out_path: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(to_jsonable(obj), handle, indent=2, sort_keys=False, allow_nan=False)
             handle.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be read by others
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -116,6 +117,28 @@ def estimate_file(
     ``full``: the whole suite (``study_results.json`` content); an estimates table is not
     written here (the caller owns table storage).
     """
+    try:
+        result = _estimate(
+            scores_path, config, replicates=replicates, seed=seed, full=full, articles_path=articles_path
+        )
+    except ValueError as exc:
+        if str(scores_path) in str(exc):
+            raise
+        raise ValueError(f"{scores_path}: {exc}") from exc
+    result = to_jsonable(result)
+    write_json(result, out_path)
+    return result
+
+
+def _estimate(
+    scores_path: str,
+    config: ProjectConfig,
+    *,
+    replicates: int | None,
+    seed: int | None,
+    full: bool,
+    articles_path: str | None,
+) -> dict[str, Any]:
     study = config.study
     if not full:
         band = study.band
@@ -137,6 +160,4 @@ def estimate_file(
         scores = read_scores(scores_path)
         articles = read_articles(articles_path) if articles_path else None
         result = run_suite(scores, config, articles=articles, replicates=replicates, seed=seed).results
-    result = to_jsonable(result)
-    write_json(result, out_path)
     return result

@@ -15,7 +15,7 @@ from clcg_pipeline.corpus._records import (
     canonical_json_schema,
 )
 from clcg_pipeline.corpus._sampling import SAMPLE_COLUMNS, sample_articles
-from clcg_pipeline.corpus._sources import load_source
+from clcg_pipeline.corpus._sources import load_source, load_source_cached, source_signature
 from clcg_pipeline.corpus._tokens import count_tokens, get_encoding, offline_encodings
 
 __all__ = [
@@ -42,6 +42,8 @@ __all__ = [
     "load_flores",
     "load_jsonl",
     "load_source",
+    "load_source_cached",
+    "source_signature",
     "offline_encodings",
     "sample_articles",
     "tokenizer_fertility",

@@ -164,10 +164,10 @@ def _plus_records(fs: Any, file: str) -> list[tuple[int, dict[str, Any]]]:
 def _flores_plus(
     fs: Any, root: str, splits: list[str], wanted: str | None
 ) -> Iterator[tuple[str, tuple[list[_Meta], dict]]]:
-    """FLORES+: files under ``<split>/`` (or directly in the folder, then named by ``wanted``)."""
+    """FLORES+: files anywhere under ``<split>/`` (or directly in the folder, then split ``wanted``)."""
     by_split: dict[str, list[str]] = {}
     for split in splits:
-        files = [f for ext in ("jsonl", "parquet") for f in glob(fs, join(root, split, f"*.{ext}"))]
+        files = [f for ext in ("jsonl", "parquet") for f in glob(fs, join(root, split, "**", f"*.{ext}"))]
         if files:
             by_split[split] = sorted(files)
     if not by_split:

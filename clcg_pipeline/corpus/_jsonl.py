@@ -10,7 +10,7 @@ from clcg_pipeline.config import LanguagesConfig
 from clcg_pipeline.corpus._build import CorpusTables, Version, build_tables, items_frame, keep_panel
 from clcg_pipeline.corpus._errors import CorpusError, where
 from clcg_pipeline.corpus._io import filesystem, glob, join, read_jsonl
-from clcg_pipeline.corpus._records import ArticleRecord, ItemRecord
+from clcg_pipeline.corpus._records import ArticleRecord, ItemRecord, QuestionRecord
 
 # Human questions carry no L-level unless the source gives one; "H" keeps them out of every
 # L0-L5 band while still being a plain level string (analyses separate them by item_source).
@@ -85,7 +85,7 @@ def load_jsonl(path: str, *, source: str, languages: LanguagesConfig) -> CorpusT
     )
 
 
-def _human_item(doc_id: str, q: Any, source: str) -> dict[str, Any]:
+def _human_item(doc_id: str, q: QuestionRecord, source: str) -> dict[str, Any]:
     return {
         "item_id": q.question_id,
         "doc_id": doc_id,

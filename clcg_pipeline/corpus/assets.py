@@ -4,7 +4,7 @@ import dagster as dg
 import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.corpus import audit_corpus, load_source, sample_articles, tokenizer_fertility
+from clcg_pipeline.corpus import audit_corpus, load_source_cached, sample_articles, tokenizer_fertility
 from clcg_pipeline.partitions import language_partitions
 from clcg_pipeline.resources import StudyResource
 
@@ -69,7 +69,7 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
         """Load the primary source and keep this partition's language."""
         cfg = study.load()
         language = context.partition_key
-        tables = load_source(cfg.sources.primary, cfg.languages)
+        tables = load_source_cached(cfg.sources.primary, cfg.languages)
         audit = audit_corpus(
             tables.articles,
             tables.paragraphs,

@@ -28,6 +28,7 @@ class CallCache:
     def __init__(self, root: str) -> None:
         self._fs, self._root = fsspec.core.url_to_fs(root)
         self._local = isinstance(self._fs, LocalFileSystem)
+        self._made: set[str] = set()
         self.root = root
 
     def _path(self, call_id: str) -> str:
@@ -60,7 +61,9 @@ class CallCache:
             self._fs.pipe_file(path, data)
             return
         folder = os.path.dirname(path)
-        os.makedirs(folder, exist_ok=True)
+        if folder not in self._made:
+            os.makedirs(folder, exist_ok=True)
+            self._made.add(folder)
         fd, tmp = tempfile.mkstemp(prefix=f".{call_id[:8]}.", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "wb") as handle:

@@ -116,10 +116,11 @@ def parse_answers(
     """(answer, status) per question, in question order; always ``n_questions`` entries."""
     if n_questions < 0:
         raise ValueError(f"n_questions must be >= 0, got {n_questions}")
+    if finish_reason in REFUSAL_REASONS:
+        # A refusal is a response, just not an answer: unparseable, whatever text came with it.
+        return [(None, "unparseable")] * n_questions
     if text is None or not text.strip():
         return [(None, "missing")] * n_questions
-    if finish_reason in REFUSAL_REASONS:
-        return [(None, "unparseable")] * n_questions
     if finish_reason in TRUNCATED_REASONS:
         try:
             whole = _unwrap(_decode(text))

@@ -218,7 +218,9 @@ def rows_from_results(
     calls: list[dict[str, Any]] = []
     for slot, result in zip(slots, results, strict=True):
         n = len(slot.item_ids)
-        if result.outcome in ("ok", "refused", "truncated"):
+        if result.outcome == "refused":
+            parsed = [(None, "unparseable")] * n
+        elif result.outcome in ("ok", "truncated"):
             parsed = parse_answers(result.text, n, finish_reason=result.finish_reason)
         else:
             parsed = [(None, "missing")] * n

@@ -6,6 +6,7 @@ version, because the version and the rendered text both enter the call's content
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -73,7 +74,7 @@ class ChatRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     model_key: str = ""
 
-    @property
+    @functools.cached_property
     def request_hash(self) -> str:
         """sha256 of everything that changes the output except the model."""
         return _sha256(
@@ -85,7 +86,7 @@ class ChatRequest:
             }
         )
 
-    @property
+    @functools.cached_property
     def call_id(self) -> str:
         """Content hash of the exact request for ``model_key`` (the cache key)."""
         return _sha256({"model": self.model_key, "request": self.request_hash})

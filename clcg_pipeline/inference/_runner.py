@@ -78,9 +78,14 @@ def bind(model: ModelSpec, requests: Sequence[ChatRequest]) -> list[ChatRequest]
 
 
 class AdaptiveLimiter:
-    """A concurrency limit that halves on a rate limit and grows back by one per window."""
+    """A concurrency limit that halves on a rate limit and grows back by one per window.
 
-    def __init__(self, maximum: int, minimum: int = 1) -> None:
+    The first round of requests is paced (``ramp_s`` apart, one second in all at most): sent
+    all at once, their responses would also come back as one burst that the single event
+    loop handles one after another, and that queueing would persist round after round.
+    """
+
+    def __init__(self, maximum: int, minimum: int = 1, *, ramp_s: float = 0.005) -> None:
         self.maximum = maximum
         self.minimum = minimum
         self.limit = maximum
@@ -88,6 +93,9 @@ class AdaptiveLimiter:
         self.cuts = 0
         self._epoch = 0
         self._successes = 0
+        self._issued = 0
+        self._ramp_s = min(ramp_s, 1.0 / maximum)
+        self._start: float | None = None
         self._cond = asyncio.Condition()
 
     async def acquire(self) -> int:
@@ -95,7 +103,16 @@ class AdaptiveLimiter:
         async with self._cond:
             await self._cond.wait_for(lambda: self.in_flight < self.limit)
             self.in_flight += 1
-            return self._epoch
+            epoch, order = self._epoch, self._issued
+            self._issued += 1
+        if order < self.maximum and self._ramp_s > 0:
+            loop = asyncio.get_running_loop()
+            if self._start is None:
+                self._start = loop.time()
+            delay = self._start + order * self._ramp_s - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        return epoch
 
     async def release(self) -> None:
         async with self._cond:
@@ -234,27 +251,30 @@ class _Run:
                     reserved = True
                 attempt += 1
                 started = time.perf_counter()
-                error: ProviderError
+                error: ProviderError | None = None
                 try:
-                    output = await asyncio.wait_for(
-                        self.api.generate(request, timeout_s=self.model.timeout_s),
-                        self.model.timeout_s + self.policy.timeout_grace_s,
-                    )
+                    # The SDK enforces timeout_s; this is the backstop should it not.
+                    async with asyncio.timeout(self.model.timeout_s + self.policy.timeout_grace_s):
+                        output = await self.api.generate(request, timeout_s=self.model.timeout_s)
                 except ProviderError as exc:
                     error = exc
                 except TimeoutError:
                     error = ProviderError("timeout", "Timeout", f"no response in {self.model.timeout_s}s")
-                else:
+                finally:
+                    # The slot is free as soon as the HTTP exchange is over.
+                    await self.limiter.release()
+                if error is None:
                     latency = time.perf_counter() - started
                     self.limiter.on_success()
                     result = self._final(call_id, output, latency, attempt)
                     if result.outcome in CACHEABLE:
-                        self.cache.put(call_id, _cache_entry(self.model, request, result))
+                        # File creation is slow on some filesystems; a thread keeps the loop free.
+                        # Awaited, so a call counts as done only once its response is on disk.
+                        entry = _cache_entry(self.model, request, result)
+                        await asyncio.to_thread(self.cache.put, call_id, entry)
                     self.budget.settle(estimate, result.cost_usd)
                     reserved = False
                     return result
-                finally:
-                    await self.limiter.release()
                 log.debug("call %s attempt %d: %s", call_id[:12], attempt, self.api.redact(str(error))[:300])
                 if error.kind == "config":
                     raise ProviderConfigError(

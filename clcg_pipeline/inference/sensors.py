@@ -1,8 +1,5 @@
 """Keeping the model dimension in step with models.yaml, and backfilling what is missing."""
 
-
-import datetime as dt
-
 import dagster as dg
 
 from clcg_pipeline.config import ProjectConfig
@@ -77,7 +74,7 @@ def missing_partitions_schedule(
     context: dg.ScheduleEvaluationContext, study: StudyResource
 ) -> list[dg.RunRequest]:
     config = study.load()
-    day = (context.scheduled_execution_time or dt.datetime.now(dt.UTC)).date().isoformat()
+    day = context.scheduled_execution_time.date().isoformat()
     known = set(context.instance.get_dynamic_partitions(MODEL_DIMENSION))
     return [
         _run_request(config, key, f"recheck:{day}:{key}")

@@ -260,6 +260,28 @@ def generate_items(
     cache_dir: str,
     budget_usd: float | None = None,
     created_at: dt.datetime | None = None,
+) -> pd.DataFrame:
+    """Call the generator for every (English) article x level and parse the replies, UNVALIDATED.
+
+    The frame holds every parsed item and one ``parse_error`` row per failed call or reply;
+    pass it (alone or with the rest of the bank) to :func:`validate_items` with
+    ``items_per_level=study.items_per_level`` so every rejection is counted. Use
+    :func:`generate_bank` for generation and validation in one step.
+    """
+    requests = generation_requests(articles_en, paragraphs_en, study)
+    results = run_requests(model, requests, cache_dir=cache_dir, budget_usd=budget_usd) if requests else []
+    return parse_generated(results, requests, generator=model.id, created_at=created_at)
+
+
+def generate_bank(
+    model: ModelSpec,
+    articles_en: pd.DataFrame,
+    paragraphs_en: pd.DataFrame,
+    study: StudyConfig,
+    *,
+    cache_dir: str,
+    budget_usd: float | None = None,
+    created_at: dt.datetime | None = None,
 ) -> GeneratedBank:
     """Generate, parse and validate the LLM item bank for the given (sampled, English) articles."""
     requests = generation_requests(articles_en, paragraphs_en, study)

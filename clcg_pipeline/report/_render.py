@@ -56,7 +56,17 @@ KNOWN_SECTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("context_scope", "scope_probe", "context_scope_probe"), "Context-scope probe"),
     (("replication", "cross_corpus"), "Cross-corpus replication"),
 )
-_NOT_SECTIONS = {"h1", "languages", "warnings", "settings", "config_hash", "title", "generated_at"}
+# Rendered elsewhere: metadata, and "estimands" (a flat copy of the estimates table, shown once).
+_NOT_SECTIONS = {
+    "h1",
+    "languages",
+    "warnings",
+    "settings",
+    "config_hash",
+    "title",
+    "generated_at",
+    "estimands",
+}
 _ESTIMATE_KEYS = {"estimate", "ci_low", "ci_high", "p", "p_adj", "p_value", "n"}
 _ESTIMATES_COLUMNS = ("estimand", "group", "estimate", "ci_low", "ci_high", "p", "p_adj", "n")
 _MAX_SECTION_ROWS = 400
@@ -222,6 +232,14 @@ def _language_rows(h1: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]
     return rows
 
 
+def _metric(results: Mapping[str, Any], h1: Mapping[str, Any]) -> str:
+    for source in (results.get("settings"), h1.get("settings")):
+        band = source.get("band") if isinstance(source, Mapping) else None
+        if isinstance(band, Mapping) and band.get("metric"):
+            return str(band["metric"])
+    return "band metric"
+
+
 def _bar_label(row: Mapping[str, Any], *, with_class: bool) -> str:
     label = f"{row['name']} ({row['iso']})" if row["name"] else row["iso"]
     if with_class:
@@ -325,7 +343,7 @@ def render_report(
             if r["value"] is not None
         ],
         title="CLCG per target language (English minus language), 95% CI",
-        x_label="CLCG (Token-F1 points lost vs English)",
+        x_label=f"CLCG: English minus language ({_metric(results, h1)})",
         legend=bool(langs),
     )
     model_rows = _model_rows(h1)

@@ -9,6 +9,7 @@ from clcg_pipeline.scoring._metrics import (
     polar_accuracy,
     polar_label,
     rouge_l,
+    score_pairs,
     token_f1,
 )
 from clcg_pipeline.scoring._score import ANSWER_FORMATS, ScoringResult, SemSim, score_predictions
@@ -27,6 +28,7 @@ __all__ = [
     "polar_accuracy",
     "polar_label",
     "rouge_l",
+    "score_pairs",
     "score_predictions",
     "token_f1",
 ]

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from rouge_score import rouge_scorer
+    from rouge_score import rouge_scorer, tokenizers
 
 PolarLabel = Literal["yes", "no", "not_stated", "invalid"]
 
@@ -60,8 +60,7 @@ def _f1_counts(pred: Counter[str], n_pred: int, gold: Counter[str], n_gold: int)
     # SQuAD v2 convention: if either side is empty the score is 1 only when both are.
     if not n_pred or not n_gold:
         return float(n_pred == n_gold)
-    small, large = (pred, gold) if len(pred) <= len(gold) else (gold, pred)
-    common = sum(min(count, large[token]) for token, count in small.items() if token in large)
+    common = (pred & gold).total()
     if common == 0:
         return 0.0
     precision = common / n_pred
@@ -76,7 +75,8 @@ def token_f1(prediction: str, gold: str) -> float:
 
 
 @functools.cache
-def _rouge() -> rouge_scorer.RougeScorer:
+def _rouge() -> tuple[rouge_scorer.RougeScorer, tokenizers.Tokenizer]:
+    """rouge-score's ROUGE-L scorer on a memoized copy of its default tokenizer."""
     # Imported lazily: rouge-score pulls in nltk, which costs most of a second at start-up.
     from rouge_score import rouge_scorer, tokenizers
 
@@ -91,11 +91,13 @@ def _rouge() -> rouge_scorer.RougeScorer:
             tokens = self._cache.get(text)
             if tokens is None:
                 tokens = self._inner.tokenize(text)
-                if len(self._cache) < 2_000_000:  # bound memory on pathological inputs
-                    self._cache[text] = tokens
+                if len(self._cache) >= 500_000:  # bound memory in long-lived processes
+                    self._cache.clear()
+                self._cache[text] = tokens
             return tokens
 
-    return rouge_scorer.RougeScorer(["rougeL"], tokenizer=CachedTokenizer())
+    tokenizer = CachedTokenizer()
+    return rouge_scorer.RougeScorer(["rougeL"], tokenizer=tokenizer), tokenizer
 
 
 def score_pairs(
@@ -106,8 +108,8 @@ def score_pairs(
     Equal to calling ``token_f1``, ``exact_match`` and ``rouge_l`` pair by pair; strings that
     recur (most golds, common answers) are normalized and tokenized once.
     """
-    scorer = _rouge()
-    tokenize = scorer._tokenizer.tokenize  # our memoized tokenizer (set in _rouge)
+    scorer, tokenizer = _rouge()
+    tokenize = tokenizer.tokenize
     squad: dict[str, tuple[list[str], Counter[str]]] = {}
     rouge_sets: dict[str, frozenset[str]] = {}
     f1: list[float] = []
@@ -134,7 +136,7 @@ def rouge_l(prediction: str, gold: str) -> float:
     """ROUGE-L F-measure (rouge-score's ``rougeL``; its tokenizer keeps ASCII a-z0-9 only)."""
     if not prediction or not gold:
         return 0.0
-    return float(_rouge().score(gold, prediction)["rougeL"].fmeasure)
+    return float(_rouge()[0].score(gold, prediction)["rougeL"].fmeasure)
 
 
 # Label normalization for polar answers keeps articles and word order ("the passage does not

@@ -20,8 +20,19 @@ from clcg_pipeline.storage._files import (
     write_json,
     write_table,
 )
-from clcg_pipeline.storage._io_manager import ParquetIOManager, partition_dims
 from clcg_pipeline.storage._tables import PREDICTION_STATUSES, TABLES, ContractError, conform, empty_frame
+
+
+
+def __getattr__(name: str) -> object:
+    # The IO manager needs Dagster (~0.7 s to import); load it only when asked for, so that
+    # light users of storage (``clcg estimate``, ``clcg query``) start fast.
+    if name in ("ParquetIOManager", "partition_dims"):
+        from clcg_pipeline.storage import _io_manager
+
+        return getattr(_io_manager, name)
+    raise AttributeError(f"module 'clcg_pipeline.storage' has no attribute {name!r}")
+
 
 __all__ = [
     "CATALOG_FILE",

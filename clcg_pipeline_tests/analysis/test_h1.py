@@ -167,3 +167,15 @@ def test_estimate_file_roundtrip_and_errors(tmp_path: Path, small_langs, study, 
     frame.drop(columns=["status"]).to_parquet(bad, index=False)
     with pytest.raises(ValueError, match=r"bad\.parquet.*status"):
         estimate_file(str(bad), str(tmp_path / "x.json"), config)
+
+
+def test_missing_key_names_column_and_record(tmp_path: Path, small_langs, study, project):
+    frame = make_scores(9)
+    frame.loc[frame.index[0], "doc_id"] = None  # a band row
+    with pytest.raises(ValueError, match=r"'doc_id' is missing in 1 row.*row 0"):
+        estimate_h1(frame, small_langs, study)
+    path = tmp_path / "holes.parquet"
+    frame.to_parquet(path, index=False)
+    config = project.model_copy(update={"languages": small_langs, "study": study})
+    with pytest.raises(ValueError, match=r"holes\.parquet.*doc_id"):
+        estimate_file(str(path), str(tmp_path / "o.json"), config)

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -250,3 +252,49 @@ def test_bootstrap_coverage_on_simulated_clusters():
         low, high = np.percentile(vec[1:], [2.5, 97.5])
         covered += low <= truth <= high
     assert 0.90 <= covered / sims <= 0.99
+
+
+def test_estimate_columns_match_contract_and_import_is_light():
+    from clcg_pipeline.analysis import ESTIMATE_COLUMNS
+    from clcg_pipeline.storage import TABLES
+
+    assert TABLES["estimates"].names == ESTIMATE_COLUMNS
+    code = (
+        "import sys, clcg_pipeline.analysis;"
+        "print(sorted(m for m in ('dagster', 'scipy', 'statsmodels') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("n_models", "n_articles", "n_stability", "drop"),
+    [(1, 3, 1, []), (2, 2, 0, ["pt"]), (1, 1, 0, ["sw", "am", "fon"]), (2, 4, 4, ["en"])],
+)
+def test_suite_survives_tiny_and_partial_panels(cfg, n_models, n_articles, n_stability, drop):
+    scores = synthetic_scores(
+        cfg.languages,
+        n_models=n_models,
+        n_articles=n_articles,
+        n_stability=n_stability,
+        items_per_level=1,
+        human_per_article=1,
+        probe_articles=1,
+        seed=3,
+    )
+    scores = scores[~scores.language.isin(drop)]
+    res = run_suite(
+        scores,
+        cfg,
+        articles=synthetic_articles(n_articles),
+        fertility=synthetic_fertility(cfg.languages),
+        replicates=30,
+    )
+    json.dumps(to_jsonable(res.results), allow_nan=False)  # strict JSON, no NaN
+    conform("estimates", res.estimates)
+    h1 = res.results["h1"]
+    if "en" in drop:
+        assert h1["h1_micro"]["estimate"] is None
+        assert all(v["estimate"] is None and v["n"] > 0 for v in h1["by_language"].values())
+    if "pt" in drop:
+        assert h1["pt_gap"]["estimate"] is None and h1["h1_micro"]["estimate"] is not None

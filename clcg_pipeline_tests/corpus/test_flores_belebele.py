@@ -93,3 +93,17 @@ def test_belebele_broken(fixtures, languages):
         load_source(_src("belebele", fixtures / "belebele_bad_answer"), languages)
     with pytest.raises(CorpusError, match="reference language 'en'"):
         load_source(_src("belebele", fixtures / "belebele_no_english"), languages)
+
+
+def test_flores_plus_url_disagreement_names_file_and_line(fixtures, languages, tmp_path):
+    import json
+    import shutil
+
+    shutil.copytree(fixtures / "floresplus", tmp_path / "fp")
+    (tmp_path / "fp" / "dev" / "por_Latn.parquet").unlink()
+    path = tmp_path / "fp" / "dev" / "swh_Latn.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[2]["url"] = "https://elsewhere.example/z"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(CorpusError, match=r"swh_Latn\.jsonl:3: field 'url'"):
+        load_source(_src("flores", tmp_path / "fp", "dev"), languages)

@@ -135,3 +135,24 @@ def test_row_order_is_stable(fixtures, languages):
     assert a.articles[["doc_id", "language"]].values.tolist() == sorted(
         a.articles[["doc_id", "language"]].values.tolist()
     )
+
+
+def test_count_tokens_chunked_path_matches_single_calls():
+    from clcg_pipeline.corpus import get_encoding
+
+    texts = [f"paragraph {i} " + "word " * (i % 17) for i in range(4500)]  # > one chunk
+    enc = get_encoding()
+    assert count_tokens(texts) == [len(enc.encode_ordinary(t)) for t in texts]
+
+
+def test_fsspec_url_and_missing_reference_version(fixtures, languages):
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    for lang in ("pt",):  # no English version at all
+        src = fixtures / "canonical" / "articles" / f"{lang}.jsonl"
+        fs.pipe(f"/fx-url/articles/{lang}.jsonl", src.read_bytes())
+    t = load_source(SourceSpec(name="fx", kind="jsonl", path="memory://fx-url"), languages)
+    assert set(t.articles["language"]) == {"pt"}
+    assert t.articles["coverage"].isna().all()  # nothing to compare against
+    assert t.items.empty

@@ -4,7 +4,8 @@ Driven through the real SDKs (pointed at it with ``base_url``). It answers every
 question of a prompt with ``"answer <n>"`` and can inject faults, either at random (seeded
 probabilities, set with ``POST /_config``) or scripted per call by a marker in the prompt:
 ``[[fault:429x2]]`` (the first two attempts of that call get a 429), ``500xN``, ``503xN``,
-``401xN`` (bad key, echoed), ``slowxN`` (sleep past the client timeout), ``malformedxN`` (broken JSON body), and
+``401xN`` (bad key, echoed), ``slowxN`` (sleep past the client timeout),
+``malformedxN`` (broken JSON body), and
 ``[[answer:wrong_length|non_json|truncated|refusal|prose]]`` for bad but well-formed replies.
 It counts requests and completed (200, well-formed) responses per call id (the
 ``x-clcg-call-id`` header) and remembers every Authorization value it saw, for leak tests.
@@ -20,8 +21,11 @@ import json
 import random
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -328,6 +332,52 @@ class FakeServer:
     def __exit__(self, *exc: object) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=5)
+
+
+class ServerProcess:
+    """The fake server in its own process (benchmarks: keeps its CPU out of the runner's)."""
+
+    def __init__(self, faults: Faults | None = None) -> None:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        sock.close()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.faults = faults or Faults()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("content-type", "application/json")
+        with urllib.request.urlopen(req, timeout=30) as response:
+            return json.loads(response.read())
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("GET", "/_stats")
+
+    def set_faults(self, faults: Faults) -> None:
+        self._call("POST", "/_config", asdict(faults))
+        self._call("POST", "/_reset", {})
+
+    def __enter__(self) -> ServerProcess:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "clcg_pipeline_tests.inference.fake_server", "--port", str(self.port)]
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.set_faults(self.faults)
+                return self
+            except OSError:
+                if time.monotonic() > deadline or self._proc.poll() is not None:
+                    raise RuntimeError("fake server process did not start") from None
+                time.sleep(0.1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=10)
 
 
 def main() -> None:

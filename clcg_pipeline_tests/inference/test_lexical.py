@@ -17,12 +17,19 @@ EN = [
 # The same paragraphs in Portuguese: same pids, no shared English content words to speak of.
 PT = [
     ("p1", "A Ponte Dourada foi construída em 1932 pela câmara municipal. Atravessa o rio Avon."),
-    ("p2", "Os pescadores locais opuseram-se à ponte porque bloqueava os seus barcos. O presidente ignorou-os."),
+    (
+        "p2",
+        "Os pescadores locais opuseram-se à ponte porque bloqueava os seus barcos. O presidente ignorou-os.",
+    ),
 ]
 QS = [
     Question("i1", "When was the Golden Bridge built by the city council?"),
     Question("i2", "Did local fishermen oppose the bridge?", polar=True),
-    Question("i3", "Why did fishermen oppose the bridge?", options=("The mayor ignored them", "It blocked their boats")),
+    Question(
+        "i3",
+        "Why did fishermen oppose the bridge?",
+        options=("The mayor ignored them", "It blocked their boats"),
+    ),
     Question("i4", "What colour is the volcano on Mars?"),
 ]
 SPEC = ModelSpec(id="lex", provider="offline", model="lexical-overlap-v1", options={"threshold": 0.2})

@@ -43,7 +43,13 @@ def test_wrong_length_never_shifts() -> None:
 
 def test_non_answers_per_element() -> None:
     got = parse_answers('["a", null, "", ["x"], {"a": 1, "b": 2}]', 5, finish_reason="stop")
-    assert got == [("a", "ok"), (None, "missing"), (None, "missing"), (None, "unparseable"), (None, "unparseable")]
+    assert got == [
+        ("a", "ok"),
+        (None, "missing"),
+        (None, "missing"),
+        (None, "unparseable"),
+        (None, "unparseable"),
+    ]
 
 
 @pytest.mark.parametrize("text", ["I cannot answer that.", "{not json", '{"a": 1}', "[1, 2", ""])

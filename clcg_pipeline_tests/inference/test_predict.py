@@ -14,7 +14,9 @@ from clcg_pipeline.storage._tables import conform
 from clcg_pipeline_tests.inference.conftest import FAST, spec_for
 from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
-OFFLINE = ModelSpec(id="lexical-reader", provider="offline", model="lexical-overlap-v1", options={"threshold": 0.2})
+OFFLINE = ModelSpec(
+    id="lexical-reader", provider="offline", model="lexical-overlap-v1", options={"threshold": 0.2}
+)
 CONDITIONS = {
     "full_body": ConditionSettings(temperature=0.2, seed=42),
     "closed_book": ConditionSettings(temperature=0.0, seed=20260322),
@@ -25,8 +27,14 @@ KEYS = ["model", "language", "doc_id", "item_id", "rep", "context_scope"]
 
 def _paragraphs(language: str, docs: list[str]) -> pd.DataFrame:
     texts = {
-        "en": ["The bridge was built in 1932 by the council.", "Fishermen opposed the bridge because of boats."],
-        "pt": ["A ponte foi construída em 1932 pela câmara.", "Os pescadores opuseram-se à ponte por causa dos barcos."],
+        "en": [
+            "The bridge was built in 1932 by the council.",
+            "Fishermen opposed the bridge because of boats.",
+        ],
+        "pt": [
+            "A ponte foi construída em 1932 pela câmara.",
+            "Os pescadores opuseram-se à ponte por causa dos barcos.",
+        ],
     }[language]
     rows = [
         {"doc_id": d, "language": language, "pid": f"p{i}", "ordinal": i, "text": t}
@@ -40,12 +48,33 @@ def _items(docs: list[str], marker: str = "") -> pd.DataFrame:
     rows = []
     for d in docs:
         rows += [
-            {"item_id": f"{d}-b", "doc_id": d, "level": "L0", "question": f"Did fishermen oppose the bridge? {marker}",
-             "options": [], "supporting_pids": ["p1"], "target_pids": []},
-            {"item_id": f"{d}-a", "doc_id": d, "level": "L1", "question": "When was the bridge built by the council?",
-             "options": [], "supporting_pids": ["p0"], "target_pids": ["p0"]},
-            {"item_id": f"{d}-c", "doc_id": d, "level": "L5", "question": "What is the article about?",
-             "options": [], "supporting_pids": [], "target_pids": []},
+            {
+                "item_id": f"{d}-b",
+                "doc_id": d,
+                "level": "L0",
+                "question": f"Did fishermen oppose the bridge? {marker}",
+                "options": [],
+                "supporting_pids": ["p1"],
+                "target_pids": [],
+            },
+            {
+                "item_id": f"{d}-a",
+                "doc_id": d,
+                "level": "L1",
+                "question": "When was the bridge built by the council?",
+                "options": [],
+                "supporting_pids": ["p0"],
+                "target_pids": ["p0"],
+            },
+            {
+                "item_id": f"{d}-c",
+                "doc_id": d,
+                "level": "L5",
+                "question": f"What is article {d} about?",
+                "options": [],
+                "supporting_pids": [],
+                "target_pids": [],
+            },
         ]
     return pd.DataFrame(rows)
 
@@ -54,8 +83,13 @@ def test_offline_partition_rows_and_contracts(tmp_path: Path) -> None:
     docs = ["d1", "d2", "d3"]
     reps = {"d1": 3, "d2": 1, "d3": 1, "d_absent": 1}
     result = predict_partition(
-        model=OFFLINE, language="en", paragraphs=_paragraphs("en", docs[:2]), items=_items(docs),
-        reps=reps, conditions=CONDITIONS, cache_dir=str(tmp_path),
+        model=OFFLINE,
+        language="en",
+        paragraphs=_paragraphs("en", docs[:2]),
+        items=_items(docs),
+        reps=reps,
+        conditions=CONDITIONS,
+        cache_dir=str(tmp_path),
     )
     conform("predictions", result.predictions)
     conform("calls", result.calls)
@@ -76,17 +110,28 @@ def test_offline_partition_rows_and_contracts(tmp_path: Path) -> None:
 
 
 def test_other_language_gets_fewer_answers_than_english(tmp_path: Path) -> None:
-    args = {"items": _items(["d1"]), "reps": {"d1": 1}, "conditions": {"full_body": CONDITIONS["full_body"]},
-            "cache_dir": str(tmp_path), "model": OFFLINE}
+    args = {
+        "items": _items(["d1"]),
+        "reps": {"d1": 1},
+        "conditions": {"full_body": CONDITIONS["full_body"]},
+        "cache_dir": str(tmp_path),
+        "model": OFFLINE,
+    }
     en = predict_partition(language="en", paragraphs=_paragraphs("en", ["d1"]), **args).predictions
     pt = predict_partition(language="pt", paragraphs=_paragraphs("pt", ["d1"]), **args).predictions
     assert (pt["answer"] == "Not stated").sum() > (en["answer"] == "Not stated").sum()
 
 
 def test_plan_counts_calls_tokens_and_cache_without_calling(tmp_path: Path) -> None:
-    args = {"model": OFFLINE.model_copy(update={"price_input_per_mtok": 2.0, "price_output_per_mtok": 8.0}),
-            "language": "en", "paragraphs": _paragraphs("en", ["d1", "d2"]), "items": _items(["d1", "d2"]),
-            "reps": {"d1": 3, "d2": 1}, "conditions": CONDITIONS, "cache_dir": str(tmp_path)}
+    args = {
+        "model": OFFLINE.model_copy(update={"price_input_per_mtok": 2.0, "price_output_per_mtok": 8.0}),
+        "language": "en",
+        "paragraphs": _paragraphs("en", ["d1", "d2"]),
+        "items": _items(["d1", "d2"]),
+        "reps": {"d1": 3, "d2": 1},
+        "conditions": CONDITIONS,
+        "cache_dir": str(tmp_path),
+    }
     plan = plan_partition(**args).set_index("context_scope")
     assert plan.loc["full_body", "calls"] == 4 and plan.loc["item_grounded", "calls"] == 12
     assert (plan["cached_calls"] == 0).all() and (plan["tokenizer"] == "cl100k_base").all()
@@ -104,16 +149,26 @@ def test_faulty_provider_every_slot_accounted_and_no_key_leak(
     data = tmp_path / "data"
     docs = [f"d{i}" for i in range(12)]
     items = pd.concat(
-        [_items(docs[:3]), _items(docs[3:5], "[[answer:truncated]]"), _items(docs[5:7], "[[answer:refusal]]"),
-         _items(docs[7:9], "[[answer:wrong_length]]"), _items(docs[9:10], "[[fault:500x99]]"),
-         _items(docs[10:], "[[answer:non_json]]")]
+        [
+            _items(docs[:3]),
+            _items(docs[3:5], "[[answer:truncated]]"),
+            _items(docs[5:7], "[[answer:refusal]]"),
+            _items(docs[7:9], "[[answer:wrong_length]]"),
+            _items(docs[9:10], "[[fault:500x99]]"),
+            _items(docs[10:], "[[answer:non_json]]"),
+        ]
     )
     with FakeServer(Faults(p429=0.1, p5xx=0.05, pmalformed=0.05, retry_after_s=0.001, seed=1)) as server:
         spec = spec_for("openai", server.url, max_attempts=8)
         result = predict_partition(
-            model=spec, language="en", paragraphs=_paragraphs("en", docs), items=items,
-            reps=dict.fromkeys(docs, 1), conditions={"full_body": CONDITIONS["full_body"]},
-            cache_dir=str(data / "cache"), policy=FAST,
+            model=spec,
+            language="en",
+            paragraphs=_paragraphs("en", docs),
+            items=items,
+            reps=dict.fromkeys(docs, 1),
+            conditions={"full_body": CONDITIONS["full_body"]},
+            cache_dir=str(data / "cache"),
+            policy=FAST,
         )
     preds = result.predictions.set_index("doc_id")
     assert len(result.predictions) == 36 and not result.predictions.duplicated(KEYS).any()

@@ -93,6 +93,8 @@ def test_bad_requests_raise_clear_errors() -> None:
     with pytest.raises(ValueError, match="no questions"):
         render_request("full_body", questions=[], paragraphs=PARAS, settings=SETTINGS, rep=0)
     with pytest.raises(ValueError, match="no passage"):
-        render_request("full_body", questions=QS, paragraphs=[], settings=SETTINGS, rep=0, metadata={"doc_id": "d9"})
+        render_request(
+            "full_body", questions=QS, paragraphs=[], settings=SETTINGS, rep=0, metadata={"doc_id": "d9"}
+        )
     with pytest.raises(ValueError, match="unknown context_scope"):
         render_request("open_book", questions=QS, settings=SETTINGS, rep=0)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from clcg_pipeline.inference import (
     ProviderConfigError,
     run_requests,
 )
-from clcg_pipeline_tests.inference.conftest import FAST, FAKE_KEY_ENV, PROVIDERS, make_request, spec_for
+from clcg_pipeline_tests.inference.conftest import FAKE_KEY_ENV, FAST, PROVIDERS, make_request, spec_for
 from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 pytestmark = pytest.mark.usefixtures("fake_key")
@@ -47,7 +47,9 @@ def test_faults_are_retried_bounded_and_every_slot_accounted(
     assert (by["slow"].attempts, by["malformed"].attempts) == (2, 3)
     # Attempts are bounded: the dead call stops at max_attempts with its error class.
     assert by["dead"].outcome == "error" and by["dead"].attempts == 4 and by["dead"].error
-    assert server.state.requests[requests[5].call_id if requests[5].model_key else _cid(spec, requests[5])] == 4
+    assert (
+        server.state.requests[requests[5].call_id if requests[5].model_key else _cid(spec, requests[5])] == 4
+    )
     assert by["truncated"].outcome == "truncated"
     assert by["refusal"].outcome == "refused"
     assert by["non_json"].outcome == "ok" and by["non_json"].text
@@ -108,14 +110,18 @@ def test_runner_limits_in_flight_requests_under_429s(server: FakeServer, tmp_pat
     assert sum(server.state.completed.values()) == 60  # no completed call was repeated
 
 
-def test_missing_key_fails_before_any_call(server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_key_fails_before_any_call(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(FAKE_KEY_ENV)
     with pytest.raises(MissingCredentialsError, match=FAKE_KEY_ENV):
         run_requests(spec_for("gemini", server.url), [make_request()], cache_dir=str(tmp_path))
     assert sum(server.state.requests.values()) == 0
 
 
-def test_cached_results_need_no_key(server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cached_results_need_no_key(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = spec_for("openai", server.url)
     run_requests(spec, [make_request()], cache_dir=str(tmp_path), policy=FAST)
     monkeypatch.delenv(FAKE_KEY_ENV)
@@ -160,6 +166,8 @@ def test_bad_key_stops_the_run_and_never_leaks(
 
 def test_duplicate_requests_are_sent_once(server: FakeServer, tmp_path: Path) -> None:
     spec = spec_for("gemini", server.url)
-    results = run_requests(spec, [make_request(), make_request(), make_request(rep=1)], cache_dir=str(tmp_path))
+    results = run_requests(
+        spec, [make_request(), make_request(), make_request(rep=1)], cache_dir=str(tmp_path)
+    )
     assert results[0].call_id == results[1].call_id != results[2].call_id
     assert sum(server.state.requests.values()) == 2

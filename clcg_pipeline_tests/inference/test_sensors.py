@@ -1,3 +1,4 @@
+import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
@@ -64,7 +65,11 @@ def test_schedule_requests_only_unscored_partitions(demo_config_dir: Path, tmp_p
         assert len(missing) == len(config.languages.isos)
         done = missing[0]
         instance.report_runless_asset_event(dg.AssetMaterialization(asset_key="scores", partition=str(done)))
-        context = dg.build_schedule_context(instance=instance, resources={"study": study})
+        context = dg.build_schedule_context(
+            instance=instance,
+            resources={"study": study},
+            scheduled_execution_time=dt.datetime(2026, 11, 29, 3),
+        )
         requests = list(missing_partitions_schedule(context))
         assert len(requests) == len(missing) - 1
         assert str(done) not in {str(r.partition_key) for r in requests}

@@ -13,10 +13,12 @@ from clcg_pipeline.items import (
     GENERATION_VERSION,
     PROVENANCE_COLUMNS,
     _generate,
+    generate_bank,
     generate_items,
     generation_requests,
     parse_generated,
     template_hash,
+    validate_items,
 )
 from clcg_pipeline.storage import conform
 
@@ -128,7 +130,7 @@ def test_generate_items_validates_and_counts(monkeypatch, tmp_path):
 
     monkeypatch.setattr(_generate, "run_requests", fake_run)
     model = ModelSpec(id="gen", provider="offline", model="lexical-overlap-v1")
-    bank = generate_items(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path), created_at=WHEN)
+    bank = generate_bank(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path), created_at=WHEN)
     assert seen == {"cache_dir": str(tmp_path), "n": 12}
     assert sorted(bank.items["item_id"]) == ["d1-L0-1", "d1-L1-1", "d1-L4-1", "d1-L4-3"]
     assert dict(zip(bank.rejections["item_id"], bank.rejections["rule"], strict=True)) == {
@@ -145,10 +147,10 @@ def test_generate_items_validates_and_counts(monkeypatch, tmp_path):
 def test_generate_items_through_the_real_runner(tmp_path):
     # The offline reader is no item writer: it answers "[]", so nothing is invented or padded.
     model = ModelSpec(id="lex", provider="offline", model="lexical-overlap-v1")
-    bank = generate_items(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path))
+    bank = generate_bank(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path))
     assert len(bank.results) == 12 and bank.items.empty
     assert int(bank.yield_["n_valid"].sum()) == 0
-    again = generate_items(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path))
+    again = generate_bank(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path))
     assert all(r.cached for r in again.results)  # the cache makes a re-run free
 
 
@@ -164,3 +166,47 @@ def test_parse_accepts_duck_typed_results():
     reqs = generation_requests(ARTICLES, PARAS, STUDY)[:1]
     frame = parse_generated([_R("x", "not json at all", "ok", None)], reqs, generator="g")
     assert frame["parse_error"].iloc[0].startswith("unreadable reply")
+
+
+def test_generate_items_returns_unvalidated_rows_for_whole_bank_validation(monkeypatch, tmp_path):
+    def fake_run(model, requests, *, cache_dir, budget_usd=None):
+        out = []
+        for r in requests:
+            if r.metadata["level"] == "L4":
+                out.append(
+                    result(json.dumps([{"question": "One pid?", "answer": "x", "supporting_pids": ["p1"]}]))
+                )
+            elif r.metadata["level"] == "L5":
+                out.append(result(None, outcome="refused"))
+            else:
+                out.append(result("[]"))
+        return out
+
+    monkeypatch.setattr(_generate, "run_requests", fake_run)
+    model = ModelSpec(id="gen", provider="offline", model="lexical-overlap-v1")
+    raw = generate_items(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path))
+    assert sorted(raw["item_id"]) == ["d1-L4-1", "d1-L5-0", "d2-L4-1", "d2-L5-0"]
+    human = pd.DataFrame(
+        [
+            {
+                "item_id": "h1",
+                "doc_id": "d1",
+                "item_source": "human",
+                "level": "H",
+                "question": "Who?",
+                "gold_answer": None,
+                "answer_format": "free",
+                "target_pids": ["p1"],
+                "supporting_pids": ["p1"],
+                "gold_answerable": False,
+            }
+        ]
+    )
+    valid, rejected = validate_items(pd.concat([human, raw], ignore_index=True), PARAS, items_per_level=2)
+    assert valid["item_id"].tolist() == ["h1"]
+    assert sorted(zip(rejected["item_id"], rejected["rule"], strict=True)) == [
+        ("d1-L4-1", "l4_two_pids"),
+        ("d1-L5-0", "unparseable"),
+        ("d2-L4-1", "unknown_pid"),  # p1 is not a paragraph of d2
+        ("d2-L5-0", "unparseable"),
+    ]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from clcg_pipeline.config import SourceSpec, load_config
@@ -112,3 +114,37 @@ def test_empty_input():
     valid, rejected = validate_items(pd.DataFrame(columns=["item_id", "doc_id", "level"]), PARAS)
     assert valid.empty and rejected.empty
     assert list(rejection_summary(rejected).columns) == ["rule", "L0", "L1", "L2", "L3", "L4", "L5", "total"]
+
+
+def test_whole_demo_bank_human_included_passes_in_one_call():
+    cfg = load_config()
+    t = load_source(SourceSpec(name="demo", kind="demo"), cfg.languages)
+    en = t.paragraphs[t.paragraphs["language"] == "en"]
+    valid, rejected = validate_items(t.items, en)
+    assert rejected.empty, rejected.to_string()
+    assert set(valid["item_source"]) == {"llm", "human"}
+    assert not valid.loc[valid["item_id"] == "demo-003-h4", "gold_answerable"].iloc[0]
+
+
+def test_benchmark_items_keep_their_level_but_are_checked():
+    fixtures = Path(__file__).resolve().parents[1] / "corpus" / "fixtures"
+    cfg = load_config()
+    t = load_source(SourceSpec(name="bb", kind="belebele", path=str(fixtures / "belebele")), cfg.languages)
+    valid, rejected = validate_items(t.items, t.paragraphs, reference="en")
+    assert rejected.empty and len(valid) == 3 and set(valid["level"]) == {"MC"}
+    broken = t.items.copy()
+    broken.loc[0, "gold_answer"] = "not an option"
+    broken = pd.concat([broken, broken.iloc[[1]]], ignore_index=True)  # a repeated item_id
+    _, rejected = validate_items(broken, t.paragraphs, reference="en")
+    assert rejected["rule"].tolist() == ["answer_format", "duplicate"]
+
+
+def test_items_read_back_from_parquet_validate_the_same(tmp_path):
+    from clcg_pipeline.storage import conform
+
+    cfg = load_config()
+    t = load_source(SourceSpec(name="demo", kind="demo"), cfg.languages)
+    back = conform("items", t.items).to_pandas()  # list columns come back as numpy arrays
+    assert not isinstance(back["supporting_pids"].iloc[0], list)
+    valid, rejected = validate_items(back, t.paragraphs, reference="en")
+    assert rejected.empty and len(valid) == len(t.items)

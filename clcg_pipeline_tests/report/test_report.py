@@ -47,7 +47,12 @@ def _h1() -> dict:
                 "macro_net": _est(0.03, 0.02, 0.04),
             },
         },
-        "settings": {"seed": 42, "replicates": 2000, "band": {"levels": ["L3", "L4", "L5"]}, "rule": "A"},
+        "settings": {
+            "seed": 42,
+            "replicates": 2000,
+            "band": {"levels": ["L3", "L4", "L5"], "metric": "token_f1"},
+            "rule": "A",
+        },
         "n": {"english_rows": 5000, "target_rows": 3300, "articles": 150},
     }
 
@@ -121,6 +126,7 @@ def test_full_report_numbers_sections_and_figure() -> None:
     assert language_svg.count("<rect") == 3 + 3  # 3 bars + legend swatches (class 0, 2, unclassified)
     assert "Fon (fon)" in language_svg and "Maltese (mt)" not in language_svg.split("<table>")[0]
     assert "class 0" in language_svg and "unclassified" in language_svg
+    assert "English minus language (token_f1)" in language_svg
     # Per-model table, largest gap first.
     assert text.index("claude-y 0.101 [0.090, 0.110]") < text.index("gpt-x 0.062")
     # Settings from both levels, config hash first among the extras.

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clcg_pipeline.scoring import ScoringResult, score_predictions, token_f1
+from clcg_pipeline.scoring import ScoringResult, exact_match, rouge_l, score_predictions, token_f1
 from clcg_pipeline.storage._tables import TABLES, conform
 
 
@@ -188,3 +188,26 @@ def test_options_as_numpy_arrays_from_parquet() -> None:
     items["options"] = items["options"].map(lambda o: None if o is None else np.array(o, dtype=object))
     scores = score_predictions(_preds([("i-mc", "3", "ok")]), items).scores
     assert scores["accuracy"].tolist() == [1.0]
+
+
+def test_batch_scoring_equals_per_pair_functions() -> None:
+    rng = np.random.default_rng(1)
+    words = ["old", "stone", "bridge", "the", "river", "town", "built", "Bridge."]
+    answers = [" ".join(rng.choice(words, int(rng.integers(0, 7)))) for _ in range(300)]
+    preds = _preds([("i-span" if i % 2 else "i-free", a, "ok") for i, a in enumerate(answers)])
+    scores = score_predictions(preds, _items()).scores
+    golds = ["the old stone bridge" if i % 2 else "to argue for reform" for i in range(300)]
+    pairs = list(zip(answers, golds, strict=True))
+    assert scores["token_f1"].tolist() == pytest.approx([token_f1(a, g) for a, g in pairs])
+    assert scores["exact_match"].tolist() == [exact_match(a, g) for a, g in pairs]
+    assert scores["rouge_l"].tolist() == pytest.approx([rouge_l(a, g) for a, g in pairs])
+    assert scores["rouge_l"].gt(0).any() and scores["exact_match"].eq(0).any()
+
+
+def test_mc_rows_map_back_in_order() -> None:
+    answers = ["C", "A", "Rome", "B", "C", "(c)", "rome because it is"]
+    preds = _preds([("i-mc", a, "ok") for a in answers] + [("i-span", "stone bridge", "ok")])
+    scores = score_predictions(preds, _items()).scores
+    assert scores["accuracy"].tolist()[:7] == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+    assert scores["exact_match"].tolist()[:7] == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+    assert np.isnan(scores["accuracy"].iloc[7])

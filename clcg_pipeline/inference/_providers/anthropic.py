@@ -33,7 +33,9 @@ def completion_config(spec: ModelSpec, settings: ConditionSettings) -> dict[str,
     for models that reject them.
     """
     if settings.temperature is not None and settings.temperature > 1:
-        raise ValueError(f"model {spec.id!r}: anthropic accepts temperature in [0, 1], got {settings.temperature}")
+        raise ValueError(
+            f"model {spec.id!r}: anthropic accepts temperature in [0, 1], got {settings.temperature}"
+        )
     config: dict[str, Any] = {"max_tokens": settings.max_output_tokens or DEFAULT_MAX_TOKENS}
     sampling: dict[str, Any] = {}
     if spec.options.get("send_sampling", True):
