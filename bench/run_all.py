@@ -15,7 +15,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:
-    scripts = sorted(p for p in HERE.glob("*.py") if p.name != Path(__file__).name and not p.name.startswith("_"))
+    scripts = sorted(
+        p for p in HERE.glob("*.py") if p.name != Path(__file__).name and not p.name.startswith("_")
+    )
     if len(sys.argv) > 1:
         scripts = [p for p in scripts if any(word in p.name for word in sys.argv[1:])]
     failed = []

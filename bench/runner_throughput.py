@@ -102,7 +102,8 @@ def main() -> int:
     ok = sum(r.outcome == "ok" for r in results)
     rate = len(requests) / wall
     print(
-        f"provider={args.provider} calls={len(requests)} ok={ok} latency={LATENCY_S}s concurrency={CONCURRENCY}"
+        f"provider={args.provider} calls={len(requests)} ok={ok} "
+        f"latency={LATENCY_S}s concurrency={CONCURRENCY}"
     )
     print(f"theoretical rate        {theoretical:8.1f} calls/s")
     print(

@@ -37,7 +37,9 @@ def _print_frame(frame: Any, title: str | None = None) -> None:
     for column in frame.columns:
         table.add_column(str(column), justify="right" if frame[column].dtype.kind in "iuf" else "left")
     for row in frame.itertuples(index=False):
-        table.add_row(*("" if v is None or v != v else (f"{v:.4f}" if isinstance(v, float) else str(v)) for v in row))
+        table.add_row(
+            *("" if v is None or v != v else (f"{v:.4f}" if isinstance(v, float) else str(v)) for v in row)
+        )
     console.print(table)
 
 
@@ -50,8 +52,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     config_dir, data_dir = _dirs(args)
     with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(), console=console, transient=False,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
     ) as progress:
         task = progress.add_task("starting", total=None)
 
@@ -75,7 +81,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{summary.new_calls} new model calls costing ${summary.new_cost_usd:.4f}"
     )
     if summary.budget_exhausted:
-        console.print("[yellow]budget reached: remaining partitions were not run (partial results kept)[/yellow]")
+        console.print(
+            "[yellow]budget reached: remaining partitions were not run (partial results kept)[/yellow]"
+        )
     results = read_json(Path(data_dir) / "study_results.json")
     languages = results.get("languages")
     console.print(format_h1_table(results["h1"], languages))
@@ -108,7 +116,11 @@ def cmd_query(args: argparse.Namespace) -> int:
         return 0
     if args.named:
         band = load_config(config_dir).study.band
-        params = {"context_scope": band.context_scope, "item_source": band.item_source, "levels": list(band.levels)}
+        params = {
+            "context_scope": band.context_scope,
+            "item_source": band.item_source,
+            "levels": list(band.levels),
+        }
         frame = run_named_query(catalog, args.named, params)
     elif args.sql:
         frame = query(catalog, args.sql)
@@ -130,8 +142,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
     config_dir, _ = _dirs(args)
     result = estimate_file(
-        str(args.scores), str(args.out), load_config(config_dir),
-        replicates=args.replicates, seed=args.seed, full=args.full,
+        str(args.scores),
+        str(args.out),
+        load_config(config_dir),
+        replicates=args.replicates,
+        seed=args.seed,
+        full=args.full,
         articles_path=str(args.articles) if args.articles else None,
     )
     h1 = result.get("h1", result)
@@ -166,7 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", type=Path, help="config folder (default $CLCG_CONFIG_DIR or ./assets_config)")
+        p.add_argument(
+            "--config", type=Path, help="config folder (default $CLCG_CONFIG_DIR or ./assets_config)"
+        )
         p.add_argument("--data", help="data folder or URL (default $CLCG_DATA_DIR or ./clcg_data)")
 
     run = sub.add_parser("run", help="materialize the whole study through Dagster, then print the H1 table")
@@ -174,9 +192,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--models", help="comma-separated model ids (default: all in models.yaml)")
     run.add_argument("--languages", help="comma-separated ISO codes (default: the whole panel)")
     run.add_argument("--budget", type=float, help="stop before new spend exceeds this many USD")
-    run.add_argument("--mode", choices=["online", "batch"], default="online", help="provider batch APIs for backfills")
+    run.add_argument(
+        "--mode", choices=["online", "batch"], default="online", help="provider batch APIs for backfills"
+    )
     run.add_argument("--force", action="store_true", help="re-run partitions that are up to date")
-    run.add_argument("--regenerate-items", action="store_true", help="write the item bank again with the generator")
+    run.add_argument(
+        "--regenerate-items", action="store_true", help="write the item bank again with the generator"
+    )
     run.set_defaults(func=cmd_run)
 
     plan = sub.add_parser("plan", help="calls, tokens and cost a run would need; calls nothing")

@@ -12,7 +12,13 @@ from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.partitions import language_partitions, response_partitions
 
 CORPUS_ASSETS = ("articles", "paragraphs", "corpus_audit")
-STUDY_INPUT_ASSETS = ("languages", "study_sample", "items", "item_rejections", "tokenizer_fertility_by_language")
+STUDY_INPUT_ASSETS = (
+    "languages",
+    "study_sample",
+    "items",
+    "item_rejections",
+    "tokenizer_fertility_by_language",
+)
 RESPONSE_ASSETS = ("predictions", "calls", "scores")
 ANALYSIS_ASSETS = ("estimates", "study_results", "report", "duckdb_catalog")
 

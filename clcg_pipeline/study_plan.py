@@ -29,7 +29,9 @@ def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None =
         sample = read_frame(sample_file)
     else:
         english = tables.articles[tables.articles["language"] == reference]
-        sample = sample_articles(english, config.study.sampling, reference=reference, repetitions=config.study.repetitions)
+        sample = sample_articles(
+            english, config.study.sampling, reference=reference, repetitions=config.study.repetitions
+        )
     if items_file.exists():
         items = read_frame(items_file)
     else:
@@ -46,8 +48,13 @@ def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None =
             ]
             frames.append(
                 plan_partition(
-                    model=model, language=iso, paragraphs=paragraphs, items=items, reps=reps,
-                    conditions=config.study.conditions, cache_dir=cache_dir,
+                    model=model,
+                    language=iso,
+                    paragraphs=paragraphs,
+                    items=items,
+                    reps=reps,
+                    conditions=config.study.conditions,
+                    cache_dir=cache_dir,
                 )
             )
     plan = pd.concat(frames, ignore_index=True)

@@ -14,7 +14,12 @@ pytestmark = pytest.mark.slow
 def _clcg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "clcg_pipeline.cli", *args],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=600, check=False,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
 
 
@@ -26,14 +31,33 @@ def test_run_then_query(demo_config_dir: Path, tmp_path: Path) -> None:
     assert "H1 micro" in ran.stdout and "Georgian" in ran.stdout
     assert str(data / "report.html") in ran.stdout.replace("\n", "")
 
-    counted = _clcg("query", "--data", str(data), "--format", "json",
-                    "SELECT model, count(*) AS n FROM predictions GROUP BY model", env=env, cwd=tmp_path)
+    counted = _clcg(
+        "query",
+        "--data",
+        str(data),
+        "--format",
+        "json",
+        "SELECT model, count(*) AS n FROM predictions GROUP BY model",
+        env=env,
+        cwd=tmp_path,
+    )
     assert counted.returncode == 0, counted.stderr
     rows = json.loads(counted.stdout)
     assert rows[0]["model"] == "lexical-reader" and rows[0]["n"] > 0
 
-    named = _clcg("query", "--config", str(demo_config_dir), "--data", str(data), "--format", "csv",
-                  "--named", "clcg_by_language", env=env, cwd=tmp_path)
+    named = _clcg(
+        "query",
+        "--config",
+        str(demo_config_dir),
+        "--data",
+        str(data),
+        "--format",
+        "csv",
+        "--named",
+        "clcg_by_language",
+        env=env,
+        cwd=tmp_path,
+    )
     assert named.returncode == 0, named.stderr
     assert named.stdout.splitlines()[0].startswith("language,name,role")
 

@@ -30,8 +30,11 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
         {"languages", "articles", "paragraphs", "items", "predictions", "calls", "scores", "estimates"},
     ),
 }
-EXPECTED_CHECKS = {("corpus_audit", "alignment_coverage"), ("predictions", "one_row_per_slot"),
-                   ("predictions", "parse_failure_rate")}
+EXPECTED_CHECKS = {
+    ("corpus_audit", "alignment_coverage"),
+    ("predictions", "one_row_per_slot"),
+    ("predictions", "parse_failure_rate"),
+}
 
 
 def _partitioning(node: dg.AssetSpec | object) -> str | None:

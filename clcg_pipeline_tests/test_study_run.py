@@ -17,11 +17,11 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def finished_study(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Run the demo study once (module scope: it is the expensive part) and again to check reuse."""
-    from clcg_pipeline_tests.conftest import DEFAULT_CONFIG, DEMO_LANGUAGES
-
     import shutil
 
     import yaml
+
+    from clcg_pipeline_tests.conftest import DEFAULT_CONFIG, DEMO_LANGUAGES
 
     root = tmp_path_factory.mktemp("study")
     config_dir = root / "config"
@@ -46,8 +46,13 @@ def finished_study(tmp_path_factory: pytest.TempPathFactory) -> dict:
                 dg.AssetCheckKey(dg.AssetKey("corpus_audit"), "alignment_coverage"),
             ]
         }
-        yield {"config_dir": config_dir, "data_dir": data_dir, "first": first, "second": second,
-               "checks": checks}
+        yield {
+            "config_dir": config_dir,
+            "data_dir": data_dir,
+            "first": first,
+            "second": second,
+            "checks": checks,
+        }
     finally:
         mp.undo()
 
@@ -68,13 +73,16 @@ def test_every_slot_has_one_prediction(finished_study: dict) -> None:
     data_dir: Path = finished_study["data_dir"]
     items = read_frame(data_dir / "items" / "data.parquet")
     sample = read_frame(data_dir / "study_sample" / "data.parquet")
-    predictions = read_frame(data_dir / "predictions" / "language=ht" / "model=lexical-reader" / "data.parquet")
+    predictions = read_frame(
+        data_dir / "predictions" / "language=ht" / "model=lexical-reader" / "data.parquet"
+    )
     # demo-006 has no Haitian Creole version: no slots there, and every other slot exactly once.
     assert "demo-006" not in set(predictions["doc_id"])
     full_body = predictions[predictions["context_scope"] == "full_body"]
     expected = sum(
         int(sample.set_index("doc_id").loc[doc, "n_reps"]) * int((items["doc_id"] == doc).sum())
-        for doc in sample["doc_id"] if doc != "demo-006"
+        for doc in sample["doc_id"]
+        if doc != "demo-006"
     )
     assert len(full_body) == expected
     assert not predictions.duplicated(["doc_id", "item_id", "rep", "context_scope"]).any()

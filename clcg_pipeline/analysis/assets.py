@@ -1,6 +1,5 @@
 """Dagster wrappers of the analysis stage: the estimates table and study_results.json."""
 
-
 import dagster as dg
 import duckdb
 import pandas as pd
@@ -57,7 +56,8 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         if len(scores):
             # Partitions of models or languages removed from the config stay on disk; leave them out.
             scores = scores[
-                scores["model"].isin([m.id for m in cfg.models.models]) & scores["language"].isin(cfg.languages.isos)
+                scores["model"].isin([m.id for m in cfg.models.models])
+                & scores["language"].isin(cfg.languages.isos)
             ].reset_index(drop=True)
         context.log.info(f"estimating over {len(scores)} scored rows")
         result = run_suite(
@@ -69,8 +69,10 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         # The report and the CLI label languages from here, so the results document stands alone.
         result.results.setdefault(
             "languages",
-            [{"iso": lang.iso, "name": lang.name, "joshi_class": lang.joshi_class, "role": lang.role}
-             for lang in cfg.languages.languages],
+            [
+                {"iso": lang.iso, "name": lang.name, "joshi_class": lang.joshi_class, "role": lang.role}
+                for lang in cfg.languages.languages
+            ],
         )
         h1 = result.results.get("h1", {})
         context.add_output_metadata(

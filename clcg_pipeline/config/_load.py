@@ -104,7 +104,8 @@ def load_config(config_dir: str | Path | None = None) -> ProjectConfig:
     assert isinstance(study, StudyConfig) and isinstance(models, ModelsConfig)
     if study.item_generator is not None and study.item_generator not in {m.id for m in models.models}:
         raise ConfigError(
-            f"{folder / 'study.yaml'}: item_generator {study.item_generator!r} is not a model id in models.yaml"
+            f"{folder / 'study.yaml'}: item_generator {study.item_generator!r} "
+            "is not a model id in models.yaml"
         )
     return ProjectConfig(
         languages=parsed["languages.yaml"],  # type: ignore[arg-type]

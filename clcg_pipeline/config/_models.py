@@ -206,7 +206,9 @@ class StudyConfig(_Strict):
     def _bounds_ordered(self) -> StudyConfig:
         low, high = self.equivalence_bounds
         if not low < high:
-            raise ValueError(f"equivalence_bounds must be (low, high) with low < high, got {self.equivalence_bounds}")
+            raise ValueError(
+                f"equivalence_bounds must be (low, high) with low < high, got {self.equivalence_bounds}"
+            )
         if "full_body" not in self.conditions:
             raise ValueError("conditions must include full_body (the primary condition)")
         return self

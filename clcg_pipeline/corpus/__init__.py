@@ -43,8 +43,8 @@ __all__ = [
     "load_jsonl",
     "load_source",
     "load_source_cached",
-    "source_signature",
     "offline_encodings",
     "sample_articles",
+    "source_signature",
     "tokenizer_fertility",
 ]

@@ -267,13 +267,13 @@ class _Run:
                     latency = time.perf_counter() - started
                     self.limiter.on_success()
                     result = self._final(call_id, output, latency, attempt)
+                    self.budget.settle(estimate, result.cost_usd)
+                    reserved = False
                     if result.outcome in CACHEABLE:
                         # File creation is slow on some filesystems; a thread keeps the loop free.
                         # Awaited, so a call counts as done only once its response is on disk.
                         entry = _cache_entry(self.model, request, result)
                         await asyncio.to_thread(self.cache.put, call_id, entry)
-                    self.budget.settle(estimate, result.cost_usd)
-                    reserved = False
                     return result
                 log.debug("call %s attempt %d: %s", call_id[:12], attempt, self.api.redact(str(error))[:300])
                 if error.kind == "config":

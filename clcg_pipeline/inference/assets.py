@@ -69,10 +69,16 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
         },
         # Checked inside the asset: a standalone check on a partitioned asset would load every partition.
         check_specs=[
-            dg.AssetCheckSpec("one_row_per_slot", asset="predictions",
-                              description="Every planned slot has exactly one prediction row; every item is known."),
-            dg.AssetCheckSpec("parse_failure_rate", asset="predictions",
-                              description="Share of predictions that are unparseable or missing."),
+            dg.AssetCheckSpec(
+                "one_row_per_slot",
+                asset="predictions",
+                description="Every planned slot has exactly one prediction row; every item is known.",
+            ),
+            dg.AssetCheckSpec(
+                "parse_failure_rate",
+                asset="predictions",
+                description="Share of predictions that are unparseable or missing.",
+            ),
         ],
     )
     def responses(  # type: ignore[no-untyped-def]
@@ -115,13 +121,17 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
         yield dg.Output(
             predictions,
             output_name="predictions",
-            metadata={"statuses": dg.MetadataValue.json(_counts(predictions["status"]) if len(predictions) else {})},
+            metadata={
+                "statuses": dg.MetadataValue.json(_counts(predictions["status"]) if len(predictions) else {})
+            },
         )
         yield dg.Output(
             calls,
             output_name="calls",
             metadata={
-                "new_cost_usd": float(calls.loc[~calls["cached"].astype(bool), "cost_usd"].sum()) if len(calls) else 0.0,
+                "new_cost_usd": float(calls.loc[~calls["cached"].astype(bool), "cost_usd"].sum())
+                if len(calls)
+                else 0.0,
                 "cached": int(calls["cached"].sum()) if len(calls) else 0,
                 "outcomes": dg.MetadataValue.json(_counts(calls["outcome"]) if len(calls) else {}),
             },

@@ -23,7 +23,6 @@ from clcg_pipeline.storage._files import (
 from clcg_pipeline.storage._tables import PREDICTION_STATUSES, TABLES, ContractError, conform, empty_frame
 
 
-
 def __getattr__(name: str) -> object:
     # The IO manager needs Dagster (~0.7 s to import); load it only when asked for, so that
     # light users of storage (``clcg estimate``, ``clcg query``) start fast.

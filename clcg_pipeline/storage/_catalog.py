@@ -46,7 +46,9 @@ def stored_tables(data_dir: str | os.PathLike[str]) -> list[str]:
     return names
 
 
-def build_catalog(data_dir: str | os.PathLike[str], catalog_path: str | os.PathLike[str] | None = None) -> dict[str, int]:
+def build_catalog(
+    data_dir: str | os.PathLike[str], catalog_path: str | os.PathLike[str] | None = None
+) -> dict[str, int]:
     """(Re)create the catalog's views; returns ``{view: row count}``.
 
     Built in a temporary file and renamed into place, so readers never see a half-built
@@ -59,10 +61,16 @@ def build_catalog(data_dir: str | os.PathLike[str], catalog_path: str | os.PathL
     counts: dict[str, int] = {}
     con = duckdb.connect(str(tmp))
     try:
-        if not isinstance(data_root(data_dir), UPath) or data_root(data_dir).protocol not in ("", "file", "local"):
+        if not isinstance(data_root(data_dir), UPath) or data_root(data_dir).protocol not in (
+            "",
+            "file",
+            "local",
+        ):
             con.execute("INSTALL httpfs; LOAD httpfs;")
         for table in stored_tables(data_dir):
-            relation = con.read_parquet(table_glob(data_dir, table), hive_partitioning=True, union_by_name=True)
+            relation = con.read_parquet(
+                table_glob(data_dir, table), hive_partitioning=True, union_by_name=True
+            )
             relation.create_view(table, replace=True)
         present = set(stored_tables(data_dir))
         for view_file in sorted((SQL_DIR / "views").glob("*.sql")):
@@ -109,7 +117,9 @@ def query(
         con.close()
 
 
-def run_named_query(catalog_path: str | os.PathLike[str], name: str, params: Mapping[str, Any]) -> pd.DataFrame:
+def run_named_query(
+    catalog_path: str | os.PathLike[str], name: str, params: Mapping[str, Any]
+) -> pd.DataFrame:
     """Run ``sql/queries/<name>.sql`` with bound parameters (only those the file uses)."""
     queries = named_queries()
     if name not in queries:

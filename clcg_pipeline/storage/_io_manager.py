@@ -13,7 +13,14 @@ import dagster as dg
 import pandas as pd
 from upath import UPath
 
-from clcg_pipeline.storage._files import DATA_FILE, partition_dir, read_frame, read_json, write_frame, write_json
+from clcg_pipeline.storage._files import (
+    DATA_FILE,
+    partition_dir,
+    read_frame,
+    read_json,
+    write_frame,
+    write_json,
+)
 from clcg_pipeline.storage._tables import TABLES
 
 _PREVIEW_ROWS = 5
@@ -60,7 +67,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             write_json(path, obj)
             context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
         else:
-            raise TypeError(f"asset {asset!r}: cannot store a {type(obj).__name__}; return a DataFrame or dict")
+            raise TypeError(
+                f"asset {asset!r}: cannot store a {type(obj).__name__}; return a DataFrame or dict"
+            )
 
     def load_input(self, context: dg.InputContext) -> Any:
         asset = context.asset_key.path[-1]
@@ -68,7 +77,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return self._read(self._dir(asset, None, None), asset)
         partitions_def = context.asset_partitions_def
         frames = [
-            self._read(self._dir(asset, key, partitions_def), asset) for key in sorted(context.asset_partition_keys)
+            self._read(self._dir(asset, key, partitions_def), asset)
+            for key in sorted(context.asset_partition_keys)
         ]
         if not frames:
             return pd.DataFrame()

@@ -1,6 +1,5 @@
 """Dagster wrapper of the DuckDB catalog (views over every table's Parquet files)."""
 
-
 import dagster as dg
 
 from clcg_pipeline.resources import StudyResource

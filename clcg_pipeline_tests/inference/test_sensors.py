@@ -4,13 +4,13 @@ from pathlib import Path
 
 import dagster as dg
 
+from clcg_pipeline.config import load_config
 from clcg_pipeline.inference.sensors import (
     missing_partitions_schedule,
     missing_response_keys,
     model_partitions_sensor,
     sync_model_partitions,
 )
-from clcg_pipeline.config import load_config
 from clcg_pipeline.jobs import PROVIDER_TAG
 from clcg_pipeline.resources import StudyResource
 

@@ -55,7 +55,7 @@ def test_missing_upstream_partition_is_a_clear_error(tmp_path: Path) -> None:
     key = dg.MultiPartitionKey({"language": "en", "model": "m1"})
     with (
         dg.instance_for_test() as instance,
-        pytest.raises(FileNotFoundError, match="asset 'words'.*materialize"),
+        pytest.raises(FileNotFoundError, match=r"asset 'words'.*materialize"),
     ):
         dg.materialize(
             [words, cells], selection=[cells], partition_key=key, resources=resources, instance=instance
