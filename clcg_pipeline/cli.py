@@ -14,7 +14,8 @@ from typing import Any
 
 from rich.console import Console
 
-console = Console(stderr=False)
+# A fixed minimum width keeps tables readable when stdout is a pipe or a CI log.
+console = Console(stderr=False, width=max(Console().width, 140))
 errors = Console(stderr=True)
 
 
@@ -149,6 +150,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         seed=args.seed,
         full=args.full,
         articles_path=str(args.articles) if args.articles else None,
+        fertility_path=str(args.fertility) if args.fertility else None,
+        replication_path=str(args.replication) if args.replication else None,
     )
     h1 = result.get("h1", result)
     micro = h1["h1_micro"]
@@ -224,6 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--seed", type=int, help="bootstrap seed (default: study.yaml)")
     est.add_argument("--full", action="store_true", help="the whole suite (study_results.json), not only H1")
     est.add_argument("--articles", type=Path, help="Parquet with doc_id, published (for H2 with --full)")
+    est.add_argument("--fertility", type=Path, help="Parquet with language, fertility (with --full)")
+    est.add_argument(
+        "--replication", type=Path, help="scores Parquet of a run on another corpus (with --full)"
+    )
     est.set_defaults(func=cmd_estimate)
 
     rep = sub.add_parser("report", help="render the HTML report from study_results.json")

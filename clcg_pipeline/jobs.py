@@ -11,7 +11,7 @@ import dagster as dg
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.partitions import language_partitions, response_partitions
 
-CORPUS_ASSETS = ("articles", "paragraphs", "corpus_audit")
+CORPUS_ASSETS = ("articles", "paragraphs", "corpus_audit", "item_translations")
 STUDY_INPUT_ASSETS = (
     "languages",
     "study_sample",

@@ -61,4 +61,6 @@ def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None =
     numeric = ["calls", "cached_calls", "input_tokens", "output_tokens", "cost_usd"]
     summary = plan.groupby(["model", "context_scope", "tokenizer"], as_index=False)[numeric].sum()
     total = summary[numeric].sum().to_frame().T.assign(model="TOTAL", context_scope="", tokenizer="")
-    return pd.concat([summary, total], ignore_index=True)[["model", "context_scope", *numeric, "tokenizer"]]
+    plan = pd.concat([summary, total], ignore_index=True)[["model", "context_scope", *numeric, "tokenizer"]]
+    counts = ["calls", "cached_calls", "input_tokens", "output_tokens"]
+    return plan.astype({column: "int64" for column in counts} | {"cost_usd": "float64"})

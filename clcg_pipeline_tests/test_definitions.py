@@ -14,6 +14,7 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
     "articles": ("corpus", LANGUAGE, set()),
     "paragraphs": ("corpus", LANGUAGE, set()),
     "corpus_audit": ("corpus", LANGUAGE, set()),
+    "item_translations": ("corpus", LANGUAGE, set()),
     "study_sample": ("corpus", None, {"articles"}),
     "tokenizer_fertility_by_language": ("corpus", None, {"paragraphs"}),
     "items": ("items", None, {"articles", "paragraphs", "study_sample"}),

@@ -110,8 +110,14 @@ def estimate_file(
     seed: int | None = None,
     full: bool = False,
     articles_path: str | None = None,
+    fertility_path: str | None = None,
+    replication_path: str | None = None,
 ) -> dict[str, Any]:
     """Read scores, estimate, write JSON atomically, return the dict.
+
+    With ``full``, optional Parquet files feed H2 (``articles_path``: doc_id, published), the
+    nomological network (``fertility_path``: language, fertility) and the cross-corpus
+    replication (``replication_path``: a scores file from a run on another corpus).
 
     Without ``full``: the H1 family on the primary band (only band rows are read). With
     ``full``: the whole suite (``study_results.json`` content); an estimates table is not
@@ -119,7 +125,14 @@ def estimate_file(
     """
     try:
         result = _estimate(
-            scores_path, config, replicates=replicates, seed=seed, full=full, articles_path=articles_path
+            scores_path,
+            config,
+            replicates=replicates,
+            seed=seed,
+            full=full,
+            articles_path=articles_path,
+            fertility_path=fertility_path,
+            replication_path=replication_path,
         )
     except ValueError as exc:
         if str(scores_path) in str(exc):
@@ -138,6 +151,8 @@ def _estimate(
     seed: int | None,
     full: bool,
     articles_path: str | None,
+    fertility_path: str | None = None,
+    replication_path: str | None = None,
 ) -> dict[str, Any]:
     study = config.study
     if not full:
@@ -159,5 +174,15 @@ def _estimate(
 
         scores = read_scores(scores_path)
         articles = read_articles(articles_path) if articles_path else None
-        result = run_suite(scores, config, articles=articles, replicates=replicates, seed=seed).results
+        fertility = pq.read_table(fertility_path).to_pandas() if fertility_path else None
+        replication = read_scores(replication_path) if replication_path else None
+        result = run_suite(
+            scores,
+            config,
+            articles=articles,
+            fertility=fertility,
+            replication_scores=replication,
+            replicates=replicates,
+            seed=seed,
+        ).results
     return result

@@ -23,6 +23,20 @@ def read_all_partitions(data_dir: str, table: str) -> pd.DataFrame:
         con.close()
 
 
+def read_replication_scores(location: str) -> pd.DataFrame:
+    """A replication run's scores: one Parquet file, or every partition under a data folder."""
+    if location.endswith(".parquet"):
+        con = duckdb.connect()
+        try:
+            return con.read_parquet(location).df()
+        finally:
+            con.close()
+    scores = read_all_partitions(location, "scores")
+    if scores.empty:
+        raise FileNotFoundError(f"replication_scores {location!r}: no scores partitions found there")
+    return scores
+
+
 def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
     reference = config.languages.reference
 
@@ -65,6 +79,11 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             cfg,
             articles=articles[["doc_id", "published"]],
             fertility=tokenizer_fertility_by_language,
+            replication_scores=(
+                read_replication_scores(cfg.study.replication_scores)
+                if cfg.study.replication_scores
+                else None
+            ),
         )
         # The report and the CLI label languages from here, so the results document stands alone.
         result.results.setdefault(

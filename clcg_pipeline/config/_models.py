@@ -200,6 +200,11 @@ class StudyConfig(_Strict):
     equivalence_bounds: tuple[float, float] = (-0.02, 0.02)
     fertility: Fertility = Fertility()
     item_generator: str | None = Field(default=None, description="Model id that writes the item bank.")
+    replication_scores: str | None = Field(
+        default=None,
+        description="Scores of a run on another corpus, for the cross-corpus replication: a Parquet "
+        "file, or the data folder of that run (its scores/ partitions are read).",
+    )
     items_per_level: int = Field(default=4, ge=1)
 
     @model_validator(mode="after")

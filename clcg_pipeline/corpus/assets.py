@@ -55,6 +55,9 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
             "corpus_audit": dg.AssetOut(
                 description="Completeness of each article's version against English."
             ),
+            "item_translations": dg.AssetOut(
+                description="Questions in the passage's own language where the source has them (Belebele)."
+            ),
         },
         # Checked inside the asset: a standalone check on a partitioned asset would load every partition.
         check_specs=[
@@ -79,10 +82,13 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
         articles = tables.articles[tables.articles["language"] == language].reset_index(drop=True)
         paragraphs = tables.paragraphs[tables.paragraphs["language"] == language].reset_index(drop=True)
         audit = audit[audit["language"] == language].reset_index(drop=True)
+        translations = tables.item_translations
+        translations = translations[translations["language"] == language].reset_index(drop=True)
         context.log.info(f"{language}: {len(articles)} articles, {len(paragraphs)} paragraphs")
         yield dg.Output(articles, output_name="articles")
         yield dg.Output(paragraphs, output_name="paragraphs")
         yield dg.Output(audit, output_name="corpus_audit")
+        yield dg.Output(translations, output_name="item_translations")
         yield alignment_coverage(audit)
 
     @dg.asset(

@@ -48,7 +48,11 @@ class _Q:
 
 def _parse_prompt(prompt: str) -> tuple[list[str], list[_Q]]:
     """(passage sentences, questions) from a rendered user message."""
-    passage_part, _, question_part = prompt.partition("Questions:\n")
+    # The last header is the template's: a paragraph may itself end in "Questions:".
+    if prompt.startswith("Questions:\n"):
+        passage_part, question_part = "", prompt
+    else:
+        passage_part, _, question_part = prompt.rpartition("\n\nQuestions:\n")
     sentences: list[str] = []
     for line in passage_part.splitlines():
         if line.startswith(PARAGRAPH_MARK):

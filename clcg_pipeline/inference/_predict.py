@@ -96,6 +96,12 @@ def _plan(
     by_doc: dict[str, list[dict[str, Any]]] = {}
     # Items are put in item_id order so the rendered request (and its hash) is independent of
     # the input frame's row order.
+    duplicated = items[items.duplicated(["doc_id", "item_id"])]
+    if len(duplicated):
+        first = duplicated.iloc[0]
+        raise ValueError(
+            f"items: item_id {first['item_id']!r} of doc_id {first['doc_id']!r} appears more than once"
+        )
     for row in items.sort_values(["doc_id", "item_id"]).to_dict("records"):
         by_doc.setdefault(str(row["doc_id"]), []).append(row)
     slots: list[_Slot] = []
@@ -257,6 +263,7 @@ def rows_from_results(
                 "error": result.error,
                 "cached": result.cached,
                 "item_id": slot.item_ids[0] if slot.scope == "item_grounded" else None,
+                "request_hash": slot.request.request_hash,
                 "finish_reason": result.finish_reason,
                 "n_questions": n,
             }

@@ -322,7 +322,7 @@ async def arun_requests(
             results[cid] = _from_cache(cid, entry)
         else:
             todo[cid] = request
-    done = total - sum(1 for r in bound if r.call_id in todo)
+    done = n_cached = total - sum(1 for r in bound if r.call_id in todo)
     if progress:
         progress(done, total)
     if todo:
@@ -357,10 +357,12 @@ async def arun_requests(
             if own_api:
                 await api.aclose()
         log.info(
-            "model %s: %d calls, %d cached, concurrency limit now %d after %d cut(s), spent $%.4f",
+            "model %s: %d requests, %d from cache, %d sent; concurrency limit now %d after %d cut(s), "
+            "spent $%.4f",
             model.id,
             total,
-            total - len(todo),
+            n_cached,
+            len(todo),
             run.limiter.limit,
             run.limiter.cuts,
             run.budget.spent,
@@ -377,17 +379,29 @@ def run_requests(
     progress: Callable[[int, int], None] | None = None,
     mode: Literal["online", "batch"] = "online",
     policy: RetryPolicy | None = None,
+    batch_poll_s: float = 30.0,
+    batch_max_wait_s: float | None = None,
 ) -> list[CallResult]:
     """Run ``requests`` against ``model`` in one event loop; results in request order.
 
     Cached requests are not sent. A missing key raises :class:`MissingCredentialsError` before
     any call. With ``budget_usd``, calls that would exceed it are not issued (outcome
-    ``skipped_budget``). ``mode="batch"`` goes through the provider's batch API.
+    ``skipped_budget``). ``mode="batch"`` goes through the provider's batch API, polling every
+    ``batch_poll_s`` and, with ``batch_max_wait_s``, returning ``batch_pending`` rows for what
+    has not finished (a later run collects them without resubmitting).
     """
     if mode == "batch":
         from clcg_pipeline.inference._batch import run_batch
 
-        return run_batch(model, requests, cache_dir=cache_dir, budget_usd=budget_usd, progress=progress)
+        return run_batch(
+            model,
+            requests,
+            cache_dir=cache_dir,
+            budget_usd=budget_usd,
+            progress=progress,
+            poll_s=batch_poll_s,
+            max_wait_s=batch_max_wait_s,
+        )
     if mode != "online":
         raise ValueError(f"mode must be 'online' or 'batch', got {mode!r}")
     return asyncio.run(

@@ -83,3 +83,8 @@ def test_closed_book_is_always_not_stated_and_deterministic() -> None:
 def test_bad_threshold_is_rejected(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="threshold"):
         OfflineAPI(SPEC.model_copy(update={"options": bad}), None)
+
+
+def test_passage_containing_the_header_word_is_not_confused() -> None:
+    tricky = [("p0", "Frequently asked Questions:"), *EN]
+    assert _answers(tricky) == _answers(EN)

@@ -189,3 +189,20 @@ def test_faulty_provider_every_slot_accounted_and_no_key_leak(
     assert len(files) > 10
     assert not [p for p in files if needle in p.read_bytes()]
     assert fake_key not in caplog.text
+
+
+def test_duplicate_items_and_empty_questions_are_rejected(tmp_path: Path) -> None:
+    items = _items(["d1"])
+    args = {
+        "model": OFFLINE,
+        "language": "en",
+        "paragraphs": _paragraphs("en", ["d1"]),
+        "reps": {"d1": 1},
+        "conditions": CONDITIONS,
+        "cache_dir": str(tmp_path),
+    }
+    with pytest.raises(ValueError, match="'d1-a' of doc_id 'd1' appears more than once"):
+        plan_partition(items=pd.concat([items, items.iloc[[1]]]), **args)
+    items.loc[0, "question"] = " "
+    with pytest.raises(ValueError, match="item 'd1-b' field 'question' is empty"):
+        predict_partition(items=items, **args)

@@ -99,7 +99,10 @@ def test_concurrency_is_cut_on_429_and_grows_back() -> None:
     asyncio.run(scenario())
 
 
-def test_runner_limits_in_flight_requests_under_429s(server: FakeServer, tmp_path: Path) -> None:
+def test_runner_limits_in_flight_requests_under_429s(
+    server: FakeServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="clcg_pipeline.inference")
     server.set_faults(Faults(latency_s=0.02, p429=0.3, retry_after_s=None, seed=3))
     spec = spec_for("anthropic", server.url, concurrency=6, max_attempts=10)
     requests = [make_request(tag=f"r{i}") for i in range(60)]
@@ -108,6 +111,9 @@ def test_runner_limits_in_flight_requests_under_429s(server: FakeServer, tmp_pat
     assert server.state.max_in_flight <= 6
     assert server.state.injected["429"] > 0
     assert sum(server.state.completed.values()) == 60  # no completed call was repeated
+    [summary] = [r.getMessage() for r in caplog.records if "cut(s)" in r.getMessage()]
+    cuts = int(summary.split(" after ")[1].split()[0])
+    assert cuts >= 1
 
 
 def test_missing_key_fails_before_any_call(
@@ -171,3 +177,16 @@ def test_duplicate_requests_are_sent_once(server: FakeServer, tmp_path: Path) ->
     )
     assert results[0].call_id == results[1].call_id != results[2].call_id
     assert sum(server.state.requests.values()) == 2
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_key_reaches_the_server_but_no_log_or_cache_file(
+    provider: str, server: FakeServer, tmp_path: Path, fake_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # SDK and HTTP client debug logs included
+    spec = spec_for(provider, server.url)
+    results = run_requests(spec, [make_request("[[fault:503x1]]")], cache_dir=str(tmp_path), policy=FAST)
+    assert results[0].outcome == "ok"
+    assert any(fake_key in seen for seen in server.state.auth_seen)  # the SDK did send it
+    assert fake_key not in caplog.text
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and fake_key.encode() in p.read_bytes()]

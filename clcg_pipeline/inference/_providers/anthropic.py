@@ -28,24 +28,24 @@ def completion_config(spec: ModelSpec, settings: ConditionSettings) -> dict[str,
 
     The API has no seed, so a seed cannot be honoured and is left out; repetitions are still
     separate calls because the repetition index is part of the cache key. This SDK's typed
-    ``create`` no longer lists temperature/top_p, so they travel in ``extra_body`` (the HTTP
-    API takes them for models that support them); ``options.send_sampling: false`` omits them
-    for models that reject them.
+    ``create`` no longer lists temperature/top_p, so :meth:`AnthropicAPI.generate` sends them
+    in ``extra_body`` (the HTTP API takes them for models that support them);
+    ``options.send_sampling: false`` omits them for models that reject them.
     """
     if settings.temperature is not None and settings.temperature > 1:
         raise ValueError(
             f"model {spec.id!r}: anthropic accepts temperature in [0, 1], got {settings.temperature}"
         )
     config: dict[str, Any] = {"max_tokens": settings.max_output_tokens or DEFAULT_MAX_TOKENS}
-    sampling: dict[str, Any] = {}
     if spec.options.get("send_sampling", True):
         if settings.temperature is not None:
-            sampling["temperature"] = settings.temperature
+            config["temperature"] = settings.temperature
         if settings.top_p is not None:
-            sampling["top_p"] = settings.top_p
-    if sampling:
-        config["extra_body"] = sampling
+            config["top_p"] = settings.top_p
     return config
+
+
+SAMPLING_KEYS = ("temperature", "top_p")
 
 
 def split_system(messages: list[dict[str, str]]) -> tuple[str | None, list[dict[str, str]]]:
@@ -78,7 +78,7 @@ class AnthropicAPI(ModelAPI):
         )
 
     def params(self, request: ChatRequest) -> dict[str, Any]:
-        """The Messages request body (shared with the batch API)."""
+        """The Messages request body as JSON (the batch API takes it as is)."""
         system, messages = split_system(request.messages)
         params: dict[str, Any] = {
             "model": self.spec.model,
@@ -90,9 +90,14 @@ class AnthropicAPI(ModelAPI):
         return params
 
     async def generate(self, request: ChatRequest, *, timeout_s: float) -> ModelOutput:
+        params = self.params(request)
+        sampling = {k: params.pop(k) for k in SAMPLING_KEYS if k in params}
         try:
             response = await self.client.messages.create(
-                **self.params(request), extra_headers={CALL_ID_HEADER: request.call_id}, timeout=timeout_s
+                **params,
+                extra_body=sampling or None,
+                extra_headers={CALL_ID_HEADER: request.call_id},
+                timeout=timeout_s,
             )
         except (anthropic.AnthropicError, json.JSONDecodeError, pydantic.ValidationError) as exc:
             raise classify(exc) from None

@@ -50,6 +50,23 @@ def classify(exc: Exception) -> ProviderError:
     raise exc
 
 
+def output_from_completion(response: Any) -> ModelOutput:
+    """A ChatCompletion as a :class:`ModelOutput`."""
+    if not getattr(response, "choices", None):
+        raise ProviderError("transient", "MalformedResponse", "response has no choices")
+    choice = response.choices[0]
+    message = choice.message
+    usage = response.usage
+    refused = bool(getattr(message, "refusal", None))
+    return ModelOutput(
+        text=message.content,
+        finish_reason=choice.finish_reason,
+        input_tokens=usage.prompt_tokens if usage else 0,
+        output_tokens=usage.completion_tokens if usage else 0,
+        outcome=outcome_for(choice.finish_reason, refused=refused),
+    )
+
+
 class OpenAIAPI(ModelAPI):
     provider = "openai"
 
@@ -74,19 +91,15 @@ class OpenAIAPI(ModelAPI):
             )
         except (openai.OpenAIError, json.JSONDecodeError, pydantic.ValidationError) as exc:
             raise classify(exc) from None
-        if not getattr(response, "choices", None):
-            raise ProviderError("transient", "MalformedResponse", "response has no choices")
-        choice = response.choices[0]
-        message = choice.message
-        usage = response.usage
-        refused = bool(getattr(message, "refusal", None))
-        return ModelOutput(
-            text=message.content,
-            finish_reason=choice.finish_reason,
-            input_tokens=usage.prompt_tokens if usage else 0,
-            output_tokens=usage.completion_tokens if usage else 0,
-            outcome=outcome_for(choice.finish_reason, refused=refused),
-        )
+        return output_from_completion(response)
+
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        """The chat-completions request body as JSON (one line of a batch file)."""
+        return {
+            "model": self.spec.model,
+            "messages": request.messages,
+            **completion_config(self.spec, request.settings),
+        }
 
     async def aclose(self) -> None:
         await self.client.close()

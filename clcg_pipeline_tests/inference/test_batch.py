@@ -1,0 +1,54 @@
+"""Batch mode (OpenAI Batch, Anthropic Message Batches, Gemini batch) against the fake server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clcg_pipeline.inference import run_requests
+from clcg_pipeline.inference._batch import run_batch
+from clcg_pipeline_tests.inference.conftest import FAKE_KEY, make_request, spec_for
+from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
+
+pytestmark = pytest.mark.usefixtures("fake_key")
+MARKERS = ["", "[[answer:refusal]]", "[[answer:truncated]]", "[[fault:500x9]]", "[[answer:non_json]]"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_batch_submit_poll_collect_into_cache(provider: str, server: FakeServer, tmp_path: Path) -> None:
+    server.set_faults(Faults(batch_polls=2))
+    spec = spec_for(provider, server.url)
+    requests = [make_request(m, tag=f"batch{i}") for i, m in enumerate(MARKERS)]
+    results = run_requests(spec, requests, cache_dir=str(tmp_path), mode="batch", batch_poll_s=0.01)
+    assert [r.outcome for r in results] == ["ok", "refused", "truncated", "error", "ok"]
+    assert results[0].text == '["answer 1", "answer 2"]' and results[0].input_tokens > 0
+    assert results[0].cost_usd > 0 and not results[0].cached
+    assert server.state.batch_creates == 1 and sum(server.state.requests.values()) == 0
+    assert FAKE_KEY not in "".join(p.read_text() for p in tmp_path.rglob("*.json"))
+    # Collected into the same cache: online mode now sends nothing for the completed calls.
+    again = run_requests(spec, requests[:3] + requests[4:], cache_dir=str(tmp_path))
+    assert all(r.cached for r in again) and sum(server.state.requests.values()) == 0
+    assert not list((tmp_path / "_meta").glob("*.json"))  # nothing left pending
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_run_resumes_while_batch_is_pending(provider: str, server: FakeServer, tmp_path: Path) -> None:
+    server.set_faults(Faults(batch_polls=10_000))
+    spec = spec_for(provider, server.url)
+    requests = [make_request(tag=f"pending{i}") for i in range(4)]
+    first = run_batch(spec, requests, cache_dir=str(tmp_path), poll_s=0.01, max_wait_s=0.05)
+    assert {r.outcome for r in first} == {"batch_pending"}
+    assert server.state.batch_creates == 1
+    [batch_id] = server.state.batches
+    server.state.batches[batch_id]["polls_left"] = 0  # the provider finishes it meanwhile
+    second = run_batch(spec, requests, cache_dir=str(tmp_path), poll_s=0.01)
+    assert [r.outcome for r in second] == ["ok"] * 4
+    assert server.state.batch_creates == 1  # collected, not resubmitted
+    assert max(server.state.batch_requests.values()) == 1
+
+
+def test_batch_rejects_providers_without_support(server: FakeServer, tmp_path: Path) -> None:
+    spec = spec_for("openai_compatible", server.url)
+    with pytest.raises(ValueError, match="batch mode supports"):
+        run_requests(spec, [make_request()], cache_dir=str(tmp_path), mode="batch")
