@@ -115,7 +115,7 @@ def main() -> int:
         f"{rate / bare_rate:6.1%} of bare loop), wall {wall:.1f}s"
     )
     print(
-        f"runner CPU per call     {cpu * 1e3:8.2f} ms (SDK, cache write, parsing of responses; "
+        f"runner CPU per call     {cpu * 1e3:8.2f} ms (SDK build + parse, cache write, runner; "
         f"{cpu / bare_cpu:.1f}x the bare loop)"
     )
     print(f"server: max in flight {stats['max_in_flight']}, requests {stats['total_requests']}")

@@ -113,7 +113,7 @@ def run_study(
     config = load_config(config_dir)
     model_ids = list(models) if models else [m.id for m in config.models.models]
     for model_id in model_ids:
-        check_credentials(config.models.get(model_id))  # a missing key fails before any call
+        config.models.get(model_id)  # an unknown id fails here, naming it
     isos = list(languages) if languages else config.languages.isos
     unknown = sorted(set(isos) - set(config.languages.isos))
     if unknown:
@@ -153,6 +153,14 @@ def _run_jobs(
     defs = build_definitions(config_dir, data_dir)
     sync_model_partitions(instance, config)
     stamp = fingerprint(config, data_dir)
+    for model_id in model_ids:
+        # A missing key fails before anything runs, but only for models with work left: a
+        # fully materialized model (re-scoring, re-estimating) needs no key at all.
+        pending = force or not all(
+            _up_to_date(instance, "scores", str(response_key(iso, model_id)), stamp) for iso in isos
+        )
+        if pending:
+            check_credentials(config.models.get(model_id))
     summary = RunSummary()
     total = len(isos) + 1 + len(isos) * len(model_ids) + 1
     step = 0

@@ -7,20 +7,9 @@ import pandas as pd
 from clcg_pipeline.analysis import run_suite
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.resources import StudyResource
-from clcg_pipeline.storage import stored_tables, table_glob
+from clcg_pipeline.storage import read_all_partitions
 
 GROUP = "analysis"
-
-
-def read_all_partitions(data_dir: str, table: str) -> pd.DataFrame:
-    """Every partition of a table, read through DuckDB over its Parquet glob (DESIGN.md)."""
-    if table not in stored_tables(data_dir):
-        return pd.DataFrame()
-    con = duckdb.connect()
-    try:
-        return con.read_parquet(table_glob(data_dir, table), union_by_name=True).df()
-    finally:
-        con.close()
 
 
 def read_replication_scores(location: str) -> pd.DataFrame:

@@ -7,6 +7,7 @@ from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus import audit_corpus, load_source_cached, sample_articles, tokenizer_fertility
 from clcg_pipeline.partitions import language_partitions
 from clcg_pipeline.resources import StudyResource
+from clcg_pipeline.storage import read_all_partitions
 
 GROUP = "corpus"
 
@@ -108,10 +109,12 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
         )
         return sample
 
-    @dg.asset(group_name=GROUP)
-    def tokenizer_fertility_by_language(study: StudyResource, paragraphs: pd.DataFrame) -> pd.DataFrame:
+    @dg.asset(group_name=GROUP, deps=["paragraphs"])
+    def tokenizer_fertility_by_language(study: StudyResource) -> pd.DataFrame:
         """Tokens in each language per token in English, over parallel paragraphs."""
         cfg = study.load()
+        # Whatever languages are materialized (a run may cover part of the panel).
+        paragraphs = read_all_partitions(study.data_dir, "paragraphs")
         fertility = cfg.study.fertility
         return tokenizer_fertility(
             paragraphs,

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
+from pandas.api.types import is_list_like
 
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference._cache import CallCache
@@ -53,14 +53,17 @@ def _require(frame: pd.DataFrame, columns: tuple[str, ...], name: str) -> None:
         raise ValueError(f"{name} frame is missing column(s) {missing}")
 
 
-def _pids(value: Any) -> list[str]:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return []
-    return [str(v) for v in list(value)]
+def _strings(value: Any) -> list[str]:
+    """A list cell (list, array or missing) as a list of strings."""
+    if isinstance(value, str):
+        return [value]
+    if not is_list_like(value):
+        return []  # None, NaN, pd.NA: no entries
+    return [str(v) for v in value]
 
 
 def _question(row: Mapping[str, Any]) -> Question:
-    options = _pids(row.get("options"))
+    options = _strings(row.get("options"))
     text = row.get("question")
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"items: item {row.get('item_id')!r} field 'question' is empty")
@@ -122,7 +125,9 @@ def _plan(
                 if scope == "item_grounded":
                     ordinal = {pid: i for i, (pid, _) in enumerate(passages[doc_id])}
                     for row, question in zip(rows, questions, strict=True):
-                        linked = set(_pids(row.get("supporting_pids"))) | set(_pids(row.get("target_pids")))
+                        linked = set(_strings(row.get("supporting_pids"))) | set(
+                            _strings(row.get("target_pids"))
+                        )
                         # An item without links (e.g. a global L5 question) gets the whole body.
                         chosen = [p for p in passages[doc_id] if p[0] in linked] or passages[doc_id]
                         chosen.sort(key=lambda p: ordinal[p[0]])

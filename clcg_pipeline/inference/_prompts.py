@@ -131,9 +131,10 @@ def resolve_settings(model: ModelSpec, condition: ConditionSettings | None) -> C
     )
 
 
-def is_polar(level: str | None, answer_format: str | None) -> bool:
+def is_polar(level: object, answer_format: object) -> bool:
     """L0 items (or a yes/no answer format) take the Yes / No / Not stated answer set."""
-    return (level or "") in _POLAR_LEVELS or (answer_format or "").lower() in _POLAR_FORMATS
+    level_ok = isinstance(level, str) and level in _POLAR_LEVELS
+    return level_ok or (isinstance(answer_format, str) and answer_format.lower() in _POLAR_FORMATS)
 
 
 def _render_questions(questions: Sequence[Question]) -> str:

@@ -47,7 +47,7 @@ class CallResult:
     call_id: str
     text: str | None
     finish_reason: str | None
-    outcome: str  # ok | refused | truncated | error | skipped_budget
+    outcome: str  # ok | refused | truncated | error | skipped_budget | batch_pending
     error: str | None
     input_tokens: int
     output_tokens: int

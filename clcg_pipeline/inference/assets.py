@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.inference import check_credentials, predict_partition
+from clcg_pipeline.inference import predict_partition
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, response_partitions
 from clcg_pipeline.resources import StudyResource
 
@@ -94,7 +94,6 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
         key = context.partition_key.keys_by_dimension  # type: ignore[attr-defined]
         language, model_id = key[LANGUAGE_DIMENSION], key[MODEL_DIMENSION]
         model = cfg.models.get(model_id)
-        check_credentials(model)
         reps = dict(zip(study_sample["doc_id"], study_sample["n_reps"].astype(int), strict=True))
         logged = {"decile": -1}
 

@@ -7,6 +7,7 @@ from clcg_pipeline.storage._catalog import (
     default_catalog_path,
     named_queries,
     query,
+    read_all_partitions,
     run_named_query,
     stored_tables,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "partition_dims",
     "partition_dir",
     "query",
+    "read_all_partitions",
     "read_frame",
     "read_json",
     "run_named_query",

@@ -87,6 +87,21 @@ def build_catalog(
     return counts
 
 
+def read_all_partitions(data_dir: str | os.PathLike[str], table: str) -> pd.DataFrame:
+    """Every stored partition of a table, read through DuckDB over its Parquet glob.
+
+    For consumers of "whatever has been materialized" (the analysis, fertility): partitions
+    never materialized are simply absent, rather than an error as in the IO manager.
+    """
+    if table not in stored_tables(data_dir):
+        return pd.DataFrame()
+    con = duckdb.connect()
+    try:
+        return con.read_parquet(table_glob(data_dir, table), union_by_name=True).df()
+    finally:
+        con.close()
+
+
 def _declared_tables(view_file: Path) -> set[str]:
     """Tables a view file needs, from its ``-- needs: a, b`` header line."""
     for line in view_file.read_text(encoding="utf-8").splitlines():

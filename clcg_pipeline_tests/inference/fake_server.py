@@ -4,7 +4,7 @@ Driven through the real SDKs (pointed at it with ``base_url``). It answers every
 question of a prompt with ``"answer <n>"`` and can inject faults, either at random (seeded
 probabilities, set with ``POST /_config``) or scripted per call by a marker in the prompt:
 ``[[fault:429x2]]`` (the first two attempts of that call get a 429), ``500xN``, ``503xN``,
-``401xN`` (bad key, echoed), ``slowxN`` (sleep past the client timeout),
+``400xN`` (context overflow), ``401xN`` (bad key, echoed), ``slowxN`` (sleep past the client timeout),
 ``malformedxN`` (broken JSON body), and
 ``[[answer:wrong_length|non_json|truncated|refusal|prose]]`` for bad but well-formed replies.
 It counts requests and completed (200, well-formed) responses per call id (the
@@ -38,7 +38,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-_MARK_FAULT = re.compile(r"\[\[fault:(401|429|500|503|slow|malformed)x(\d+)\]\]")
+_MARK_FAULT = re.compile(r"\[\[fault:(400|401|429|500|503|slow|malformed)x(\d+)\]\]")
 _MARK_ANSWER = re.compile(r"\[\[answer:(\w+)\]\]")
 _QUESTION = re.compile(r"^\d+\.\s", re.MULTILINE)
 CALL_ID_HEADER = "x-clcg-call-id"
@@ -71,6 +71,7 @@ class _State:
     max_in_flight: int = 0
     batches: dict[str, dict[str, Any]] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    bodies: dict[str, dict[str, Any]] = field(default_factory=dict)  # last body per call id
     batch_creates: int = 0
     batch_requests: Counter[str] = field(default_factory=Counter)
 
@@ -226,6 +227,8 @@ class _BatchMixin:
 
     async def openai_batch_get(self, request: Request) -> Response:
         batch_id = request.path_params["batch_id"]
+        if self.state.batches[batch_id]["kind"] == "gemini":  # same path as Gemini's /v1/batches/{id}
+            return await self.gemini_batch_get(request)  # type: ignore[attr-defined]
         batch = self.state.batches[batch_id]
         if self._poll(batch_id) and batch.get("output_file_id") is None:
             file_id = f"file-out-{batch_id}"
@@ -431,6 +434,11 @@ class _App(_BatchMixin):
         if kind == "malformed":
             return Response(b'{"id": "x", "choices": [{"mess', media_type="application/json")
         status = int(kind)
+        if status == 400:
+            message = "This model's maximum context length is 8192 tokens; the prompt is longer."
+            return JSONResponse(
+                {"error": {"message": message, "type": "invalid_request_error"}}, status_code=400
+            )
         if status == 401:
             # Like some real providers, echo the key in the message: the client must redact it.
             auth = request.headers.get("authorization") or request.headers.get("x-api-key") or ""
@@ -462,6 +470,7 @@ class _App(_BatchMixin):
         call_id = await self._enter(request)
         try:
             body = await request.json()
+            self.state.bodies[call_id] = body
             prompt = "\n".join(str(m.get("content", "")) for m in body["messages"])
             fault = await self._fault(request, prompt, "openai")
             if fault is not None:
@@ -508,6 +517,7 @@ class _App(_BatchMixin):
         call_id = await self._enter(request)
         try:
             body = await request.json()
+            self.state.bodies[call_id] = body
             prompt = "\n".join(str(m["content"]) for m in body["messages"])
             fault = await self._fault(request, prompt, "anthropic")
             if fault is not None:
@@ -521,6 +531,7 @@ class _App(_BatchMixin):
         call_id = await self._enter(request)
         try:
             body = await request.json()
+            self.state.bodies[call_id] = body
             prompt = "\n".join(p.get("text", "") for c in body["contents"] for p in c["parts"])
             fault = await self._fault(request, prompt, "gemini")
             if fault is not None:

@@ -82,7 +82,9 @@ def _items(docs: list[str], marker: str = "") -> pd.DataFrame:
 def test_offline_partition_rows_and_contracts(tmp_path: Path) -> None:
     docs = ["d1", "d2", "d3"]
     reps = {"d1": 3, "d2": 1, "d3": 1, "d_absent": 1}
+    seen: list[tuple[int, int]] = []
     result = predict_partition(
+        progress=lambda done, total: seen.append((done, total)),
         model=OFFLINE,
         language="en",
         paragraphs=_paragraphs("en", docs[:2]),
@@ -107,6 +109,8 @@ def test_offline_partition_rows_and_contracts(tmp_path: Path) -> None:
     assert fb.set_index("item_id")["answer"].to_dict()["d1-b"] == "Yes"
     assert "1932" in fb.set_index("item_id")["answer"].to_dict()["d1-a"]
     assert calls["prompt_version"].isin({"full_body-v1", "closed_book-v1", "item_grounded-v1"}).all()
+    assert seen[0] == (0, 20) and seen[-1] == (20, 20)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 
 def test_other_language_gets_fewer_answers_than_english(tmp_path: Path) -> None:
@@ -206,3 +210,34 @@ def test_duplicate_items_and_empty_questions_are_rejected(tmp_path: Path) -> Non
     items.loc[0, "question"] = " "
     with pytest.raises(ValueError, match="item 'd1-b' field 'question' is empty"):
         predict_partition(items=items, **args)
+
+
+def test_items_read_back_from_parquet_are_accepted(tmp_path: Path) -> None:
+    """List cells come back as numpy arrays and missing strings as None after a Parquet trip."""
+    items = _items(["d1"])
+    items["options"] = [[], [], ["An essay", "A bridge report"]]
+    for column, value in {
+        "item_source": "llm",
+        "gold_answer": "x",
+        "answer_format": None,
+        "gold_answerable": True,
+        "generator": None,
+        "prompt_hash": None,
+        "level_label_validated": False,
+    }.items():
+        items[column] = value
+    path = tmp_path / "items.parquet"
+    conform("items", items).to_pandas().to_parquet(path)
+    back = pd.read_parquet(path)
+    args = {
+        "model": OFFLINE,
+        "language": "en",
+        "paragraphs": _paragraphs("en", ["d1"]),
+        "reps": {"d1": 1},
+        "conditions": CONDITIONS,
+        "cache_dir": str(tmp_path / "cache"),
+    }
+    direct = predict_partition(items=items, **args).predictions
+    trip = predict_partition(items=back, **args).predictions
+    assert trip["answer"].tolist() == direct["answer"].tolist()
+    assert trip["call_id"].tolist() == direct["call_id"].tolist()  # identical rendered requests

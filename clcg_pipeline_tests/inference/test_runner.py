@@ -35,6 +35,7 @@ def test_faults_are_retried_bounded_and_every_slot_accounted(
         "truncated": "[[answer:truncated]]",
         "refusal": "[[answer:refusal]]",
         "non_json": "[[answer:non_json]]",
+        "overflow": "[[fault:400x9]]",
     }
     requests = [make_request(m, tag=name) for name, m in markers.items()]
     spec = spec_for(provider, server.url, timeout_s=0.3, max_attempts=4)
@@ -53,13 +54,19 @@ def test_faults_are_retried_bounded_and_every_slot_accounted(
     assert by["truncated"].outcome == "truncated"
     assert by["refusal"].outcome == "refused"
     assert by["non_json"].outcome == "ok" and by["non_json"].text
+    # A rejected request is an outcome row with its reason, tried once, not a crash.
+    assert (by["overflow"].outcome, by["overflow"].error, by["overflow"].attempts) == (
+        "error",
+        "ContextOverflow",
+        1,
+    )
     assert by["plain"].input_tokens > 0 and by["plain"].cost_usd > 0 and by["plain"].latency_s > 0
     # A second run sends nothing for cached outcomes and retries only the failed call.
     before = server.state.requests.copy()
     again = run_requests(spec, requests, cache_dir=str(tmp_path), policy=FAST)
     sent = server.state.requests - before
-    assert set(sent) == {_cid(spec, requests[5])}
-    assert all(r.cached for r, k in zip(again, markers, strict=True) if k != "dead")
+    assert set(sent) == {_cid(spec, requests[5]), _cid(spec, requests[-1])}
+    assert all(r.cached for r, k in zip(again, markers, strict=True) if k not in ("dead", "overflow"))
 
 
 def _cid(spec: object, request: object) -> str:
@@ -190,3 +197,27 @@ def test_key_reaches_the_server_but_no_log_or_cache_file(
     assert any(fake_key in seen for seen in server.state.auth_seen)  # the SDK did send it
     assert fake_key not in caplog.text
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and fake_key.encode() in p.read_bytes()]
+
+
+def test_each_adapter_sends_the_resolved_settings(server: FakeServer, tmp_path: Path) -> None:
+    request = make_request()  # temperature 0.2, seed 42, max_output_tokens 200
+    sent = {}
+    for provider in PROVIDERS:
+        spec = spec_for(provider, server.url)
+        [result] = run_requests(spec, [request], cache_dir=str(tmp_path), policy=FAST)
+        sent[provider] = server.state.bodies[result.call_id]
+    openai_body, anthropic_body, gemini_body = sent["openai"], sent["anthropic"], sent["gemini"]
+    assert (openai_body["temperature"], openai_body["seed"], openai_body["max_completion_tokens"]) == (
+        0.2,
+        42,
+        200,
+    )
+    assert [m["role"] for m in openai_body["messages"]] == ["system", "user"]
+    assert "tools" not in openai_body and "tools" not in anthropic_body and "tools" not in gemini_body
+    # Anthropic: system apart, no seed (the API has none), sampling through extra_body.
+    assert anthropic_body["temperature"] == 0.2 and anthropic_body["max_tokens"] == 200
+    assert "seed" not in anthropic_body and "English" in anthropic_body["system"]
+    assert [m["role"] for m in anthropic_body["messages"]] == ["user"]
+    config = gemini_body["generationConfig"]
+    assert (config["temperature"], config["seed"], config["maxOutputTokens"]) == (0.2, 42, 200)
+    assert "English" in gemini_body["systemInstruction"]["parts"][0]["text"]

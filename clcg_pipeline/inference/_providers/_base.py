@@ -77,6 +77,16 @@ def retry_after_s(headers: Mapping[str, str] | Any | None) -> float | None:
         return None if parsed is None else max(0.0, parsed.timestamp() - time.time())
 
 
+# Phrases the three providers use when a prompt exceeds the context window.
+_OVERFLOW_HINTS = (
+    "context length",
+    "context window",
+    "prompt is too long",
+    "too many tokens",
+    "input token count",
+)
+
+
 def classify_status(status: int, error_class: str, message: str, headers: Any | None) -> ProviderError:
     """Map an HTTP status to a retry class; shared by the HTTP-based adapters."""
     if status == 429:
@@ -85,6 +95,9 @@ def classify_status(status: int, error_class: str, message: str, headers: Any | 
         return ProviderError("transient", error_class, message, retry_after=retry_after_s(headers))
     if status in (400, 413, 422):
         # The provider rejects this request (context overflow, invalid input): a row, not a crash.
+        lowered = message.lower()
+        if any(hint in lowered for hint in _OVERFLOW_HINTS):
+            return ProviderError("bad_request", "ContextOverflow", message)
         return ProviderError("bad_request", error_class, message)
     return ProviderError("config", error_class, message)
 

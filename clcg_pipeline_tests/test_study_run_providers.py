@@ -1,0 +1,90 @@
+"""A hosted model through the real SDK and the whole Dagster graph, against the fake server."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from clcg_pipeline.inference import MissingCredentialsError
+from clcg_pipeline.study_run import run_study
+from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
+
+pytestmark = pytest.mark.slow
+
+KEY_ENV = "CLCG_E2E_FAKE_KEY"
+KEY = "sk-clcg-e2e-0d9f8e7c6b5a-not-real"
+LANGUAGES = ["en", "pt", "ka"]
+
+
+def _add_model(config_dir: Path, edit_yaml: Callable, url: str) -> None:
+    model = {
+        "id": "fake-gpt",
+        "provider": "openai_compatible",
+        "model": "gpt-fake",
+        "base_url": f"{url}/v1",
+        "api_key_env": KEY_ENV,
+        "timeout_s": 1.0,
+        "max_attempts": 6,
+        "knowledge_cutoff": "2022-01-01",
+        "price_input_per_mtok": 1.0,
+        "price_output_per_mtok": 4.0,
+    }
+    edit_yaml(config_dir / "models.yaml", lambda doc: doc["models"].append(model))
+
+
+def _files_containing(root: Path, needle: bytes) -> list[Path]:
+    return [path for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
+
+
+def test_hosted_model_end_to_end_with_faults_and_no_key_leak(
+    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(KEY_ENV, KEY)
+    data = tmp_path / "data"
+    faults = Faults(p429=0.2, p5xx=0.1, pmalformed=0.05, retry_after_s=0.01, seed=7)
+    with FakeServer(faults) as server:
+        _add_model(demo_config_dir, edit_yaml, server.url)
+        summary = run_study(
+            config_dir=str(demo_config_dir), data_dir=str(data), models=["fake-gpt"], languages=LANGUAGES
+        )
+        sent = sum(server.state.requests.values())
+        assert summary.new_calls > 0 and sent >= summary.new_calls  # retries happened on top
+        assert server.state.auth_seen == {f"Bearer {KEY}"}
+
+        predictions = pd.concat(
+            pd.read_parquet(p) for p in (data / "predictions").rglob("*.parquet") if "fake-gpt" in str(p)
+        )
+        assert set(predictions["language"]) == set(LANGUAGES)
+        assert not predictions.duplicated(["language", "doc_id", "item_id", "rep", "context_scope"]).any()
+        assert set(predictions["status"]) <= {"ok", "unparseable", "missing"}
+
+        # Resuming repeats nothing: every partition is up to date and every call is cached.
+        again = run_study(
+            config_dir=str(demo_config_dir),
+            data_dir=str(data),
+            models=["fake-gpt"],
+            languages=LANGUAGES,
+            force=True,
+        )
+        assert sum(server.state.requests.values()) == sent
+        assert again.new_calls == 0
+
+    # The key went to the server and nowhere else: not the tables, cache, catalog, report,
+    # nor Dagster's own event logs and compute logs.
+    assert _files_containing(data, KEY.encode()) == []
+    assert _files_containing(tmp_path / "home", KEY.encode()) == []
+
+
+def test_missing_key_fails_before_any_call(
+    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with FakeServer() as server:
+        _add_model(demo_config_dir, edit_yaml, server.url)
+        with pytest.raises(MissingCredentialsError, match=KEY_ENV):
+            run_study(config_dir=str(demo_config_dir), data_dir=str(tmp_path / "data"), models=["fake-gpt"])
+        assert sum(server.state.requests.values()) == 0
+    assert not (tmp_path / "data").exists()
