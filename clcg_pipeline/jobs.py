@@ -13,6 +13,7 @@ from clcg_pipeline.partitions import language_partitions, response_partitions
 
 CORPUS_ASSETS = ("articles", "paragraphs", "corpus_audit", "item_translations")
 STUDY_INPUT_ASSETS = (
+    "item_level_audit",
     "languages",
     "study_sample",
     "items",

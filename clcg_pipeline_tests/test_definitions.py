@@ -19,11 +19,20 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
     "tokenizer_fertility_by_language": ("corpus", None, {"paragraphs"}),
     "items": ("items", None, {"articles", "paragraphs", "study_sample"}),
     "item_rejections": ("items", None, {"articles", "paragraphs", "study_sample"}),
+    "item_level_audit": ("items", None, {"items", "paragraphs"}),
     "predictions": ("inference", GRID, {"items", "paragraphs", "study_sample"}),
     "calls": ("inference", GRID, {"items", "paragraphs", "study_sample"}),
     "scores": ("scoring", GRID, {"items", "predictions"}),
-    "estimates": ("analysis", None, {"articles", "scores", "tokenizer_fertility_by_language"}),
-    "study_results": ("analysis", None, {"articles", "scores", "tokenizer_fertility_by_language"}),
+    "estimates": (
+        "analysis",
+        None,
+        {"articles", "corpus_audit", "scores", "tokenizer_fertility_by_language"},
+    ),
+    "study_results": (
+        "analysis",
+        None,
+        {"articles", "corpus_audit", "scores", "tokenizer_fertility_by_language"},
+    ),
     "report": ("report", None, {"estimates", "study_results"}),
     "duckdb_catalog": (
         "storage",

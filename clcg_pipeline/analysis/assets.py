@@ -26,12 +26,29 @@ def read_replication_scores(location: str) -> pd.DataFrame:
     return scores
 
 
+def drop_incomplete_versions(scores: pd.DataFrame, audit: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Leave out the article x language versions the audit marks incomplete (STUDY.md section 2).
+
+    Returns the kept scores and the excluded versions (doc_id, language, coverage), which are
+    listed in study_results.json rather than silently used.
+    """
+    columns = ["doc_id", "language", "coverage"]
+    if audit.empty or scores.empty:
+        return scores, pd.DataFrame(columns=columns)
+    incomplete = audit.loc[~audit["complete"].astype(bool), columns].drop_duplicates(["doc_id", "language"])
+    if incomplete.empty:
+        return scores, incomplete.reset_index(drop=True)
+    keys = pd.MultiIndex.from_frame(scores[["doc_id", "language"]])
+    drop = keys.isin(pd.MultiIndex.from_frame(incomplete[["doc_id", "language"]]))
+    return scores[~drop].reset_index(drop=True), incomplete.sort_values(columns[:2]).reset_index(drop=True)
+
+
 def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
     reference = config.languages.reference
 
     @dg.multi_asset(
         group_name=GROUP,
-        deps=[dg.AssetDep("scores")],
+        deps=[dg.AssetDep("scores"), dg.AssetDep("corpus_audit")],
         ins={
             "articles": dg.AssetIn(partition_mapping=dg.SpecificPartitionsPartitionMapping([reference])),
             "tokenizer_fertility_by_language": dg.AssetIn(),
@@ -62,7 +79,12 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
                 scores["model"].isin([m.id for m in cfg.models.models])
                 & scores["language"].isin(cfg.languages.isos)
             ].reset_index(drop=True)
-        context.log.info(f"estimating over {len(scores)} scored rows")
+        scores, excluded = drop_incomplete_versions(
+            scores, read_all_partitions(study.data_dir, "corpus_audit")
+        )
+        context.log.info(
+            f"estimating over {len(scores)} scored rows; {len(excluded)} incomplete versions left out"
+        )
         result = run_suite(
             scores,
             cfg,
@@ -82,6 +104,12 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
                 for lang in cfg.languages.languages
             ],
         )
+        result.results["excluded_versions"] = excluded.to_dict(orient="records")
+        if len(excluded):
+            result.results.setdefault("warnings", []).append(
+                f"{len(excluded)} article x language version(s) below the completeness threshold "
+                "were excluded from every estimate (see excluded_versions)"
+            )
         h1 = result.results.get("h1", {})
         context.add_output_metadata(
             {

@@ -102,11 +102,12 @@ def load_config(config_dir: str | Path | None = None) -> ProjectConfig:
     study = parsed["study.yaml"]
     models = parsed["models.yaml"]
     assert isinstance(study, StudyConfig) and isinstance(models, ModelsConfig)
-    if study.item_generator is not None and study.item_generator not in {m.id for m in models.models}:
-        raise ConfigError(
-            f"{folder / 'study.yaml'}: item_generator {study.item_generator!r} "
-            "is not a model id in models.yaml"
-        )
+    for field in ("item_generator", "level_auditor"):
+        model_id = getattr(study, field)
+        if model_id is not None and model_id not in {m.id for m in models.models}:
+            raise ConfigError(
+                f"{folder / 'study.yaml'}: {field} {model_id!r} is not a model id in models.yaml"
+            )
     return ProjectConfig(
         languages=parsed["languages.yaml"],  # type: ignore[arg-type]
         models=models,

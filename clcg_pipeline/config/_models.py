@@ -200,6 +200,9 @@ class StudyConfig(_Strict):
     equivalence_bounds: tuple[float, float] = (-0.02, 0.02)
     fertility: Fertility = Fertility()
     item_generator: str | None = Field(default=None, description="Model id that writes the item bank.")
+    level_auditor: str | None = Field(
+        default=None, description="Model id that judges each item's level from its evidence (optional)."
+    )
     replication_scores: str | None = Field(
         default=None,
         description="Scores of a run on another corpus, for the cross-corpus replication: a Parquet "

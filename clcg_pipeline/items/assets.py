@@ -6,7 +6,7 @@ from upath import UPath
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus import load_source_cached
-from clcg_pipeline.items import generate_items, validate_items
+from clcg_pipeline.items import generate_items, level_agreement, run_level_audit, validate_items
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import read_frame
 
@@ -96,4 +96,33 @@ def build_items_defs(config: ProjectConfig) -> dg.Definitions:
         )
         return valid, rejections
 
-    return dg.Definitions(assets=[item_bank])
+    @dg.asset(
+        group_name=GROUP,
+        ins={
+            "items": dg.AssetIn(),
+            "paragraphs": dg.AssetIn(partition_mapping=dg.SpecificPartitionsPartitionMapping([reference])),
+        },
+    )
+    def item_level_audit(
+        context: dg.AssetExecutionContext, study: StudyResource, items: pd.DataFrame, paragraphs: pd.DataFrame
+    ) -> pd.DataFrame:
+        """Optional: a judge model's level for each L0-L5 item, from evidence only (never relabels)."""
+        cfg = study.load()
+        if cfg.study.level_auditor is None:
+            context.add_output_metadata({"status": "not configured (study.yaml level_auditor is null)"})
+            return pd.DataFrame(
+                columns=["item_id", "doc_id", "requested_level", "judged_level", "status", "call_id"]
+            )
+        audit = run_level_audit(
+            cfg.models.get(cfg.study.level_auditor), items, paragraphs, cache_dir=study.cache_dir
+        )
+        agreement = level_agreement(audit)
+        context.add_output_metadata(
+            {
+                "status": f"judged by {cfg.study.level_auditor}",
+                "agreement": dg.MetadataValue.md(agreement.to_markdown(index=False)),
+            }
+        )
+        return audit
+
+    return dg.Definitions(assets=[item_bank, item_level_audit])

@@ -83,6 +83,12 @@ def test_item_generator_must_be_a_model(config_dir: Path, edit_yaml: Callable) -
         load_config(config_dir)
 
 
+def test_level_auditor_must_be_a_model(config_dir: Path, edit_yaml: Callable) -> None:
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(level_auditor="judge"))
+    with pytest.raises(ConfigError, match="level_auditor 'judge' is not a model id"):
+        load_config(config_dir)
+
+
 def test_missing_file_and_bad_yaml(config_dir: Path) -> None:
     (config_dir / "sources.yaml").unlink()
     with pytest.raises(ConfigError, match=r"sources\.yaml: file not found"):
