@@ -49,7 +49,48 @@ def read_scores(
         if hasattr(column.type, "value_type"):
             column = column.cast(column.type.value_type)
         table = table.filter(pc.is_in(column, value_set=_array(allowed)))
-    return table.to_pandas()
+    frame = table.to_pandas()
+    _check_rows(frame, path, metrics[0])
+    return frame
+
+
+_STATUSES = ("ok", "unparseable", "missing")
+_RECORD = ("model", "language", "doc_id", "item_id", "rep")
+
+
+def _record(frame: pd.DataFrame, position: int) -> str:
+    row = frame.iloc[position]
+    return ", ".join(f"{col}={row[col]}" for col in _RECORD)
+
+
+def _check_rows(frame: pd.DataFrame, path: str, metric: str) -> None:
+    """Reject values the estimators would otherwise silently absorb, naming record and field.
+
+    A status outside the contract would count as a failure under rule A; an ``ok`` row with
+    no score would be dropped under both rules. Either usually means a broken scorer.
+    """
+    if frame.empty:
+        return
+    bad_status = ~frame["status"].astype(str).isin(_STATUSES).to_numpy()
+    if bad_status.any():
+        first = int(bad_status.argmax())
+        raise ValueError(
+            f"{path}: record {_record(frame, first)}: field 'status' is {frame['status'].iloc[first]!r}, "
+            f"not one of {list(_STATUSES)} ({int(bad_status.sum())} such rows)"
+        )
+    values = frame[metric].to_numpy(dtype=np.float64, na_value=np.nan)
+    field = np.full(len(frame), metric, dtype=object)
+    if metric != "accuracy" and "accuracy" in frame.columns:
+        is_l0 = (frame["level"] == "L0").to_numpy()
+        values = np.where(is_l0, frame["accuracy"].to_numpy(dtype=np.float64, na_value=np.nan), values)
+        field[is_l0] = "accuracy"
+    unscored = (frame["status"] == "ok").to_numpy() & ~np.isfinite(values)
+    if unscored.any():
+        first = int(unscored.argmax())
+        raise ValueError(
+            f"{path}: record {_record(frame, first)}: field {field[first]!r} is missing or not a number "
+            f"on a row with status 'ok' ({int(unscored.sum())} such rows)"
+        )
 
 
 def _array(values: list[str]) -> pa.Array:

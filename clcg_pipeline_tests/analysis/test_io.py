@@ -1,0 +1,39 @@
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from clcg_pipeline.analysis import read_scores
+
+
+def test_scores_file_with_bad_rows_names_record_and_field(tmp_path: Path) -> None:
+    row = {
+        "model": "m",
+        "language": "ka",
+        "doc_id": "d1",
+        "item_id": "i1",
+        "rep": 0,
+        "context_scope": "full_body",
+        "level": "L3",
+        "item_source": "llm",
+        "status": "ok",
+        "token_f1": 0.5,
+        "accuracy": None,
+    }
+    good = pd.DataFrame([row, {**row, "item_id": "i2", "level": "L0", "token_f1": 0.0, "accuracy": 1.0}])
+    good.to_parquet(tmp_path / "good.parquet")
+    assert len(read_scores(str(tmp_path / "good.parquet"))) == 2
+
+    pd.DataFrame([row, {**row, "item_id": "i2", "token_f1": None}]).to_parquet(tmp_path / "nan.parquet")
+    with pytest.raises(ValueError, match=r"nan\.parquet: record .*item_id=i2.*field 'token_f1'"):
+        read_scores(str(tmp_path / "nan.parquet"))
+
+    pd.DataFrame([row, {**row, "item_id": "i3", "status": "oops"}]).to_parquet(tmp_path / "status.parquet")
+    with pytest.raises(ValueError, match=r"record .*item_id=i3.*field 'status' is 'oops'"):
+        read_scores(str(tmp_path / "status.parquet"))
+
+    # An L0 row is scored by accuracy: a missing accuracy is the error there.
+    l0 = {**row, "item_id": "i4", "level": "L0", "token_f1": 0.0, "accuracy": None}
+    pd.DataFrame([row, l0]).to_parquet(tmp_path / "l0.parquet")
+    with pytest.raises(ValueError, match=r"item_id=i4.*field 'accuracy'"):
+        read_scores(str(tmp_path / "l0.parquet"))
