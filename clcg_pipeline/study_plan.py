@@ -15,7 +15,10 @@ from clcg_pipeline.storage import read_frame
 
 
 def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None = None) -> pd.DataFrame:
-    """Calls, estimated tokens and cost per model x condition; cached calls are counted apart.
+    """Calls, estimated tokens and cost per model x condition.
+
+    ``cached_calls`` are already paid for; ``shared_calls`` repeat a request planned in another
+    language (closed-book prompts carry no passage) and are sent once. Neither adds cost.
 
     Uses the materialized sample and item bank when they exist, else derives them from the
     primary source the way the pipeline would.
@@ -40,6 +43,7 @@ def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None =
     items = items[items["doc_id"].isin(reps)]
     cache_dir = str(UPath(data_dir) / "cache" / "calls")
     frames = []
+    planned: set[str] = set()  # identical requests across languages are sent once
     for model_id in models or [m.id for m in config.models.models]:
         model = config.models.get(model_id)
         for iso in config.languages.isos:
@@ -55,12 +59,13 @@ def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None =
                     reps=reps,
                     conditions=config.study.conditions,
                     cache_dir=cache_dir,
+                    planned=planned,
                 )
             )
     plan = pd.concat(frames, ignore_index=True)
-    numeric = ["calls", "cached_calls", "input_tokens", "output_tokens", "cost_usd"]
+    numeric = ["calls", "cached_calls", "shared_calls", "input_tokens", "output_tokens", "cost_usd"]
     summary = plan.groupby(["model", "context_scope", "tokenizer"], as_index=False)[numeric].sum()
     total = summary[numeric].sum().to_frame().T.assign(model="TOTAL", context_scope="", tokenizer="")
     plan = pd.concat([summary, total], ignore_index=True)[["model", "context_scope", *numeric, "tokenizer"]]
-    counts = ["calls", "cached_calls", "input_tokens", "output_tokens"]
+    counts = ["calls", "cached_calls", "shared_calls", "input_tokens", "output_tokens"]
     return plan.astype({column: "int64" for column in counts} | {"cost_usd": "float64"})

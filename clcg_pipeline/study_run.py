@@ -26,7 +26,9 @@ from clcg_pipeline.storage import partition_dir, read_frame
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 FINGERPRINT_TAG = "clcg/fingerprint"
-_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# The CLI prints its own progress and one root-cause line per failure; every event (stack
+# traces included) is still stored on the instance and shown in the UI.
+_QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 class StudyRunError(RuntimeError):
@@ -89,7 +91,8 @@ def _root_cause(result: dg.ExecuteInProcessResult) -> str:
             continue
         while error.cause is not None:
             error = error.cause
-        return f"{error.cls_name}: {error.message.strip()}"
+        message = error.message.strip()
+        return message if error.cls_name in message.split(":", 1)[0] else f"{error.cls_name}: {message}"
     return "see the run in the Dagster UI (make dev)"
 
 

@@ -106,6 +106,8 @@ def test_plan_counts_calls_before_anything_runs(demo_config_dir: Path, tmp_path:
     # 6 articles, 2 of them run 3 times = 10 calls per language; ht lacks demo-006; two conditions.
     assert sum(reps.values()) == 10
     assert cells[1] == str((7 * 10 - reps["demo-006"]) * 2)
+    # Closed-book prompts carry no passage: the same 10 requests in every language, sent once.
+    assert cells[3] == str(7 * 10 - reps["demo-006"] - 10)
     assert not data.exists()  # planning writes nothing and calls nothing
 
 

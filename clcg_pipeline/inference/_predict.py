@@ -163,11 +163,15 @@ def plan_partition(
     reps: Mapping[str, int],
     conditions: Mapping[str, ConditionSettings],
     cache_dir: str,
+    planned: set[str] | None = None,
 ) -> pd.DataFrame:
     """Calls, cache hits, estimated tokens and cost per condition; calls no model.
 
     Tokens are cl100k_base estimates for every provider (``tokenizer`` column); output tokens
     are a per-answer guess capped by ``max_output_tokens``. Cached calls cost nothing.
+    ``planned`` collects call ids across the partitions of one plan: a request already
+    planned elsewhere (closed-book requests are identical in every language) is counted in
+    ``shared_calls`` and costs nothing more here.
     """
     slots = _plan(
         model=model, language=language, paragraphs=paragraphs, items=items, reps=reps, conditions=conditions
@@ -180,9 +184,12 @@ def plan_partition(
             continue
         unique = {s.request.call_id: s for s in chosen}
         cached = {cid for cid in unique if cache.exists(cid)}
+        shared = {cid for cid in unique if planned is not None and cid in planned and cid not in cached}
+        if planned is not None:
+            planned.update(unique)
         in_tok = out_tok = 0
         for cid, slot in unique.items():
-            if cid in cached:
+            if cid in cached or cid in shared:
                 continue
             in_tok += estimate_input_tokens(slot.request.messages)
             out_tok += estimate_output_tokens(len(slot.item_ids), slot.request.settings.max_output_tokens)
@@ -193,6 +200,7 @@ def plan_partition(
                 "context_scope": scope,
                 "calls": len(chosen),
                 "cached_calls": sum(1 for s in chosen if s.request.call_id in cached),
+                "shared_calls": sum(1 for s in chosen if s.request.call_id in shared),
                 "input_tokens": in_tok,
                 "output_tokens": out_tok,
                 "cost_usd": cost_usd(model, in_tok, out_tok),
@@ -207,6 +215,7 @@ def plan_partition(
             "context_scope",
             "calls",
             "cached_calls",
+            "shared_calls",
             "input_tokens",
             "output_tokens",
             "cost_usd",
