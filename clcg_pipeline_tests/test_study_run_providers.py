@@ -13,7 +13,7 @@ from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 pytestmark = pytest.mark.slow
 
 KEY_ENV = "CLCG_E2E_FAKE_KEY"
-KEY = "sk-clcg-e2e-0d9f8e7c6b5a-not-real"
+KEY = "fake-clcg-e2e-0d9f8e7c6b5a-not-real"
 LANGUAGES = ["en", "pt", "ka"]
 
 

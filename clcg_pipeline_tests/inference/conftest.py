@@ -12,7 +12,7 @@ from clcg_pipeline.inference._prompts import ChatRequest
 from clcg_pipeline_tests.inference.fake_server import FakeServer
 
 FAKE_KEY_ENV = "CLCG_TEST_FAKE_KEY"
-FAKE_KEY = "sk-clcg-test-7f3a9c1e-not-a-real-key"
+FAKE_KEY = "fake-clcg-test-7f3a9c1e-not-a-real-key"
 FAST = RetryPolicy(backoff_base_s=0.005, backoff_cap_s=0.02, timeout_grace_s=0.5)
 PROVIDERS = ("openai", "anthropic", "gemini")
 
