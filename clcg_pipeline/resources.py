@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 from upath import UPath
 
@@ -29,7 +27,3 @@ class StudyResource(dg.ConfigurableResource):
     @property
     def cache_dir(self) -> str:
         return self.path("cache", "calls")
-
-
-def data_dir_is_local(data_dir: str | os.PathLike[str]) -> bool:
-    return UPath(data_dir).protocol in ("", "file", "local")

@@ -10,7 +10,7 @@ import hashlib
 import os
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +42,20 @@ class RunSummary:
     new_cost_usd: float = 0.0
     new_calls: int = 0
     budget_exhausted: bool = False
-    failures: list[str] = field(default_factory=list)
 
 
 def ensure_dagster_home(project_root: Path = PROJECT_ROOT) -> Path:
-    """Point ``DAGSTER_HOME`` at a persistent folder (default ``.dagster_home``) with our dagster.yaml.
+    """Point ``DAGSTER_HOME`` at a persistent folder (default ``.dagster_home``).
 
     Without it Dagster uses a temporary instance and dynamic partitions vanish (DESIGN.md).
+    The project's dagster.yaml is copied there only when the folder has none: a
+    ``DAGSTER_HOME`` set by the user keeps its own settings (e.g. PostgreSQL storage).
     """
     home = Path(os.environ.get("DAGSTER_HOME") or project_root / ".dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     settings = home / "dagster.yaml"
     template = project_root / "dagster.yaml"
-    if template.exists() and (not settings.exists() or settings.read_bytes() != template.read_bytes()):
+    if template.exists() and not settings.exists():
         shutil.copyfile(template, settings)
     os.environ["DAGSTER_HOME"] = str(home)
     return home

@@ -15,7 +15,6 @@ from typing import Any
 import duckdb
 import fsspec
 import pandas as pd
-from upath import UPath
 
 from clcg_pipeline.storage._files import data_root, table_glob
 
@@ -61,12 +60,8 @@ def build_catalog(
     counts: dict[str, int] = {}
     con = duckdb.connect(str(tmp))
     try:
-        if not isinstance(data_root(data_dir), UPath) or data_root(data_dir).protocol not in (
-            "",
-            "file",
-            "local",
-        ):
-            con.execute("INSTALL httpfs; LOAD httpfs;")
+        if data_root(data_dir).protocol not in ("", "file", "local"):
+            con.execute("INSTALL httpfs; LOAD httpfs;")  # remote Parquet (s3://, gs://, https://)
         for table in stored_tables(data_dir):
             relation = con.read_parquet(
                 table_glob(data_dir, table), hive_partitioning=True, union_by_name=True
