@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # A persistent instance inside the project: runs, dynamic partitions and sensor state survive
 # between commands (without it Dagster uses a temporary instance).
-export DAGSTER_HOME := $(CURDIR)/.dagster_home
+DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+export DAGSTER_HOME
 
 .PHONY: setup run test dev bench lint clean
 
@@ -18,7 +19,7 @@ $(STAMP): pyproject.toml requirements.lock
 
 setup: $(STAMP)
 	@mkdir -p $(DAGSTER_HOME)
-	@cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+	@test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 
 run: setup
 	$(BIN)/clcg run
