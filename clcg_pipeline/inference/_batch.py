@@ -26,10 +26,10 @@ from clcg_pipeline.inference._runner import (
     CallResult,
     _Budget,
     _cache_entry,
-    _from_cache,
     bind,
     cost_usd,
     estimate_cost,
+    split_cached,
 )
 
 BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
@@ -242,17 +242,7 @@ def run_batch(
     """
     bound = bind(model, requests)
     cache = CallCache(cache_dir)
-    results: dict[str, CallResult] = {}
-    todo: dict[str, ChatRequest] = {}
-    for request in bound:
-        cid = request.call_id
-        if cid in results or cid in todo:
-            continue
-        entry = cache.get(cid)
-        if entry is not None:
-            results[cid] = _from_cache(cid, entry)
-        else:
-            todo[cid] = request
+    results, todo = split_cached(bound, cache)
     total = len(bound)
     if progress:
         progress(total - sum(1 for r in bound if r.call_id in todo), total)

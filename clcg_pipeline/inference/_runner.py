@@ -160,6 +160,24 @@ class _Budget:
         self.spent += actual
 
 
+def split_cached(
+    bound: Sequence[ChatRequest], cache: CallCache
+) -> tuple[dict[str, CallResult], dict[str, ChatRequest]]:
+    """Results already in the cache, and the distinct requests still to send (by call id)."""
+    results: dict[str, CallResult] = {}
+    todo: dict[str, ChatRequest] = {}
+    for request in bound:
+        cid = request.call_id
+        if cid in results or cid in todo:
+            continue
+        entry = cache.get(cid)
+        if entry is not None:
+            results[cid] = _from_cache(cid, entry)
+        else:
+            todo[cid] = request
+    return results, todo
+
+
 def _from_cache(call_id: str, entry: dict[str, Any]) -> CallResult:
     return CallResult(
         call_id=call_id,
@@ -311,17 +329,7 @@ async def arun_requests(
     bound = bind(model, requests)
     cache = CallCache(cache_dir)
     total = len(bound)
-    results: dict[str, CallResult] = {}
-    todo: dict[str, ChatRequest] = {}
-    for request in bound:
-        cid = request.call_id
-        if cid in results or cid in todo:
-            continue
-        entry = cache.get(cid)
-        if entry is not None:
-            results[cid] = _from_cache(cid, entry)
-        else:
-            todo[cid] = request
+    results, todo = split_cached(bound, cache)
     done = n_cached = total - sum(1 for r in bound if r.call_id in todo)
     if progress:
         progress(done, total)

@@ -9,11 +9,14 @@ with a reason; transient trouble raises :class:`ProviderError` for the runner to
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import pydantic
 
 from clcg_pipeline.config import ModelSpec
 from clcg_pipeline.inference._parse import REFUSAL_REASONS, TRUNCATED_REASONS
@@ -85,6 +88,36 @@ _OVERFLOW_HINTS = (
     "too many tokens",
     "input token count",
 )
+
+
+#: Body-decoding failures every SDK can raise on a malformed response.
+DECODE_ERRORS: tuple[type[Exception], ...] = (json.JSONDecodeError, pydantic.ValidationError)
+
+
+def classify_error(
+    exc: Exception,
+    *,
+    status: ProviderError | None,
+    timeout: tuple[type[Exception], ...],
+    connection: tuple[type[Exception], ...],
+    malformed: tuple[type[Exception], ...],
+) -> ProviderError:
+    """Map an SDK exception to a retry class, given which of the SDK's classes mean what.
+
+    ``status`` is the adapter's :func:`classify_status` result when ``exc`` carries an HTTP
+    status. Timeouts are tested before connection errors because some SDKs derive one from
+    the other. Anything else is not ours to retry and is raised again.
+    """
+    name = type(exc).__name__
+    if status is not None:
+        return status
+    if isinstance(exc, timeout):
+        return ProviderError("timeout", name, "request timed out")
+    if isinstance(exc, connection):
+        return ProviderError("transient", name, "connection failed")
+    if isinstance(exc, malformed):
+        return ProviderError("transient", "MalformedResponse", f"{name}: unreadable response body")
+    raise exc
 
 
 def classify_status(status: int, error_class: str, message: str, headers: Any | None) -> ProviderError:

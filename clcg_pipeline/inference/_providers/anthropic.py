@@ -12,9 +12,11 @@ from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference._prompts import ChatRequest
 from clcg_pipeline.inference._providers._base import (
     CALL_ID_HEADER,
+    DECODE_ERRORS,
     ModelAPI,
     ModelOutput,
     ProviderError,
+    classify_error,
     classify_status,
     outcome_for,
 )
@@ -54,18 +56,19 @@ def split_system(messages: list[dict[str, str]]) -> tuple[str | None, list[dict[
 
 
 def classify(exc: Exception) -> ProviderError:
-    name = type(exc).__name__
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ProviderError("timeout", name, "request timed out")
-    if isinstance(exc, anthropic.APIStatusError):
-        return classify_status(exc.status_code, name, str(exc.message), exc.response.headers)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ProviderError("transient", name, "connection failed")
-    if isinstance(
-        exc, anthropic.APIResponseValidationError | json.JSONDecodeError | pydantic.ValidationError
-    ):
-        return ProviderError("transient", "MalformedResponse", f"{name}: unreadable response body")
-    raise exc
+    """Map an Anthropic SDK exception to a retry class."""
+    status = (
+        classify_status(exc.status_code, type(exc).__name__, str(exc.message), exc.response.headers)
+        if isinstance(exc, anthropic.APIStatusError)
+        else None
+    )
+    return classify_error(
+        exc,
+        status=status,
+        timeout=(anthropic.APITimeoutError,),
+        connection=(anthropic.APIConnectionError,),
+        malformed=(anthropic.APIResponseValidationError, *DECODE_ERRORS),
+    )
 
 
 class AnthropicAPI(ModelAPI):

@@ -14,9 +14,11 @@ from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference._prompts import ChatRequest
 from clcg_pipeline.inference._providers._base import (
     CALL_ID_HEADER,
+    DECODE_ERRORS,
     ModelAPI,
     ModelOutput,
     ProviderError,
+    classify_error,
     classify_status,
     outcome_for,
 )
@@ -51,17 +53,19 @@ def contents(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
 
 
 def classify(exc: Exception) -> ProviderError:
-    name = type(exc).__name__
+    """Map a google-genai exception to a retry class."""
+    status = None
     if isinstance(exc, errors.APIError):
         headers = getattr(getattr(exc, "response", None), "headers", None)
-        return classify_status(int(exc.code or 0), f"{name}:{exc.code}", str(exc.message), headers)
-    if isinstance(exc, httpx2.TimeoutException | TimeoutError):
-        return ProviderError("timeout", name, "request timed out")
-    if isinstance(exc, httpx2.TransportError):
-        return ProviderError("transient", name, "connection failed")
-    if isinstance(exc, json.JSONDecodeError | pydantic.ValidationError | errors.UnknownApiResponseError):
-        return ProviderError("transient", "MalformedResponse", f"{name}: unreadable response body")
-    raise exc
+        error_class = f"{type(exc).__name__}:{exc.code}"
+        status = classify_status(int(exc.code or 0), error_class, str(exc.message), headers)
+    return classify_error(
+        exc,
+        status=status,
+        timeout=(httpx2.TimeoutException, TimeoutError),
+        connection=(httpx2.TransportError,),
+        malformed=(errors.UnknownApiResponseError, *DECODE_ERRORS),
+    )
 
 
 def output_from_response(response: Any) -> ModelOutput:

@@ -12,9 +12,11 @@ from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference._prompts import ChatRequest
 from clcg_pipeline.inference._providers._base import (
     CALL_ID_HEADER,
+    DECODE_ERRORS,
     ModelAPI,
     ModelOutput,
     ProviderError,
+    classify_error,
     classify_status,
     outcome_for,
 )
@@ -38,16 +40,18 @@ def completion_config(spec: ModelSpec, settings: ConditionSettings) -> dict[str,
 
 def classify(exc: Exception) -> ProviderError:
     """Map an OpenAI SDK exception to a retry class."""
-    name = type(exc).__name__
-    if isinstance(exc, openai.APITimeoutError):
-        return ProviderError("timeout", name, "request timed out")
-    if isinstance(exc, openai.APIStatusError):
-        return classify_status(exc.status_code, name, str(exc.message), exc.response.headers)
-    if isinstance(exc, openai.APIConnectionError):
-        return ProviderError("transient", name, "connection failed")
-    if isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError | pydantic.ValidationError):
-        return ProviderError("transient", "MalformedResponse", f"{name}: unreadable response body")
-    raise exc
+    status = (
+        classify_status(exc.status_code, type(exc).__name__, str(exc.message), exc.response.headers)
+        if isinstance(exc, openai.APIStatusError)
+        else None
+    )
+    return classify_error(
+        exc,
+        status=status,
+        timeout=(openai.APITimeoutError,),
+        connection=(openai.APIConnectionError,),
+        malformed=(openai.APIResponseValidationError, *DECODE_ERRORS),
+    )
 
 
 def output_from_completion(response: Any) -> ModelOutput:
