@@ -7,7 +7,10 @@ example, ``clcg estimate`` starts in a fraction of a second.
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,11 @@ from rich.console import Console
 
 # A fixed minimum width keeps tables readable when stdout is a pipe or a CI log.
 console = Console(stderr=False, width=max(Console().width, 140))
-errors = Console(stderr=True)
+
+
+def _say(line: str) -> None:
+    """One line on stderr, never wrapped (rich would break a long path over several lines)."""
+    sys.stderr.write(line.rstrip("\n") + "\n")
 
 
 def _dirs(args: argparse.Namespace) -> tuple[str, str]:
@@ -31,6 +38,28 @@ def _csv(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()] if value else None
 
 
+def _cell(value: Any) -> str:
+    """One table cell: lists (``items.options``) as lists, missing as blank, floats to 4 places."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    if value is None:
+        return ""
+    try:
+        import pandas as pd
+
+        if pd.isna(value):
+            return ""
+    except (TypeError, ValueError):  # pd.isna of an unusual scalar; it is not missing
+        pass
+    if isinstance(value, float | np.floating):
+        return f"{value:.4f}"
+    return str(value)
+
+
 def _print_frame(frame: Any, title: str | None = None) -> None:
     from rich.table import Table
 
@@ -38,20 +67,25 @@ def _print_frame(frame: Any, title: str | None = None) -> None:
     for column in frame.columns:
         table.add_column(str(column), justify="right" if frame[column].dtype.kind in "iuf" else "left")
     for row in frame.itertuples(index=False):
-        table.add_row(
-            *("" if v is None or v != v else (f"{v:.4f}" if isinstance(v, float) else str(v)) for v in row)
-        )
+        table.add_row(*(_cell(v) for v in row))
     console.print(table)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from upath import UPath
 
+    from clcg_pipeline.config import load_config
     from clcg_pipeline.report import format_h1_table
     from clcg_pipeline.storage import default_catalog_path, read_json
     from clcg_pipeline.study_run import run_study
 
     config_dir, data_dir = _dirs(args)
+    # Bad config or an unknown model/language is reported before any progress bar is drawn.
+    config = load_config(config_dir)
+    _check_selection("--models", _csv(args.models), [model.id for model in config.models.models])
+    _check_selection("--languages", _csv(args.languages), config.languages.isos)
+    root = UPath(data_dir)
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -85,14 +119,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(
             "[yellow]budget reached: remaining partitions were not run (partial results kept)[/yellow]"
         )
-    results = read_json(Path(data_dir) / "study_results.json")
+    results = read_json(root / "study_results.json")
     languages = results.get("languages")
-    console.print(format_h1_table(results["h1"], languages))
+    console.print(format_h1_table(results["h1"], languages, results=results))
     console.print(f"data:    {data_dir}")
-    console.print(f"report:  {Path(data_dir) / 'report.html'}")
-    console.print(f"results: {Path(data_dir) / 'study_results.json'}")
+    console.print(f"report:  {root / 'report.html'}")
+    console.print(f"results: {root / 'study_results.json'}")
     console.print(f"catalog: {default_catalog_path(data_dir)}  (try: clcg query --named clcg_by_language)")
     return 0
+
+
+def _check_selection(option: str, chosen: list[str] | None, known: list[str]) -> None:
+    unknown = [value for value in chosen or [] if value not in known]
+    if unknown:
+        raise ValueError(f"{option}: unknown {', '.join(unknown)}; the config has {', '.join(known)}")
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -109,7 +149,9 @@ def cmd_query(args: argparse.Namespace) -> int:
     from clcg_pipeline.storage import default_catalog_path, named_queries, query, run_named_query
 
     config_dir, data_dir = _dirs(args)
-    catalog = Path(args.catalog) if args.catalog else default_catalog_path(data_dir)
+    catalog = args.catalog or default_catalog_path(data_dir)
+    # With --catalog alone, its views read the tables beside it.
+    tables_dir = data_dir if (args.data or not args.catalog) else None
     if args.list:
         for name, path in named_queries().items():
             first = path.read_text(encoding="utf-8").splitlines()[0].lstrip("- ")
@@ -122,11 +164,11 @@ def cmd_query(args: argparse.Namespace) -> int:
             "item_source": band.item_source,
             "levels": list(band.levels),
         }
-        frame = run_named_query(catalog, args.named, params)
+        frame = run_named_query(catalog, args.named, params, data_dir=tables_dir)
     elif args.sql:
-        frame = query(catalog, args.sql)
+        frame = query(catalog, args.sql, data_dir=tables_dir)
     else:
-        errors.print("give a SQL string, --named NAME or --list")
+        _say("error: give a SQL string, --named NAME or --list")
         return 2
     if args.format == "csv":
         sys.stdout.write(frame.to_csv(index=False))
@@ -138,21 +180,42 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from upath import UPath
+
     from clcg_pipeline.analysis import estimate_file
     from clcg_pipeline.config import load_config
+    from clcg_pipeline.storage import is_local, write_bytes_atomic
 
     config_dir, _ = _dirs(args)
-    result = estimate_file(
-        str(args.scores),
-        str(args.out),
-        load_config(config_dir),
-        replicates=args.replicates,
-        seed=args.seed,
-        full=args.full,
-        articles_path=str(args.articles) if args.articles else None,
-        fertility_path=str(args.fertility) if args.fertility else None,
-        replication_path=str(args.replication) if args.replication else None,
-    )
+    config = load_config(config_dir)
+    with tempfile.TemporaryDirectory(prefix="clcg-estimate-") as scratch:
+        work = Path(scratch)
+        scores = UPath(args.scores)
+        extra: dict[str, str | None] = {
+            "articles_path": _local_file(args.articles, work / "articles.parquet"),
+            "fertility_path": _local_file(args.fertility, work / "fertility.parquet"),
+            "replication_path": _local_file(args.replication, work / "replication.parquet"),
+        }
+        if scores.is_dir():
+            scores_file = _data_folder_scores(scores, config, work, extra, full=args.full)
+        else:
+            scores_file = _local_file(args.scores, work / "scores.parquet")
+        out = UPath(args.out)
+        local_out = str(Path(out.path)) if is_local(out) else str(work / "out.json")
+        result = estimate_file(
+            str(scores_file),
+            local_out,
+            config,
+            replicates=args.replicates,
+            seed=args.seed,
+            full=args.full,
+            **extra,
+        )
+        # Name what the user gave, not the temporary copy the estimators read.
+        if isinstance(result.get("settings"), dict) and "scores_path" in result["settings"]:
+            result["settings"]["scores_path"] = str(args.scores)
+        payload = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        write_bytes_atomic(out if not is_local(out) else Path(local_out), payload.encode("utf-8"))
     h1 = result.get("h1", result)
     micro = h1["h1_micro"]
     if micro and micro.get("estimate") is not None:
@@ -164,17 +227,88 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _local_file(location: str | None, copy: Path) -> str | None:
+    """A local path for a Parquet file given as a path or URL (remote files are copied to ``copy``)."""
+    from upath import UPath
+
+    from clcg_pipeline.storage import is_local
+
+    if location is None:
+        return None
+    source = UPath(location)
+    if source.is_dir():
+        raise ValueError(f"{location}: is a folder; give a Parquet file (only --scores takes a data folder)")
+    if not source.exists():
+        raise FileNotFoundError(f"{location}: file not found")
+    if is_local(source):
+        return str(Path(source.path))
+    copy.write_bytes(source.read_bytes())
+    return str(copy)
+
+
+def _data_folder_scores(
+    folder: Any, config: Any, work: Path, extra: dict[str, str | None], *, full: bool
+) -> Path:
+    """Every scores partition of a data folder, filtered as the ``analysis`` asset does.
+
+    Partitions of models or languages not in the config are left out, and so are the article x
+    language versions the corpus audit marks incomplete. With ``--full``, the folder's
+    reference-language articles and tokenizer fertility feed H2 and the nomological network
+    unless given explicitly.
+    """
+    from clcg_pipeline.analysis.assets import drop_incomplete_versions
+    from clcg_pipeline.storage import read_all_partitions, stored_tables
+
+    # Accept the data folder itself or its scores/ subfolder.
+    root = folder.parent if folder.name == "scores" and "scores" not in stored_tables(folder) else folder
+    scores = read_all_partitions(root, "scores")
+    if scores.empty:
+        raise ValueError(
+            f"{folder}: no scores here; give a scores Parquet file or a data folder written by "
+            "`clcg run` (with scores/language=*/model=*/data.parquet)"
+        )
+    scores = scores[
+        scores["model"].isin([model.id for model in config.models.models])
+        & scores["language"].isin(config.languages.isos)
+    ].reset_index(drop=True)
+    scores, excluded = drop_incomplete_versions(scores, read_all_partitions(root, "corpus_audit"))
+    if scores.empty:
+        raise ValueError(f"{folder}: no scores for the models and languages of the config")
+    if len(excluded):
+        _say(f"note: {len(excluded)} article x language version(s) below the completeness threshold left out")
+    path = work / "scores.parquet"
+    scores.to_parquet(path, index=False)
+    if full and extra["articles_path"] is None:
+        articles = read_all_partitions(root, "articles")
+        if not articles.empty:
+            reference = articles[articles["language"] == config.languages.reference]
+            extra["articles_path"] = str(work / "articles.parquet")
+            reference[["doc_id", "published"]].to_parquet(extra["articles_path"], index=False)
+    if full and extra["fertility_path"] is None:
+        fertility = read_all_partitions(root, "tokenizer_fertility_by_language")
+        if not fertility.empty:
+            extra["fertility_path"] = str(work / "fertility.parquet")
+            fertility.to_parquet(extra["fertility_path"], index=False)
+    return path
+
+
 def cmd_report(args: argparse.Namespace) -> int:
+    from upath import UPath
+
     from clcg_pipeline.report import render_report, write_report
     from clcg_pipeline.storage import partition_dir, read_frame, read_json
 
     _, data_dir = _dirs(args)
-    results_path = Path(data_dir) / "study_results.json"
+    results_path = UPath(data_dir) / "study_results.json"
     if not results_path.exists():
-        errors.print(f"{results_path}: not found - run `clcg run` first")
+        _say(f"error: {results_path}: not found - run `clcg run` first")
         return 1
-    estimates = read_frame(partition_dir(data_dir, "estimates", None) / "data.parquet")
-    out = Path(args.out) if args.out else Path(data_dir) / "report.html"
+    estimates_path = partition_dir(data_dir, "estimates", None) / "data.parquet"
+    if not estimates_path.exists():
+        _say(f"error: {estimates_path}: not found - run `clcg run` first")
+        return 1
+    estimates = read_frame(estimates_path)
+    out = UPath(args.out) if args.out else UPath(data_dir) / "report.html"
     write_report(render_report(read_json(results_path), estimates), str(out))
     console.print(f"report: {out}")
     return 0
@@ -221,16 +355,18 @@ def build_parser() -> argparse.ArgumentParser:
     est = sub.add_parser("estimate", help="run the estimators on any scores Parquet file")
     est.add_argument("--config", type=Path, help="config folder (language roles, band, seed)")
     est.add_argument("--data", help=argparse.SUPPRESS)
-    est.add_argument("--scores", type=Path, required=True, help="Parquet file with the scores columns")
-    est.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    est.add_argument(
+        "--scores",
+        required=True,
+        help="Parquet file with the scores columns, or a data folder written by `clcg run` (path or URL)",
+    )
+    est.add_argument("--out", required=True, help="JSON file to write (path or URL)")
     est.add_argument("--replicates", type=int, help="bootstrap replicates (default: study.yaml)")
     est.add_argument("--seed", type=int, help="bootstrap seed (default: study.yaml)")
     est.add_argument("--full", action="store_true", help="the whole suite (study_results.json), not only H1")
-    est.add_argument("--articles", type=Path, help="Parquet with doc_id, published (for H2 with --full)")
-    est.add_argument("--fertility", type=Path, help="Parquet with language, fertility (with --full)")
-    est.add_argument(
-        "--replication", type=Path, help="scores Parquet of a run on another corpus (with --full)"
-    )
+    est.add_argument("--articles", help="Parquet with doc_id, published (for H2 with --full)")
+    est.add_argument("--fertility", help="Parquet with language, fertility (with --full)")
+    est.add_argument("--replication", help="scores Parquet of a run on another corpus (with --full)")
     est.set_defaults(func=cmd_estimate)
 
     rep = sub.add_parser("report", help="render the HTML report from study_results.json")
@@ -240,19 +376,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# ``pkg.module.SomeError: `` prefixes (from Dagster failures or chained errors) say nothing to a
+# user; the message after them does.
+_CLASS_PATH = re.compile(r"\b(?:[A-Za-z_]\w*\.)+[A-Z]\w*(?:Error|Exception|Interrupt)\b:?\s*")
+
+
+def error_message(exc: BaseException) -> str:
+    """One line naming what is wrong, without internal class paths."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    else:
+        text = str(exc) or type(exc).__name__
+    text = _CLASS_PATH.sub("", text)
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        errors.print("interrupted: completed calls are cached; run again to resume")
+        _say("interrupted: completed calls are cached; run again to resume")
         return 130
     except Exception as exc:  # one clear line instead of a traceback for expected failures
         from clcg_pipeline.config import ConfigError
 
-        expected = (ConfigError, FileNotFoundError, ValueError, RuntimeError)
+        expected = (ConfigError, OSError, ValueError, RuntimeError)
         if isinstance(exc, expected) and not getattr(args, "debug", False):
-            errors.print(f"error: {exc}", markup=False, highlight=False)
+            _say(f"error: {error_message(exc)}")
             return 1
         raise
 

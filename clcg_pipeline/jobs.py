@@ -6,10 +6,21 @@ responses (one run per language x model) -> analysis (estimates, report, catalog
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
 import dagster as dg
+from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
+from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
 
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.partitions import language_partitions, response_partitions
+from clcg_pipeline.partitions import (
+    MODEL_DIMENSION,
+    language_partitions,
+    model_of_partition,
+    response_partitions,
+)
 
 CORPUS_ASSETS = ("articles", "paragraphs", "corpus_audit", "item_translations")
 STUDY_INPUT_ASSETS = (
@@ -24,6 +35,8 @@ RESPONSE_ASSETS = ("predictions", "calls", "scores")
 ANALYSIS_ASSETS = ("estimates", "study_results", "report", "duckdb_catalog")
 
 PROVIDER_TAG = "clcg/provider"
+# The code location's name in workspace.yaml (what `make dev` and the daemon load).
+CODE_LOCATION = "clcg_pipeline"
 
 
 def build_jobs(config: ProjectConfig) -> list[dg.UnresolvedAssetJobDefinition]:
@@ -51,3 +64,51 @@ def build_jobs(config: ProjectConfig) -> list[dg.UnresolvedAssetJobDefinition]:
             description="Estimators, study_results.json, the HTML report and the DuckDB catalog.",
         ),
     ]
+
+
+def provider_tags(config: ProjectConfig, run_tags: Mapping[str, str]) -> dict[str, str]:
+    """``{clcg/provider: ...}`` for a run of a model partition of ``config``, else ``{}``.
+
+    Reads the model from the run's partition tags, whichever way the run was launched.
+    """
+    model_id = run_tags.get(f"dagster/partition/{MODEL_DIMENSION}") or model_of_partition(
+        run_tags.get("dagster/partition")
+    )
+    known = {m.id: m.provider for m in config.models.models}
+    return {PROVIDER_TAG: known[model_id]} if model_id in known else {}
+
+
+def study_run_tags(config: ProjectConfig, partition_key: str | None) -> dict[str, str]:
+    """Tags ``clcg run`` gives a run it executes in process (the coordinator tags the others)."""
+    return provider_tags(config, {"dagster/partition": partition_key} if partition_key else {})
+
+
+def code_location_job_origin(job_name: str) -> RemoteJobOrigin:
+    """The origin of ``job_name`` as loaded from workspace.yaml's code location."""
+    location = RegisteredCodeLocationOrigin(CODE_LOCATION)
+    return RemoteJobOrigin(RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME), job_name)
+
+
+@contextmanager
+def runs_under_code_location(instance: dg.DagsterInstance) -> Iterator[dg.DagsterInstance]:
+    """While open, runs ``execute_in_process`` creates on ``instance`` belong to the code location.
+
+    The UI lists a job's runs by the repository label of their origin and draws the Overview
+    timeline from it; ``execute_in_process`` records none, so ``clcg run``'s runs were
+    invisible there. ``execute_in_process`` offers no way to pass one, so the instance's
+    ``create_run_for_job`` (which takes ``remote_job_origin``) is wrapped for the duration.
+    """
+
+    original = instance.create_run_for_job
+
+    def create_run_for_job(*args: Any, **kwargs: Any) -> dg.DagsterRun:
+        job_def = kwargs["job_def"] if "job_def" in kwargs else args[0]
+        if kwargs.get("remote_job_origin") is None:
+            kwargs["remote_job_origin"] = code_location_job_origin(job_def.name)
+        return original(*args, **kwargs)
+
+    instance.create_run_for_job = create_run_for_job  # type: ignore[method-assign]
+    try:
+        yield instance
+    finally:
+        del instance.create_run_for_job

@@ -29,3 +29,17 @@ def response_partitions(languages: LanguagesConfig) -> dg.MultiPartitionsDefinit
 
 def response_key(language: str, model: str) -> dg.MultiPartitionKey:
     return dg.MultiPartitionKey({LANGUAGE_DIMENSION: language, MODEL_DIMENSION: model})
+
+
+def model_of_partition(partition_key: str | None) -> str | None:
+    """The model of a language x model key given as text (``"en|gpt-4o"``), else None.
+
+    Keys arrive as text from run tags, ``dagster job launch`` and backfills; a multi-partition
+    key's dimensions are joined in sorted dimension-name order (language, then model).
+    """
+    if not partition_key:
+        return None
+    parts = partition_key.split("|")  # Dagster's multi-partition delimiter
+    if len(parts) != 2:
+        return None
+    return dict(zip(sorted((LANGUAGE_DIMENSION, MODEL_DIMENSION)), parts, strict=True))[MODEL_DIMENSION]

@@ -7,11 +7,23 @@ from collections.abc import Sequence
 import pandas as pd
 from upath import UPath
 
-from clcg_pipeline.config import load_config
+from clcg_pipeline.config import ProjectConfig, load_config
 from clcg_pipeline.corpus import load_source, sample_articles
 from clcg_pipeline.inference import plan_partition
 from clcg_pipeline.items import validate_items
 from clcg_pipeline.storage import read_frame
+
+
+def select_models(config: ProjectConfig, models: Sequence[str] | None) -> list[str]:
+    """The model ids to run (default: every model of models.yaml); an unknown id is named."""
+    known = [m.id for m in config.models.models]
+    chosen = list(models) if models else known
+    unknown = [model_id for model_id in chosen if model_id not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown model(s) {', '.join(unknown)}: models.yaml has {', '.join(known) or 'no models'}"
+        )
+    return chosen
 
 
 def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None = None) -> pd.DataFrame:
@@ -24,6 +36,7 @@ def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None =
     primary source the way the pipeline would.
     """
     config = load_config(config_dir)
+    model_ids = select_models(config, models)
     tables = load_source(config.sources.primary, config.languages)
     reference = config.languages.reference
     sample_file = UPath(data_dir) / "study_sample" / "data.parquet"
@@ -44,7 +57,7 @@ def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None =
     cache_dir = str(UPath(data_dir) / "cache" / "calls")
     frames = []
     planned: set[str] = set()  # identical requests across languages are sent once
-    for model_id in models or [m.id for m in config.models.models]:
+    for model_id in model_ids:
         model = config.models.get(model_id)
         for iso in config.languages.isos:
             paragraphs = tables.paragraphs[

@@ -2,33 +2,57 @@
 
 Each job runs in process against ``DAGSTER_HOME``'s instance, so every run, materialization
 and asset check shows in the UI (``make dev``) exactly as if launched from there.
+
+A partition is skipped only when it is up to date *in this data folder*: every asset the job
+writes has a materialization, recorded by Dagster whoever launched it, that was stored in
+this folder, carries the current code version (``study_versions.py``: package version,
+config and source contents), is newer than everything it reads, and whose file is still
+there. The files are the truth; the instance only says how they were made.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-from collections.abc import Callable, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.data_version import CODE_VERSION_TAG
+from upath import UPath
 
 from clcg_pipeline.config import ProjectConfig, load_config
-from clcg_pipeline.corpus import source_signature
 from clcg_pipeline.definitions import build_definitions
 from clcg_pipeline.inference import check_credentials
 from clcg_pipeline.inference.sensors import sync_model_partitions
+from clcg_pipeline.jobs import (
+    CORPUS_ASSETS,
+    RESPONSE_ASSETS,
+    STUDY_INPUT_ASSETS,
+    runs_under_code_location,
+    study_run_tags,
+)
 from clcg_pipeline.partitions import response_key
 from clcg_pipeline.storage import partition_dir, read_frame
+from clcg_pipeline.study_plan import select_models
+from clcg_pipeline.study_versions import code_versions, version_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 FINGERPRINT_TAG = "clcg/fingerprint"
 # The CLI prints its own progress and one root-cause line per failure; every event (stack
 # traces included) is still stored on the instance and shown in the UI.
 _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# How many of a partition's latest materializations to look through for one stored in this
+# data folder (others may have gone to another folder on the same instance).
+_LOOKBACK = 25
+# Call outcomes that mean a responses partition is unfinished: the next run resumes it.
+_UNFINISHED_OUTCOMES = ("skipped_budget", "batch_pending")
+_INTERRUPTS = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
 
 
 class StudyRunError(RuntimeError):
@@ -61,40 +85,178 @@ def ensure_dagster_home(project_root: Path = PROJECT_ROOT) -> Path:
     return home
 
 
-def fingerprint(config: ProjectConfig, *parts: str) -> str:
-    """What a partition's result depends on besides its upstream: config, code, source files."""
-    from clcg_pipeline import __version__
+def fingerprint(config: ProjectConfig) -> str:
+    """What the study's results depend on besides the data: config, code, source contents.
 
-    digest = hashlib.sha256(f"{config.config_hash}|{__version__}|{'|'.join(parts)}".encode())
-    for source in config.sources.sources:
-        digest.update(f"{source.name}={source_signature(source)}".encode())
-    return digest.hexdigest()[:16]
-
-
-def _up_to_date(instance: dg.DagsterInstance, asset: str, partition: str | None, stamp: str) -> bool:
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(
-            asset_key=dg.AssetKey(asset), asset_partitions=[partition] if partition else None
-        ),
-        limit=1,
-    ).records
-    if not records:
-        return False
-    run = instance.get_run_by_id(records[0].event_log_entry.run_id)
-    return run is not None and run.tags.get(FINGERPRINT_TAG) == stamp
+    The same for a folder written as a path or as a ``file://`` URL, for a wheel install and
+    a checkout; it is the code version of the non-corpus assets.
+    """
+    return code_versions(config)["study"]
 
 
-def _root_cause(result: dg.ExecuteInProcessResult) -> str:
-    """The innermost error message of the first failed step (what a user can act on)."""
+def data_location(path: str | os.PathLike[str]) -> str:
+    """One spelling per place: ``/a/b``, ``file:///a/b`` and ``a/b`` (from /a) are the same."""
+    target = UPath(path)
+    if target.protocol in ("", "file", "local"):
+        return "file://" + os.path.abspath(target.path)
+    return f"{target.protocol}://{target.path.rstrip('/')}"
+
+
+class _Freshness:
+    """Answers "is this job partition up to date in this data folder?" from the instance."""
+
+    def __init__(self, instance: dg.DagsterInstance, defs: dg.Definitions, data_dir: str, versions: dict):
+        self.instance = instance
+        self.graph = defs.resolve_asset_graph()
+        self.folder = data_location(data_dir).rstrip("/") + "/"
+        self.versions = versions
+        self._records: dict[tuple[str, str | None], dg.EventLogRecord | None] = {}
+
+    def stored_here(self, asset: str, partition: str | None) -> dg.EventLogRecord | None:
+        """The latest materialization of ``asset[partition]`` written into this data folder."""
+        key = (asset, partition)
+        if key not in self._records:
+            found = None
+            records = self.instance.fetch_materializations(
+                dg.AssetRecordsFilter(
+                    asset_key=dg.AssetKey(asset), asset_partitions=[partition] if partition else None
+                ),
+                limit=_LOOKBACK,
+            ).records
+            for record in records:
+                path = self._path(record)
+                if path is not None and data_location(path).startswith(self.folder):
+                    found = record
+                    break
+            self._records[key] = found
+        return self._records[key]
+
+    def forget(self, assets: Sequence[str], partition: str | None) -> None:
+        for asset in assets:
+            self._records.pop((asset, partition), None)
+
+    @staticmethod
+    def _path(record: dg.EventLogRecord) -> str | None:
+        materialization = record.asset_materialization
+        entry = materialization.metadata.get("path") if materialization else None
+        return str(entry.value) if entry is not None else None
+
+    def _parents(
+        self, asset: str, partition: str | None, isos: Sequence[str]
+    ) -> list[tuple[str, str | None]]:
+        node = self.graph.get(dg.AssetKey(asset))
+        child_partitioned = node.partitions_def is not None
+        parents: list[tuple[str, str | None]] = []
+        for parent_key in node.parent_keys:
+            parent = self.graph.get(parent_key)
+            name = parent_key.to_user_string()
+            if parent.partitions_def is None:
+                parents.append((name, None))
+            elif parent.partitions_def == node.partitions_def:
+                parents.append((name, partition))
+            elif child_partitioned and partition is not None:
+                parents.append((name, partition.split("|")[0]))  # language of a language|model key
+            else:
+                parents.extend((name, iso) for iso in isos)  # an unpartitioned reader of every language
+        return parents
+
+    def up_to_date(self, assets: Sequence[str], partition: str | None, isos: Sequence[str]) -> bool:
+        """Every asset stored here, current, on disk, and newer than everything it reads."""
+        for asset in assets:
+            record = self.stored_here(asset, partition)
+            materialization = record.asset_materialization if record else None
+            if record is None or materialization is None:
+                return False
+            if materialization.tags.get(CODE_VERSION_TAG) != version_for(asset, self.versions):
+                return False
+            path = self._path(record)
+            if path is None or not UPath(path).exists():
+                return False
+            for parent, parent_partition in self._parents(asset, partition, isos):
+                upstream = self.stored_here(parent, parent_partition)
+                if upstream is not None and upstream.storage_id > record.storage_id:
+                    return False
+        return True
+
+    def unfinished_calls(self, partition: str) -> bool:
+        """True when the partition's calls stopped short (budget, a pending batch)."""
+        record = self.stored_here("calls", partition)
+        if record is None or record.asset_materialization is None:
+            return True
+        outcomes = record.asset_materialization.metadata.get("outcomes")
+        if outcomes is not None and isinstance(outcomes.value, dict):
+            return any(outcomes.value.get(outcome) for outcome in _UNFINISHED_OUTCOMES)
+        path = self._path(record)
+        calls = read_frame(path) if path else None
+        return calls is None or bool(calls["outcome"].isin(_UNFINISHED_OUTCOMES).any())
+
+
+def _clean_message(error: Any) -> tuple[str, bool]:
+    """The error's message without Python's ``module.path.ClassName:`` prefix; True if ours.
+
+    ``SerializableErrorInfo.message`` is ``traceback.format_exception_only`` output, which
+    starts with the fully qualified class name; a user needs the sentence, not the class.
+    """
+    message = str(error.message).strip()
+    head, sep, rest = message.partition(": ")
+    qualified = head.split(".")[-1] == error.cls_name and " " not in head
+    ours = qualified and head.startswith("clcg_pipeline.")
+    if qualified and sep:
+        message = rest.strip()
+    elif qualified:
+        message = ""
+    if ours:
+        return message, True
+    return (f"{error.cls_name}: {message}" if message else error.cls_name), False
+
+
+def _failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool, bool]:
+    """(root-cause line, raised by this project's code, was an interrupt) of a failed run."""
     for event in result.all_events:
         error = getattr(event.event_specific_data, "error", None) if event.is_failure else None
         if error is None:
             continue
-        while error.cause is not None:
-            error = error.cause
-        message = error.message.strip()
-        return message if error.cls_name in message.split(":", 1)[0] else f"{error.cls_name}: {message}"
-    return "see the run in the Dagster UI (make dev)"
+        chain = [error]
+        while chain[-1].cause is not None:
+            chain.append(chain[-1].cause)
+        if any(e.cls_name in _INTERRUPTS for e in chain):
+            return "interrupted", False, True
+        message, ours = _clean_message(chain[-1])
+        return message, ours, False
+    return "see the run in the Dagster UI (make dev)", False, False
+
+
+def _check_selection(config: ProjectConfig, languages: Sequence[str] | None) -> list[str]:
+    isos = list(languages) if languages else config.languages.isos
+    unknown = [iso for iso in isos if iso not in config.languages.isos]
+    if unknown:
+        raise StudyRunError(
+            f"unknown language(s) {', '.join(unknown)}: languages.yaml has {', '.join(config.languages.isos)}"
+        )
+    return isos
+
+
+@contextmanager
+def _deferred_interrupts() -> Iterator[Callable[[], bool]]:
+    """Between Dagster runs, note Ctrl-C instead of raising it wherever the program happens to be.
+
+    A KeyboardInterrupt raised inside a database finalizer prints a stray traceback; the run
+    loop checks the flag at safe points and stops cleanly. Inside a run Dagster installs its own
+    handler and fails the run, which ``_run_jobs`` turns into the same clean stop.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    received = {"interrupt": False}
+
+    def note(_signum: int, _frame: object) -> None:
+        received["interrupt"] = True
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield lambda: received["interrupt"]
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_study(
@@ -111,20 +273,19 @@ def run_study(
 ) -> RunSummary:
     """Materialize the whole graph: corpus, study inputs, responses, analysis.
 
-    Partitions whose last materialization was made with the same fingerprint are skipped
-    (``force`` re-runs them); model calls are never repeated either way, thanks to the cache.
+    Partitions up to date in ``data_dir`` are skipped (``force`` re-runs them); model calls
+    are never repeated either way, thanks to the cache. Ctrl-C stops after cleaning up and
+    raises a plain ``KeyboardInterrupt``; what was stored stays, and the next run resumes.
     """
     config = load_config(config_dir)
-    model_ids = list(models) if models else [m.id for m in config.models.models]
-    for model_id in model_ids:
-        config.models.get(model_id)  # an unknown id fails here, naming it
-    isos = list(languages) if languages else config.languages.isos
-    unknown = sorted(set(isos) - set(config.languages.isos))
-    if unknown:
-        raise StudyRunError(f"languages not in the panel: {unknown}")
+    try:
+        model_ids = select_models(config, models)
+    except ValueError as exc:
+        raise StudyRunError(str(exc)) from None
+    isos = _check_selection(config, languages)
 
     ensure_dagster_home()
-    with dg.DagsterInstance.get() as instance:
+    with _deferred_interrupts() as interrupted, dg.DagsterInstance.get() as instance:
         return _run_jobs(
             instance,
             config,
@@ -137,6 +298,7 @@ def run_study(
             force=force,
             regenerate_items=regenerate_items,
             on_step=on_step,
+            interrupted=interrupted,
         )
 
 
@@ -153,16 +315,21 @@ def _run_jobs(
     force: bool,
     regenerate_items: bool,
     on_step: Callable[[str, int, int], None] | None,
+    interrupted: Callable[[], bool],
 ) -> RunSummary:
     defs = build_definitions(config_dir, data_dir)
     sync_model_partitions(instance, config)
-    stamp = fingerprint(config, data_dir)
+    versions = code_versions(config)
+    fresh = _Freshness(instance, defs, data_dir, versions)
+
+    def responses_done(iso: str, model_id: str) -> bool:
+        key = str(response_key(iso, model_id))
+        return fresh.up_to_date(RESPONSE_ASSETS, key, isos) and not fresh.unfinished_calls(key)
+
     for model_id in model_ids:
         # A missing key fails before anything runs, but only for models with work left: a
         # fully materialized model (re-scoring, re-estimating) needs no key at all.
-        pending = force or not all(
-            _up_to_date(instance, "scores", str(response_key(iso, model_id)), stamp) for iso in isos
-        )
+        pending = force or regenerate_items or not all(responses_done(iso, model_id) for iso in isos)
         if pending:
             check_credentials(config.models.get(model_id))
     summary = RunSummary()
@@ -170,32 +337,60 @@ def _run_jobs(
     step = 0
 
     def execute(
-        job: str, label: str, partition: str | None, check_asset: str | None, run_config: dict[str, Any]
+        job: str,
+        label: str,
+        partition: str | None,
+        assets: Sequence[str] | None,
+        run_config: dict[str, Any],
+        *,
+        rerun: bool = False,
+        done: Callable[[], bool] | None = None,
     ) -> bool:
         """Run one job partition unless it is up to date; True when it ran."""
         nonlocal step
+        if interrupted():
+            raise KeyboardInterrupt
         step += 1
         if on_step:
             on_step(label, step, total)
-        if check_asset and not force and _up_to_date(instance, check_asset, partition, stamp):
+        skippable = bool(assets) and not (force or rerun)
+        if skippable and (done() if done else fresh.up_to_date(assets or (), partition, isos)):
             summary.skipped += 1
             return False
-        result = defs.resolve_job_def(job).execute_in_process(
-            instance=instance,
-            partition_key=partition,
-            run_config={**_QUIET, **run_config},
-            tags={FINGERPRINT_TAG: stamp},
-            raise_on_error=False,
-        )
+        with runs_under_code_location(instance):
+            result = defs.resolve_job_def(job).execute_in_process(
+                instance=instance,
+                partition_key=partition,
+                run_config={**_QUIET, **run_config},
+                tags={FINGERPRINT_TAG: versions["study"], **study_run_tags(config, partition)},
+                raise_on_error=False,
+            )
         summary.runs += 1
+        fresh.forget(assets or (), partition)
         if not result.success:
-            raise StudyRunError(f"{job} [{partition or 'unpartitioned'}] failed: {_root_cause(result)}")
+            message, ours, was_interrupt = _failure(result)
+            if was_interrupt or interrupted():
+                raise KeyboardInterrupt
+            if job == "corpus_job" and ours:
+                # Every corpus partition reads the whole source; the message names the bad
+                # file and language, and the partition that happened to run first would mislead.
+                raise StudyRunError(f"loading the corpus failed: {message}")
+            raise StudyRunError(f"{job} [{partition or 'unpartitioned'}] failed: {message}")
+        if interrupted():
+            raise KeyboardInterrupt
         return True
 
     for iso in isos:
-        execute("corpus_job", f"corpus {iso}", iso, "paragraphs", {})
+        execute("corpus_job", f"corpus {iso}", iso, CORPUS_ASSETS, {})
     items_config = {"ops": {"item_bank": {"config": {"regenerate": regenerate_items}}}}
-    execute("study_inputs_job", "sample, items, fertility", None, "items", items_config)
+    execute(
+        "study_inputs_job",
+        "sample, items, fertility",
+        None,
+        STUDY_INPUT_ASSETS,
+        items_config,
+        rerun=regenerate_items,
+    )
     remaining = budget_usd
     for model_id in model_ids:
         for iso in isos:
@@ -205,16 +400,26 @@ def _run_jobs(
                 step += 1
                 continue
             run_config = {"ops": {"responses": {"config": {"budget_usd": remaining, "mode": mode}}}}
-            if not execute("responses_job", f"{model_id} / {iso}", str(key), "scores", run_config):
+            ran = execute(
+                "responses_job",
+                f"{model_id} / {iso}",
+                str(key),
+                RESPONSE_ASSETS,
+                run_config,
+                # New items change the questions: every partition answers them (cached calls are free).
+                rerun=regenerate_items,
+                done=lambda iso=iso, model_id=model_id: responses_done(iso, model_id),
+            )
+            if not ran:
                 continue
             calls_file = (
                 partition_dir(data_dir, "calls", {"language": iso, "model": model_id}) / "data.parquet"
             )
             if calls_file.exists():
                 calls = read_frame(calls_file)
-                fresh = calls[~calls["cached"].astype(bool)] if len(calls) else calls
-                summary.new_calls += len(fresh)
-                spent = float(fresh["cost_usd"].sum()) if len(fresh) else 0.0
+                new = calls[~calls["cached"].astype(bool)] if len(calls) else calls
+                summary.new_calls += len(new)
+                spent = float(new["cost_usd"].sum()) if len(new) else 0.0
                 summary.new_cost_usd += spent
                 if remaining is not None:
                     remaining -= spent

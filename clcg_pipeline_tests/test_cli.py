@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -12,6 +13,7 @@ import pytest
 
 from clcg_pipeline.config import load_config
 from clcg_pipeline.corpus import load_source, sample_articles
+from clcg_pipeline_tests.conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -70,6 +72,31 @@ def test_run_then_query(demo_config_dir: Path, tmp_path: Path) -> None:
     assert named.returncode == 0, named.stderr
     assert named.stdout.splitlines()[0].startswith("language,name,role")
 
+    # The folder is portable: copied to a laptop with the original gone, the copy's catalog reads
+    # the copy's files, through `clcg query` (table format, with list columns) and plain DuckDB.
+    laptop = tmp_path / "laptop" / "results"
+    shutil.copytree(data, laptop)
+    away = tmp_path / "moved-away"
+    data.rename(away)
+    try:
+        copied = _clcg(
+            "query", "--data", str(laptop),
+            "SELECT model, count(*) AS n, any_value(target_pids) AS pids FROM predictions "
+            "JOIN items USING (item_id) GROUP BY model",
+            env=env, cwd=tmp_path,
+        )  # fmt: skip
+        assert copied.returncode == 0, copied.stderr
+        assert f" {rows[0]['n']} " in copied.stdout and "lexical-reader" in copied.stdout
+        plain = subprocess.run(
+            [sys.executable, "-c", "import duckdb; print(duckdb.connect('clcg.duckdb').sql("
+             "'SELECT count(*) FROM predictions').fetchone()[0])"],
+            cwd=laptop, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert plain.returncode == 0, plain.stderr
+        assert int(plain.stdout) == rows[0]["n"]
+    finally:
+        away.rename(data)
+
     again = _clcg("run", "--config", str(demo_config_dir), "--data", str(data), env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 new model calls" in again.stdout
@@ -82,6 +109,23 @@ def test_bad_config_is_one_clear_line(config_dir: Path, tmp_path: Path) -> None:
     assert ran.returncode == 1
     assert "study.yaml" in ran.stderr and "seed" in ran.stderr
     assert "Traceback" not in ran.stderr
+    assert ran.stdout == ""  # no progress bar before the error
+    assert ran.stderr.startswith("error: ") and len(ran.stderr.strip().splitlines()) == 1
+
+    shutil.copyfile(PROJECT_ROOT / "assets_config" / "study.yaml", config_dir / "study.yaml")
+    unknown = _clcg(
+        "run",
+        "--config",
+        str(config_dir),
+        "--models",
+        "nope",
+        "--data",
+        str(tmp_path / "d"),
+        env=env,
+        cwd=tmp_path,
+    )
+    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert unknown.stderr.startswith("error: --models: unknown nope")
 
 
 def test_query_without_catalog_explains(tmp_path: Path) -> None:
@@ -140,3 +184,147 @@ def test_budget_stops_cleanly_with_partial_results(
     )
     assert report.returncode == 0, report.stderr
     assert "H1" in (tmp_path / "again.html").read_text(encoding="utf-8")
+
+
+def _band_scores(config_dir: Path, model: str, languages: dict[str, float], n_docs: int = 12) -> pd.DataFrame:
+    """A scores table in the config's primary band; ``languages`` maps iso to a base score."""
+    band = load_config(config_dir).study.band
+    rows = [
+        {
+            "model": model,
+            "language": iso,
+            "doc_id": f"d{doc:02d}",
+            "item_id": f"d{doc:02d}-{item}",
+            "rep": 1,
+            "context_scope": band.context_scope,
+            "level": band.levels[item % len(band.levels)],
+            "item_source": band.item_source,
+            "token_f1": min(1.0, base + 0.03 * ((doc * 7 + item * 3) % 5)),
+            "exact_match": 0.0,
+            "accuracy": None,
+            "rouge_l": base,
+            "semsim": None,
+            "status": "ok",
+        }
+        for iso, base in languages.items()
+        for doc in range(n_docs)
+        for item in range(3)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_estimate_takes_the_data_folder(demo_config_dir: Path, tmp_path: Path, capsys) -> None:
+    from clcg_pipeline.cli import main
+    from clcg_pipeline.storage import partition_dir, write_frame
+
+    data = tmp_path / "data"
+    kept = _band_scores(demo_config_dir, "lexical-reader", {"en": 0.8, "pt": 0.7, "ka": 0.5, "sw": 0.4})
+    for (language, model), part in kept.groupby(["language", "model"]):
+        write_frame(
+            partition_dir(data, "scores", {"language": language, "model": model}) / "data.parquet",
+            part,
+            contract="scores",
+        )
+    # A model no longer in models.yaml stays on disk; like the analysis asset, leave it out.
+    write_frame(
+        partition_dir(data, "scores", {"language": "ka", "model": "retired"}) / "data.parquet",
+        _band_scores(demo_config_dir, "retired", {"ka": 0.0}),
+        contract="scores",
+    )
+    single = tmp_path / "scores.parquet"
+    kept.to_parquet(single, index=False)
+    args = ["estimate", "--config", str(demo_config_dir), "--replicates", "50"]
+    assert main([*args, "--scores", str(single), "--out", str(tmp_path / "file.json")]) == 0
+    for given in (data, data / "scores", f"file://{data}"):
+        out = tmp_path / "folder.json"
+        assert main([*args, "--scores", str(given), "--out", str(out)]) == 0, capsys.readouterr().err
+        from_folder = json.loads(out.read_text(encoding="utf-8"))
+        from_file = json.loads((tmp_path / "file.json").read_text(encoding="utf-8"))
+        assert from_folder["h1_micro"] == from_file["h1_micro"]
+        assert from_folder["settings"]["scores_path"] == str(given)
+
+    empty = tmp_path / "empty"
+    (empty / "articles").mkdir(parents=True)
+    assert main([*args, "--scores", str(empty), "--out", str(tmp_path / "x.json")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "no scores here" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.json").exists()
+
+
+def _results_folder(path: Path) -> Path:
+    from clcg_pipeline.storage import partition_dir, write_frame, write_json
+
+    write_json(path / "study_results.json", {"h1": {}})
+    write_frame(partition_dir(path, "estimates", None) / "data.parquet", pd.DataFrame({"estimand": ["x"]}))
+    return path
+
+
+def test_report_on_a_read_only_folder_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    import tempfile
+
+    import clcg_pipeline.report as report
+    from clcg_pipeline.cli import main
+
+    data = _results_folder(tmp_path / "data")
+    monkeypatch.setattr(report, "render_report", lambda results, estimates: "<html></html>")
+    data.chmod(0o555)
+    if os.geteuid() == 0:  # root writes anyway; fail the way a read-only folder fails for a user
+
+        def refuse(*args: object, dir: str | None = None, **kwargs: object) -> tuple[int, str]:
+            raise PermissionError(13, "Permission denied", f"{dir}/.report-x.html.tmp")
+
+        monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    try:
+        assert main(["report", "--data", str(data)]) == 1
+    finally:
+        data.chmod(0o755)
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Permission denied" in err and str(data) in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_report_and_query_take_a_file_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import clcg_pipeline.report as report
+    from clcg_pipeline.cli import main
+    from clcg_pipeline.storage import build_catalog
+
+    data = _results_folder(tmp_path / "data")
+    monkeypatch.setattr(report, "render_report", lambda results, estimates: "<html>ok</html>")
+    assert main(["report", "--data", f"file://{data}"]) == 0, capsys.readouterr().err
+    assert (data / "report.html").read_text(encoding="utf-8") == "<html>ok</html>"
+    capsys.readouterr()
+    build_catalog(data)
+    assert (
+        main(["query", "--data", f"file://{data}", "--format", "csv", "SELECT estimand FROM estimates"]) == 0
+    )
+    assert capsys.readouterr().out.splitlines() == ["estimand", "x"]
+
+
+def test_query_table_prints_lists_and_integer_counts(tmp_path: Path, capsys) -> None:
+    from clcg_pipeline.cli import main
+    from clcg_pipeline.storage import build_catalog, partition_dir, write_frame
+
+    data = tmp_path / "data"
+    items = pd.DataFrame(
+        {"item_id": ["a", "b"], "options": [["yes", "no"], None], "rep": [3, 4], "score": [0.5, None]}
+    )
+    write_frame(partition_dir(data, "items", None) / "data.parquet", items)
+    build_catalog(data)
+    sql = "SELECT item_id, options, sum(rep) AS reps, any_value(score) AS score FROM items GROUP BY ALL"
+    assert main(["query", "--data", str(data), f"{sql} ORDER BY item_id"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("│")]
+    cells = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines]
+    assert cells == [["a", '["yes", "no"]', "3", "0.5000"], ["b", "", "4", ""]]
+
+
+def test_errors_name_the_problem_not_the_class() -> None:
+    from clcg_pipeline.cli import error_message
+
+    failure = RuntimeError(
+        "corpus_job [ka] failed: clcg_pipeline.corpus._errors.CorpusError: ka.jsonl line 3: field 'question'"
+    )
+    assert error_message(failure) == "corpus_job [ka] failed: ka.jsonl line 3: field 'question'"
+    denied = PermissionError(13, "Permission denied", "/data/report.html")
+    assert error_message(denied) == "/data/report.html: Permission denied"

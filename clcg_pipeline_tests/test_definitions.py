@@ -42,6 +42,7 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
 }
 EXPECTED_CHECKS = {
     ("corpus_audit", "alignment_coverage"),
+    ("items", "item_bank_not_empty"),
     ("predictions", "one_row_per_slot"),
     ("predictions", "parse_failure_rate"),
 }

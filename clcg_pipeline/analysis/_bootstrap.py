@@ -172,6 +172,23 @@ def nanmean_rows(stack: list[np.ndarray]) -> np.ndarray:
         return np.nanmean(arr, axis=1)
 
 
+def fixed_mean_rows(stack: list[np.ndarray]) -> np.ndarray:
+    """Row-wise mean of several estimand vectors; NaN in a row where any of them is NaN.
+
+    The set being averaged is fixed by the full sample: a replicate that lacks one member is
+    undefined (and dropped by :func:`percentile_ci` and :func:`bootstrap_p`), rather than
+    averaged over a different set.
+    """
+    if not stack:
+        return np.array([np.nan])
+    return np.column_stack(stack).mean(axis=1)
+
+
+def valid_replicates(values: np.ndarray) -> int:
+    """Replicates (``values[1:]``) with a finite value: the ones intervals and p use."""
+    return int(np.isfinite(values[1:]).sum())
+
+
 def percentile_ci(reps: np.ndarray, confidence: float) -> tuple[float, float]:
     """Percentile interval over the finite replicates (NaN, NaN when none are finite)."""
     finite = reps[np.isfinite(reps)]

@@ -16,7 +16,7 @@ from clcg_pipeline.analysis._bootstrap import (
     Replicates,
     cluster_table,
     draw_multiplicities,
-    nanmean_rows,
+    fixed_mean_rows,
     pooled_mean,
     replicate,
 )
@@ -34,9 +34,11 @@ class Roles:
 class GapPanel:
     """Cell sums (cells carry at least ``model`` and ``language``) with the gap estimands."""
 
-    def __init__(self, rep: Replicates, roles: Roles) -> None:
+    def __init__(self, rep: Replicates, roles: Roles, article_counts: np.ndarray | None = None) -> None:
         self.rep = rep
         self.roles = roles
+        # ``articles x cells`` full-sample row counts, for the article count of an estimand.
+        self.article_counts = article_counts
         self._cols = {c: rep.cells[c].to_numpy() for c in rep.cells.columns}
         self._width = rep.sums.shape[1]
 
@@ -61,6 +63,12 @@ class GapPanel:
         """Rows (full sample) in the matching cells."""
         return int(self.rep.counts[0, self.mask(**where)].sum())
 
+    def n_articles(self, **where: object) -> int:
+        """Articles with at least one row (full sample) in the matching cells."""
+        if self.article_counts is None or self.article_counts.size == 0:
+            return 0
+        return int((self.article_counts[:, self.mask(**where)].sum(axis=1) > 0).sum())
+
     def mean(self, language: str | list[str] | tuple[str, ...], **where: object) -> np.ndarray:
         return pooled_mean(self.rep, self.mask(language=language, **where))
 
@@ -80,12 +88,16 @@ class GapPanel:
         return [t for t in self.roles.targets if self.n(language=t, **where) > 0]
 
     def macro(self, targets: list[str] | None = None, **where: object) -> np.ndarray:
-        """Average of the target CLCG_l over the targets present (or the ones given)."""
+        """Average of the target CLCG_l over the targets present (or the ones given).
+
+        The language set is fixed by the full sample; a replicate in which one of them has no
+        row is undefined (NaN) and dropped, the suite's one rule for every contrast.
+        """
         chosen = self.present_targets(**where) if targets is None else targets
         if not chosen:
             return np.full(self.size, np.nan)
         en = self.mean(self.roles.reference, **where)
-        return nanmean_rows([en - self.mean(t, **where) for t in chosen])
+        return fixed_mean_rows([en - self.mean(t, **where) for t in chosen])
 
 
 def build_panel(
@@ -105,4 +117,4 @@ def build_panel(
     table = cluster_table(rows, cell_cols)
     if weights is None:
         weights = draw_multiplicities(len(table.articles), replicates, seed)
-    return GapPanel(replicate(table, weights), roles), table.articles
+    return GapPanel(replicate(table, weights), roles, table.counts), table.articles

@@ -5,6 +5,7 @@ import duckdb
 import pandas as pd
 
 from clcg_pipeline.analysis import run_suite
+from clcg_pipeline.analysis._drilldown import drilldown
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import read_all_partitions
@@ -105,6 +106,18 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             ],
         )
         result.results["excluded_versions"] = excluded.to_dict(orient="records")
+        # Item-level evidence for the report: where English and each language disagree most.
+        result.results["drilldown"] = drilldown(
+            scores,
+            read_all_partitions(study.data_dir, "predictions"),
+            read_all_partitions(study.data_dir, "items"),
+            reference=reference,
+            metric=cfg.study.band.metric,
+            levels=cfg.study.band.levels,
+            item_source=cfg.study.band.item_source,
+            context_scope=cfg.study.band.context_scope,
+            languages=cfg.languages.isos,
+        )
         if len(excluded):
             result.results.setdefault("warnings", []).append(
                 f"{len(excluded)} article x language version(s) below the completeness threshold "

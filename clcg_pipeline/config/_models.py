@@ -209,6 +209,22 @@ class StudyConfig(_Strict):
         "file, or the data folder of that run (its scores/ partitions are read).",
     )
     items_per_level: int = Field(default=4, ge=1)
+    min_articles: int = Field(
+        default=10,
+        ge=1,
+        description="Fewest articles a bootstrap estimate needs; below it a result is reported as not "
+        "identifiable rather than given a confidence interval.",
+    )
+    semsim: bool | Literal["minilm"] | None = Field(
+        default=None,
+        description="Compute the MiniLM semantic similarity in scores (true or 'minilm'); null or false = "
+        "off. Needs the optional extra (make setup-semsim); set without it, loading the config fails.",
+    )
+
+    @property
+    def semsim_model(self) -> Literal["minilm"] | None:
+        """The semantic-similarity model to score with, or None when off (``true`` means MiniLM)."""
+        return "minilm" if self.semsim is True or self.semsim == "minilm" else None
 
     @model_validator(mode="after")
     def _bounds_ordered(self) -> StudyConfig:
@@ -227,7 +243,25 @@ class SourceSpec(_Strict):
     kind: SourceKind
     path: str | None = Field(default=None, description="File or folder (local path or fsspec URL).")
     split: str | None = Field(default=None, description="FLORES split: dev or devtest.")
-    role: Literal["primary", "replication"] = "primary"
+    role: Literal["primary"] = Field(
+        default="primary",
+        description="Always primary: the study reads one corpus. A replication corpus enters as the "
+        "scores of a run on it (study.replication_scores).",
+    )
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _no_replication_role(cls, value: object) -> object:
+        # A replication source used to be accepted and then ignored; refuse it so the setting
+        # cannot silently do nothing.
+        if value == "replication":
+            raise ValueError(
+                "role 'replication' is not supported: the study reads only the primary source. To run "
+                "the cross-corpus replication, run the study on that corpus (as the primary source, in "
+                "its own data folder) and set study.replication_scores in study.yaml to that run's data "
+                "folder or scores Parquet"
+            )
+        return value
 
     @model_validator(mode="after")
     def _path_needed(self) -> SourceSpec:
@@ -241,9 +275,12 @@ class SourcesConfig(_Strict):
 
     @model_validator(mode="after")
     def _one_primary(self) -> SourcesConfig:
-        n = sum(s.role == "primary" for s in self.sources)
-        if n != 1:
-            raise ValueError(f"exactly one source must have role 'primary', found {n}")
+        if len(self.sources) != 1:
+            names = [s.name for s in self.sources]
+            raise ValueError(
+                f"exactly one source (role 'primary') is read, found {len(self.sources)}: {names}; a "
+                "replication corpus enters through study.replication_scores"
+            )
         return self
 
     @property

@@ -22,9 +22,9 @@ from clcg_pipeline.corpus._build import (
     items_frame,
     keep_panel,
 )
-from clcg_pipeline.corpus._errors import CorpusError, where
-from clcg_pipeline.corpus._flores import flores_code_map
-from clcg_pipeline.corpus._io import filesystem, glob, join, read_jsonl
+from clcg_pipeline.corpus._errors import CorpusError, empty_language_file, language_file, where
+from clcg_pipeline.corpus._flores import file_language, flores_code_map
+from clcg_pipeline.corpus._io import file_size, filesystem, glob, join, read_jsonl
 
 FIELDS = (
     "link",
@@ -42,14 +42,23 @@ FIELDS = (
 # the L0-L5 gradient, so they get their own level label.
 MC_LEVEL = "MC"
 PID = "p1"
+# The passage is paragraph text: bad bytes there are kept for the audit to count.
+RAW_FIELDS = frozenset({"flores_passage"})
+# Fields that must be strings (a number or object here would reach Parquet as a mixed column).
+TEXT_FIELDS = ("link", "flores_passage", "question", "mc_answer1", "mc_answer2", "mc_answer3", "mc_answer4")
 
 
-def _rows(fs: Any, file: str) -> list[tuple[int, dict[str, Any]]]:
-    rows = list(read_jsonl(fs, file))
+def _rows(fs: Any, file: str, found: list[str]) -> list[tuple[int, dict[str, Any]]]:
+    rows = list(read_jsonl(fs, file, found=found, raw=RAW_FIELDS))
     for line, rec in rows:
         missing = [f for f in FIELDS if f not in rec]
         if missing:
             raise CorpusError(f"{where(file, line, missing[0])}: missing (record lacks {missing})")
+        for name in (*TEXT_FIELDS, "dialect"):
+            if not isinstance(rec[name], str):
+                raise CorpusError(
+                    f"{where(file, line, name)}: must be a string, got {type(rec[name]).__name__}"
+                )
         try:
             answer = int(rec["correct_answer_num"])
         except (TypeError, ValueError):
@@ -89,26 +98,35 @@ def load_belebele(path: str, *, source: str, languages: LanguagesConfig) -> Corp
     codes = flores_code_map(languages)
     reference = languages.reference
     per_file: list[tuple[str, str, list[tuple[int, dict[str, Any]]]]] = []
+    invalid: list[tuple[str, str]] = []
     for file in files:
-        rows = _rows(fs, file)
-        if not rows:
-            continue
+        label = file_language(file, codes)
+        found: list[str] = []
+        with language_file(label, file):
+            rows = _rows(fs, file, found)
+            if not rows:
+                raise empty_language_file(file, label, file_size(fs, file))
         dialect = rows[0][1]["dialect"]
-        for line, rec in rows:
-            if rec["dialect"] != dialect:
-                raise CorpusError(
-                    f"{where(file, line, 'dialect')}: {rec['dialect']!r} in a file of {dialect!r}"
-                )
-        per_file.append((file, codes.get(dialect, dialect), rows))
+        iso = codes.get(dialect, dialect)
+        with language_file(iso, file):
+            for line, rec in rows:
+                if rec["dialect"] != dialect:
+                    raise CorpusError(
+                        f"{where(file, line, 'dialect')}: {rec['dialect']!r} in a file of {dialect!r}"
+                    )
+        invalid.extend((iso, location) for location in found)
+        per_file.append((file, iso, rows))
     isos = [iso for _, iso, _ in per_file]
     if reference not in isos:
         raise CorpusError(
             f"{path}: no file for the reference language {reference!r} "
-            f"({languages.get(reference).flores_code}); Belebele items need the English questions"
+            f"({languages.get(reference).flores_code}); Belebele items need the English questions",
+            language=reference,
         )
-    for iso in {i for i in isos if isos.count(i) > 1}:
+    for iso in sorted({i for i in isos if isos.count(i) > 1}):
         raise CorpusError(
-            f"{path}: language {iso!r} has several files: {[f for f, i, _ in per_file if i == iso]}"
+            f"language {iso!r}: {path}: several files: {[f for f, i, _ in per_file if i == iso]}",
+            language=iso,
         )
 
     # Doc ids follow the English file's order; passages only in other languages come after.
@@ -122,7 +140,10 @@ def load_belebele(path: str, *, source: str, languages: LanguagesConfig) -> Corp
         item_id = f"{doc_ids[key]}-q{rec['question_number']}"
         if item_id in items:
             raise CorpusError(
-                f"{where(ref_file, line, 'question_number')}: question repeats for {rec['link']}"
+                f"language {reference!r}: {where(ref_file, line, 'question_number')}: question repeats "
+                f"for {rec['link']}",
+                language=reference,
+                file=ref_file,
             )
         options = [str(rec[f"mc_answer{i}"]) for i in range(1, 5)]
         ref_answer[item_id] = rec["correct_answer_num"]
@@ -146,37 +167,8 @@ def load_belebele(path: str, *, source: str, languages: LanguagesConfig) -> Corp
     versions: list[Version] = []
     translations: list[dict[str, Any]] = []
     for file, iso, rows in per_file:
-        seen: set[tuple[str, int]] = set()
-        for (line, rec), key in zip(rows, _passage_keys(file, rows), strict=True):
-            doc_id = doc_ids.setdefault(key, f"belebele-{len(doc_ids) + 1:04d}")
-            if key not in seen:
-                seen.add(key)
-                versions.append(
-                    Version(
-                        doc_id=doc_id,
-                        language=iso,
-                        paragraphs=[(PID, rec["flores_passage"])],
-                        extra={"url": rec["link"]},
-                        origin=where(file, line),
-                    )
-                )
-            item_id = f"{doc_id}-q{rec['question_number']}"
-            if item_id in items:
-                if rec["correct_answer_num"] != ref_answer[item_id]:
-                    raise CorpusError(
-                        f"{where(file, line, 'correct_answer_num')}: {rec['correct_answer_num']} differs "
-                        "from "
-                        f"the English file's answer for {item_id}"
-                    )
-                translations.append(
-                    {
-                        "item_id": item_id,
-                        "doc_id": doc_id,
-                        "language": iso,
-                        "question_original": rec["question"],
-                        "options_original": [str(rec[f"mc_answer{i}"]) for i in range(1, 5)],
-                    }
-                )
+        with language_file(iso, file):
+            translations.extend(_versions(file, iso, rows, doc_ids, items, ref_answer, versions))
     kept, dropped = keep_panel(versions, languages)
     panel = set(languages.isos)
     frame = pd.DataFrame(translations, columns=TRANSLATION_COLUMNS)
@@ -188,4 +180,49 @@ def load_belebele(path: str, *, source: str, languages: LanguagesConfig) -> Corp
         items=items_frame([items[k] for k in sorted(items)]),
         item_translations=frame,
         dropped_languages=dropped,
+        invalid_utf8=invalid,
     )
+
+
+def _versions(
+    file: str,
+    iso: str,
+    rows: list[tuple[int, dict[str, Any]]],
+    doc_ids: dict[tuple[str, int], str],
+    items: dict[str, dict[str, Any]],
+    ref_answer: dict[str, int],
+    versions: list[Version],
+) -> list[dict[str, Any]]:
+    """Append one file's passages to ``versions``; return its questions in its own language."""
+    translations: list[dict[str, Any]] = []
+    seen: set[tuple[str, int]] = set()
+    for (line, rec), key in zip(rows, _passage_keys(file, rows), strict=True):
+        doc_id = doc_ids.setdefault(key, f"belebele-{len(doc_ids) + 1:04d}")
+        if key not in seen:
+            seen.add(key)
+            versions.append(
+                Version(
+                    doc_id=doc_id,
+                    language=iso,
+                    paragraphs=[(PID, rec["flores_passage"])],
+                    extra={"url": rec["link"]},
+                    origin=where(file, line),
+                )
+            )
+        item_id = f"{doc_id}-q{rec['question_number']}"
+        if item_id in items:
+            if rec["correct_answer_num"] != ref_answer[item_id]:
+                raise CorpusError(
+                    f"{where(file, line, 'correct_answer_num')}: {rec['correct_answer_num']} differs "
+                    f"from the English file's answer for {item_id}"
+                )
+            translations.append(
+                {
+                    "item_id": item_id,
+                    "doc_id": doc_id,
+                    "language": iso,
+                    "question_original": rec["question"],
+                    "options_original": [str(rec[f"mc_answer{i}"]) for i in range(1, 5)],
+                }
+            )
+    return translations

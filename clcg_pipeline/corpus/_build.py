@@ -33,6 +33,13 @@ class CorpusTables:
     items: pd.DataFrame
     item_translations: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TRANSLATION_COLUMNS))
     dropped_languages: tuple[str, ...] = ()
+    # (language, "file:line: field 'x'") of every field whose bytes were not valid UTF-8 (made
+    # storable with U+FFFD); language is "" for a file every language shares (FLORES metadata).
+    invalid_utf8: tuple[tuple[str, str], ...] = ()
+
+    def invalid_utf8_for(self, language: str) -> list[str]:
+        """Locations of undecodable text that reached ``language``'s tables."""
+        return [location for lang, location in self.invalid_utf8 if lang in (language, "")]
 
 
 @dataclass
@@ -73,15 +80,19 @@ def build_tables(
     items: pd.DataFrame | None = None,
     item_translations: pd.DataFrame | None = None,
     dropped_languages: Sequence[str] = (),
+    invalid_utf8: Iterable[tuple[str, str]] = (),
 ) -> CorpusTables:
     """Assemble the contract tables; duplicate (doc_id, language) versions are an error."""
+    panel = {v.language for v in versions} | {reference}
     seen: dict[tuple[str, str], str] = {}
     for v in versions:
         key = (v.doc_id, v.language)
         if key in seen:
             raise CorpusError(
-                f"{v.origin}: article {v.doc_id!r} in language {v.language!r} appears twice "
-                f"(first at {seen[key]})"
+                f"language {v.language!r}: {v.origin}: article {v.doc_id!r} appears twice "
+                f"(first at {seen[key]})",
+                language=v.language,
+                file=v.origin,
             )
         seen[key] = v.origin
 
@@ -113,7 +124,9 @@ def build_tables(
                 "n_paragraphs": len(v.paragraphs),
                 "coverage": coverage,
                 "source": source,
-                **v.extra,
+                # Adapters scrub every decoded field; cleaning again keeps a new adapter's
+                # metadata from ever reaching Parquet as unencodable text.
+                **{k: clean(x) if isinstance(x, str) else x for k, x in v.extra.items()},
             }
         )
 
@@ -134,6 +147,14 @@ def build_tables(
     paragraphs = paragraphs.sort_values(["doc_id", "language", "ordinal"], kind="stable").reset_index(
         drop=True
     )
+    invalid = tuple((lang, loc) for lang, loc in invalid_utf8 if lang in panel or lang == "")
+    if invalid:
+        shown = "; ".join(loc for _, loc in invalid[:5]) + (" ..." if len(invalid) > 5 else "")
+        warnings.warn(
+            f"{len(invalid)} field(s) were not valid UTF-8 and are stored with U+FFFD: {shown}",
+            CorpusWarning,
+            stacklevel=3,
+        )
     items = items if items is not None else empty_frame("items")
     translations = (
         item_translations if item_translations is not None else pd.DataFrame(columns=TRANSLATION_COLUMNS)
@@ -144,6 +165,7 @@ def build_tables(
         items=items.reset_index(drop=True),
         item_translations=translations.reset_index(drop=True),
         dropped_languages=tuple(dropped_languages),
+        invalid_utf8=invalid,
     )
 
 

@@ -16,8 +16,17 @@ import pandas as pd
 
 from clcg_pipeline.config import LanguagesConfig
 from clcg_pipeline.corpus._build import CorpusTables, Version, build_tables, keep_panel
-from clcg_pipeline.corpus._errors import CorpusError, where
-from clcg_pipeline.corpus._io import filesystem, glob, join, read_jsonl, read_lines
+from clcg_pipeline.corpus._errors import CorpusError, empty_language_file, language_file, where
+from clcg_pipeline.corpus._io import (
+    file_size,
+    filesystem,
+    glob,
+    is_valid_utf8,
+    join,
+    read_jsonl,
+    read_lines,
+    scrub,
+)
 
 SPLITS = ("dev", "devtest")
 METADATA_COLUMNS = ("URL", "domain", "topic", "has_image", "has_hyperlink")
@@ -38,6 +47,12 @@ def flores_code_map(languages: LanguagesConfig) -> dict[str, str]:
     return {lang.flores_code: lang.iso for lang in languages.languages if lang.flores_code}
 
 
+def file_language(file: str, codes: dict[str, str]) -> str:
+    """The language a file is named for (``por_Latn.jsonl`` -> ``pt``), for error messages."""
+    stem = file.rsplit("/", 1)[-1].split(".", 1)[0]
+    return codes.get(stem, stem)
+
+
 def load_flores(
     path: str, *, source: str, languages: LanguagesConfig, split: str | None = None
 ) -> CorpusTables:
@@ -49,10 +64,11 @@ def load_flores(
         raise CorpusError(f"{path}: FLORES source not found")
     codes = flores_code_map(languages)
     splits = [split] if split else list(SPLITS)
+    invalid: list[tuple[str, str]] = []
     if glob(fs, join(root, "*", "*.dev")) or glob(fs, join(root, "*", "*.devtest")):
-        sentences = dict(_flores200(fs, root, splits))
+        sentences = dict(_flores200(fs, root, splits, codes, invalid))
     else:
-        sentences = dict(_flores_plus(fs, root, splits, split))
+        sentences = dict(_flores_plus(fs, root, splits, split, codes, invalid))
     if not sentences:
         raise CorpusError(f"{path}: no FLORES files found for split(s) {splits}")
 
@@ -60,7 +76,9 @@ def load_flores(
     for split_name, (meta, per_code) in sorted(sentences.items()):
         versions.extend(_articles(split_name, meta, per_code, codes))
     kept, dropped = keep_panel(versions, languages)
-    return build_tables(kept, source=source, reference=languages.reference, dropped_languages=dropped)
+    return build_tables(
+        kept, source=source, reference=languages.reference, dropped_languages=dropped, invalid_utf8=invalid
+    )
 
 
 def _articles(
@@ -86,7 +104,9 @@ def _articles(
             )
 
 
-def _flores200(fs: Any, root: str, splits: list[str]) -> Iterator[tuple[str, tuple[list[_Meta], dict]]]:
+def _flores200(
+    fs: Any, root: str, splits: list[str], codes: dict[str, str], invalid: list[tuple[str, str]]
+) -> Iterator[tuple[str, tuple[list[_Meta], dict]]]:
     for split in splits:
         files = glob(fs, join(root, split, f"*.{split}"))
         if not files:
@@ -101,23 +121,33 @@ def _flores200(fs: Any, root: str, splits: list[str]) -> Iterator[tuple[str, tup
         )
         if meta_file is None:
             raise CorpusError(f"{join(root, f'metadata_{split}.tsv')}: metadata file not found")
-        meta = _read_metadata(fs, meta_file)
+        found: list[str] = []
+        meta = _read_metadata(fs, meta_file, found)
+        invalid.extend(("", location) for location in found)  # metadata is every language's
         per_code: dict[str, tuple[str, list[str]]] = {}
         for file in files:
             code = file.rsplit("/", 1)[-1].removesuffix(f".{split}")
-            if not _CODE.match(code):
-                raise CorpusError(f"{file}: file name must be <lang>_<Script>.{split} (got {code!r})")
-            texts = [text for _, text in read_lines(fs, file)]
-            if len(texts) != len(meta):
-                raise CorpusError(
-                    f"{file}: {len(texts)} sentences, but {meta_file} has {len(meta)} lines; "
-                    "FLORES language files must be parallel line by line"
-                )
-            per_code[code] = (file, texts)
+            label = codes.get(code, code)
+            with language_file(label, file):
+                if not _CODE.match(code):
+                    raise CorpusError(f"{file}: file name must be <lang>_<Script>.{split} (got {code!r})")
+                lines = list(read_lines(fs, file))
+                if not any(text.strip() for _, text in lines):
+                    raise empty_language_file(file, label, file_size(fs, file))
+                if len(lines) != len(meta):
+                    raise CorpusError(
+                        f"{file}: {len(lines)} sentences, but {meta_file} has {len(meta)} lines; "
+                        "FLORES language files must be parallel line by line"
+                    )
+            # Sentences are paragraph text: kept as decoded, flagged by build_tables for the audit.
+            invalid.extend(
+                (label, where(file, number, "sentence")) for number, text in lines if not is_valid_utf8(text)
+            )
+            per_code[code] = (file, [text for _, text in lines])
         yield split, (meta, per_code)
 
 
-def _read_metadata(fs: Any, file: str) -> list[_Meta]:
+def _read_metadata(fs: Any, file: str, found: list[str]) -> list[_Meta]:
     rows = list(read_lines(fs, file))
     if not rows:
         raise CorpusError(f"{where(file, 1)}: empty metadata file")
@@ -128,7 +158,16 @@ def _read_metadata(fs: Any, file: str) -> list[_Meta]:
     col = {name: header.index(name) for name in METADATA_COLUMNS}
     out: list[_Meta] = []
     for line, text in rows[1:]:
-        cells = text.split("\t")
+        cells = [
+            scrub(
+                cell,
+                file=file,
+                line=line,
+                found=found,
+                field=header[i] if i < len(header) else f"cell {i + 1}",
+            )
+            for i, cell in enumerate(text.split("\t"))
+        ]
         if len(cells) != len(header):
             raise CorpusError(
                 f"{where(file, line)}: {len(cells)} tab-separated cells, header has {len(header)}"
@@ -144,7 +183,7 @@ def _read_metadata(fs: Any, file: str) -> list[_Meta]:
     return out
 
 
-def _plus_records(fs: Any, file: str) -> list[tuple[int, dict[str, Any]]]:
+def _plus_records(fs: Any, file: str, found: list[str]) -> list[tuple[int, dict[str, Any]]]:
     """(line or row number, record) of one FLORES+ file."""
     if file.endswith(".parquet"):
         with fs.open(file, "rb") as handle:
@@ -153,7 +192,7 @@ def _plus_records(fs: Any, file: str) -> list[tuple[int, dict[str, Any]]]:
         if missing:
             raise CorpusError(f"{file}: column(s) {missing} missing (found {list(frame.columns)})")
         return [(i + 1, rec) for i, rec in enumerate(frame.to_dict("records"))]
-    records = list(read_jsonl(fs, file))
+    records = list(read_jsonl(fs, file, found=found, raw={"text"}))
     for line, rec in records:
         missing = [c for c in PLUS_FIELDS if c not in rec]
         if missing:
@@ -162,7 +201,12 @@ def _plus_records(fs: Any, file: str) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _flores_plus(
-    fs: Any, root: str, splits: list[str], wanted: str | None
+    fs: Any,
+    root: str,
+    splits: list[str],
+    wanted: str | None,
+    codes: dict[str, str],
+    invalid: list[tuple[str, str]],
 ) -> Iterator[tuple[str, tuple[list[_Meta], dict]]]:
     """FLORES+: files anywhere under ``<split>/`` (or directly in the folder, then split ``wanted``)."""
     by_split: dict[str, list[str]] = {}
@@ -176,50 +220,92 @@ def _flores_plus(
             by_split[wanted or "all"] = sorted(flat)
     for split, files in by_split.items():
         per_code: dict[str, tuple[str, dict[int, str], dict[int, _Meta], dict[int, int]]] = {}
+        labels: dict[str, str] = {}
         for file in files:
-            ids: dict[int, str] = {}
-            metas: dict[int, _Meta] = {}
-            lines: dict[int, int] = {}
-            code = None
-            for line, rec in _plus_records(fs, file):
-                rec_code = f"{rec['iso_639_3']}_{rec['iso_15924']}"
-                if code is None:
-                    code = rec_code
-                elif rec_code != code:
-                    raise CorpusError(f"{where(file, line, 'iso_639_3')}: {rec_code!r} in a file of {code!r}")
-                try:
-                    sid = int(rec["id"])
-                except (TypeError, ValueError):
-                    raise CorpusError(f"{where(file, line, 'id')}: not an integer: {rec['id']!r}") from None
-                if sid in ids:
-                    raise CorpusError(f"{where(file, line, 'id')}: sentence {sid} repeats line {lines[sid]}")
-                if not isinstance(rec["text"], str):
-                    raise CorpusError(f"{where(file, line, 'text')}: not a string")
-                ids[sid] = rec["text"]
-                lines[sid] = line
-                metas[sid] = _Meta(
-                    sid=sid, url=str(rec["url"]), domain=rec.get("domain"), topic=rec.get("topic")
-                )
-            if code is None:
-                raise CorpusError(f"{file}: no records")
-            if code in per_code:
-                raise CorpusError(f"{file}: language {code!r} also in {per_code[code][0]}")
+            labels[file] = file_language(file, codes)
+            with language_file(labels[file], file):
+                code, ids, metas, lines = _plus_file(fs, file, invalid, codes)
+                if code in per_code:
+                    raise CorpusError(f"{file}: language {code!r} also in {per_code[code][0]}")
+            labels[file] = codes.get(code, code)
             per_code[code] = (file, ids, metas, lines)
         # The sentence ids of the first file (sorted) define the split; every other must match.
         first_file, first_ids, first_meta, _ = next(iter(per_code.values()))
         order = sorted(first_ids)
         for file, ids, metas, lines in per_code.values():
-            if set(ids) != set(first_ids):
-                raise CorpusError(
-                    f"{file}: {len(ids)} sentences, {first_file} has {len(first_ids)}; "
-                    "FLORES language files must hold the same sentence ids"
-                )
-            for sid in order:
-                if metas[sid].url != first_meta[sid].url:
-                    raise CorpusError(
-                        f"{where(file, lines[sid], 'url')}: sentence {sid} has URL {metas[sid].url!r}, "
-                        f"{first_file} has {first_meta[sid].url!r}"
-                    )
+            with language_file(labels[file], file):
+                _same_sentences(file, ids, metas, lines, first_file, first_ids, first_meta)
         meta = [first_meta[sid] for sid in order]
         texts = {code: (f, [ids[sid] for sid in order]) for code, (f, ids, _, _) in per_code.items()}
         yield split, (meta, texts)
+
+
+def _plus_file(
+    fs: Any, file: str, invalid: list[tuple[str, str]], codes: dict[str, str]
+) -> tuple[str, dict[int, str], dict[int, _Meta], dict[int, int]]:
+    """One FLORES+ language file: (code, text by sentence id, metadata by id, line by id)."""
+    ids: dict[int, str] = {}
+    metas: dict[int, _Meta] = {}
+    lines: dict[int, int] = {}
+    code = None
+    found: list[str] = []
+    for line, rec in _plus_records(fs, file, found):
+        rec_code = f"{rec['iso_639_3']}_{rec['iso_15924']}"
+        if code is None:
+            code = rec_code
+        elif rec_code != code:
+            raise CorpusError(f"{where(file, line, 'iso_639_3')}: {rec_code!r} in a file of {code!r}")
+        try:
+            sid = int(rec["id"])
+        except (TypeError, ValueError):
+            raise CorpusError(f"{where(file, line, 'id')}: not an integer: {rec['id']!r}") from None
+        if sid in ids:
+            raise CorpusError(f"{where(file, line, 'id')}: sentence {sid} repeats line {lines[sid]}")
+        if not isinstance(rec["text"], str):
+            raise CorpusError(f"{where(file, line, 'text')}: not a string")
+        ids[sid] = rec["text"]
+        lines[sid] = line
+        metas[sid] = _Meta(
+            sid=sid, url=str(rec["url"]), domain=_text(rec.get("domain")), topic=_text(rec.get("topic"))
+        )
+    if code is None:
+        raise empty_language_file(file, file_language(file, codes), file_size(fs, file))
+    iso = codes.get(code, code)
+    invalid.extend((iso, location) for location in found)
+    return code, ids, metas, lines
+
+
+def _text(value: Any) -> str | None:
+    """A metadata cell as text (FLORES+ Parquet may hold numbers; None and NaN stay null)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return str(value)
+
+
+def _text(value: Any) -> str | None:
+    """A metadata cell as text (FLORES+ Parquet may hold numbers); None and NaN stay null."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return str(value)
+
+
+def _same_sentences(
+    file: str,
+    ids: dict[int, str],
+    metas: dict[int, _Meta],
+    lines: dict[int, int],
+    first_file: str,
+    first_ids: dict[int, str],
+    first_meta: dict[int, _Meta],
+) -> None:
+    if set(ids) != set(first_ids):
+        raise CorpusError(
+            f"{file}: {len(ids)} sentences, {first_file} has {len(first_ids)}; "
+            "FLORES language files must hold the same sentence ids"
+        )
+    for sid in sorted(first_ids):
+        if metas[sid].url != first_meta[sid].url:
+            raise CorpusError(
+                f"{where(file, lines[sid], 'url')}: sentence {sid} has URL {metas[sid].url!r}, "
+                f"{first_file} has {first_meta[sid].url!r}"
+            )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import fsspec
@@ -47,7 +48,56 @@ def clean(text: str) -> str:
     """Text safe for Parquet: undecodable bytes and lone surrogates become U+FFFD."""
     if is_valid_utf8(text):
         return text
-    return text.encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace")
+    try:
+        # Bytes that ``decode`` escaped come back as themselves: one U+FFFD per bad byte.
+        raw = text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate from a JSON escape such as "\ud800"
+        raw = text.encode("utf-8", errors="surrogatepass")
+    return raw.decode("utf-8", errors="replace")
+
+
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def scrub(
+    value: Any,
+    *,
+    file: str,
+    line: int,
+    found: list[str],
+    field: str = "",
+    raw: Collection[str] = (),
+) -> Any:
+    """``value`` (a decoded JSON value or a text cell) with every string made storable.
+
+    Each string that was not valid UTF-8 has its location (``file:line: field 'x'``) appended
+    to ``found`` and, like paragraph text, becomes U+FFFD where the bytes were bad, so one bad
+    byte in a question, an option or a metadata cell is reported instead of crashing the write.
+    Fields named in ``raw`` (paths with list indices as ``[]``, e.g. ``paragraphs[].text``) keep
+    their surrogates: they are paragraph text, which ``build_tables`` flags for the audit.
+    """
+    if isinstance(value, str):
+        if is_valid_utf8(value):
+            return value
+        found.append(where(file, line, field or None))
+        return value if _INDEX.sub("[]", field) in raw else clean(value)
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = clean(str(key))
+            path = f"{field}.{name}" if field else name
+            out[name] = scrub(item, file=file, line=line, found=found, field=path, raw=raw)
+        return out
+    if isinstance(value, list):
+        return [
+            scrub(item, file=file, line=line, found=found, field=f"{field}[{i}]", raw=raw)
+            for i, item in enumerate(value)
+        ]
+    return value
+
+
+def file_size(fs: AbstractFileSystem, path: str) -> int:
+    return int(fs.size(path) or 0)
 
 
 def read_lines(fs: AbstractFileSystem, path: str) -> Iterator[tuple[int, str]]:
@@ -63,8 +113,14 @@ def read_lines(fs: AbstractFileSystem, path: str) -> Iterator[tuple[int, str]]:
         yield number, decode(raw.removesuffix(b"\r"))
 
 
-def read_jsonl(fs: AbstractFileSystem, path: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; a malformed line raises naming file and line."""
+def read_jsonl(
+    fs: AbstractFileSystem, path: str, *, found: list[str], raw: Collection[str] = ()
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a malformed line raises naming file and line.
+
+    Every string of every object goes through :func:`scrub`: invalid UTF-8 is recorded in
+    ``found`` and made storable, except the paragraph-text fields named in ``raw``.
+    """
     for number, line in read_lines(fs, path):
         if not line.strip():
             continue
@@ -76,4 +132,4 @@ def read_jsonl(fs: AbstractFileSystem, path: str) -> Iterator[tuple[int, dict[st
             ) from None
         if not isinstance(obj, dict):
             raise CorpusError(f"{where(path, number)}: expected a JSON object, got {type(obj).__name__}")
-        yield number, obj
+        yield number, scrub(obj, file=path, line=number, found=found, raw=raw)

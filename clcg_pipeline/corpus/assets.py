@@ -2,14 +2,72 @@
 
 import dagster as dg
 import pandas as pd
+import pyarrow as pa
 
-from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.corpus import audit_corpus, load_source_cached, sample_articles, tokenizer_fertility
+from clcg_pipeline.config import ProjectConfig, SourceSpec
+from clcg_pipeline.corpus import (
+    CorpusError,
+    CorpusTables,
+    audit_corpus,
+    load_source_cached,
+    sample_articles,
+    tokenizer_fertility,
+)
 from clcg_pipeline.partitions import language_partitions
 from clcg_pipeline.resources import StudyResource
-from clcg_pipeline.storage import read_all_partitions
+from clcg_pipeline.storage import TABLES, ContractError, conform, read_all_partitions
 
 GROUP = "corpus"
+# How many undecodable-field locations a partition's metadata lists (the log has them all).
+_SHOWN_LOCATIONS = 20
+
+
+def load_corpus(source: SourceSpec, config: ProjectConfig) -> CorpusTables:
+    """The primary source, or a ``dg.Failure`` that names the bad language, file, line and field.
+
+    The source is parsed once for every language, so whichever partition runs first meets a
+    bad file of any language: the message says which language's file it is, and that nothing
+    was stored. ``dg.Failure`` shows it in the UI as a sentence with metadata, not a traceback;
+    the CorpusError stays its cause, which is what ``clcg run`` prints (one ``error:`` line).
+    """
+    try:
+        return load_source_cached(source, config.languages)
+    except CorpusError as exc:
+        bad = f" (language {exc.language!r})" if exc.language else ""
+        raise dg.Failure(
+            description=f"corpus source {source.name!r} ({source.kind}) could not be read{bad}, so "
+            f"nothing was stored for any language: {exc}",
+            metadata={
+                "source": source.name,
+                "language": exc.language or "",
+                "file": exc.file or "",
+            },
+            allow_retries=False,
+        ) from exc
+
+
+def checked_outputs(language: str | None, outputs: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``outputs`` once every one of them converts to Arrow as the IO manager will store it.
+
+    The multi-asset's outputs are written one by one as they are yielded; checking all of them
+    first means a table that cannot be stored fails the step before any table of the partition
+    is overwritten, so a failed load leaves the stored partition as it was.
+    """
+    for name, frame in outputs.items():
+        try:
+            if name in TABLES:
+                conform(name, frame)
+            else:
+                pa.Table.from_pandas(frame, preserve_index=False)
+        except (ContractError, pa.ArrowException, TypeError, ValueError, UnicodeError) as exc:
+            of = f" of language {language!r}" if language else ""
+            message = (
+                f"table {name!r}{of} cannot be stored ({exc}); none of {sorted(outputs)}{of} was written"
+            )
+            raise dg.Failure(
+                description=message, metadata={"table": name, "language": language or ""}, allow_retries=False
+            ) from CorpusError(message, language=language)
+    return outputs
 
 
 def languages_frame(config: ProjectConfig) -> pd.DataFrame:
@@ -66,6 +124,8 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
                 "alignment_coverage",
                 asset="corpus_audit",
                 description="Language versions below the completeness threshold (excluded from estimates).",
+                # Results per language: a later pass on one language must not hide a failure in another.
+                partitions_def=by_language,
             )
         ],
     )
@@ -73,7 +133,7 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
         """Load the primary source and keep this partition's language."""
         cfg = study.load()
         language = context.partition_key
-        tables = load_source_cached(cfg.sources.primary, cfg.languages)
+        tables = load_corpus(cfg.sources.primary, cfg)
         audit = audit_corpus(
             tables.articles,
             tables.paragraphs,
@@ -85,11 +145,42 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
         audit = audit[audit["language"] == language].reset_index(drop=True)
         translations = tables.item_translations
         translations = translations[translations["language"] == language].reset_index(drop=True)
+        outputs = checked_outputs(
+            language,
+            {
+                "articles": articles,
+                "paragraphs": paragraphs,
+                "corpus_audit": audit,
+                "item_translations": translations,
+            },
+        )
         context.log.info(f"{language}: {len(articles)} articles, {len(paragraphs)} paragraphs")
-        yield dg.Output(articles, output_name="articles")
-        yield dg.Output(paragraphs, output_name="paragraphs")
-        yield dg.Output(audit, output_name="corpus_audit")
-        yield dg.Output(translations, output_name="item_translations")
+        invalid = tables.invalid_utf8_for(language)
+        if invalid:
+            more = f" (and {len(invalid) - _SHOWN_LOCATIONS} more)" if len(invalid) > _SHOWN_LOCATIONS else ""
+            context.log.warning(
+                f"{language}: {len(invalid)} field(s) were not valid UTF-8 and were stored with U+FFFD "
+                "(paragraphs so affected count against the version in corpus_audit): "
+                + "; ".join(invalid[:_SHOWN_LOCATIONS])
+                + more
+            )
+        utf8_metadata = {
+            "invalid_utf8_fields": len(invalid),
+            "invalid_utf8_locations": dg.MetadataValue.md(
+                "\n".join(f"- `{loc}`" for loc in invalid[:_SHOWN_LOCATIONS])
+                + (
+                    f"\n- ... and {len(invalid) - _SHOWN_LOCATIONS} more"
+                    if len(invalid) > _SHOWN_LOCATIONS
+                    else ""
+                )
+                if invalid
+                else "none"
+            ),
+        }
+        for name, frame in outputs.items():
+            yield dg.Output(
+                frame, output_name=name, metadata=utf8_metadata if name == "corpus_audit" else None
+            )
         yield alignment_coverage(audit)
 
     @dg.asset(

@@ -18,19 +18,20 @@ from typing import Any
 
 from clcg_pipeline.config import ModelSpec
 from clcg_pipeline.inference._cache import CallCache
-from clcg_pipeline.inference._credentials import api_key, check_credentials
-from clcg_pipeline.inference._prompts import ChatRequest, model_key
-from clcg_pipeline.inference._providers._base import ModelOutput, ProviderError
-from clcg_pipeline.inference._runner import (
+from clcg_pipeline.inference._calls import (
     CACHEABLE,
+    Budget,
     CallResult,
-    _Budget,
-    _cache_entry,
     bind,
+    cache_entry,
     cost_usd,
     estimate_cost,
     split_cached,
 )
+from clcg_pipeline.inference._coord import WAIT, SpendLedger, coord_root
+from clcg_pipeline.inference._credentials import api_key, check_credentials
+from clcg_pipeline.inference._prompts import ChatRequest, model_key
+from clcg_pipeline.inference._providers._base import ModelOutput, ProviderError
 
 BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
 _CONTROL_RETRIES = 3
@@ -231,6 +232,7 @@ def run_batch(
     *,
     cache_dir: str,
     budget_usd: float | None = None,
+    study_budget_usd: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     poll_s: float = 30.0,
     max_wait_s: float | None = None,
@@ -239,6 +241,9 @@ def run_batch(
 
     With ``max_wait_s``, calls still pending when it runs out come back with outcome
     ``batch_pending`` (their predictions are ``missing``); the next run collects them.
+    ``study_budget_usd`` is checked against the shared spend ledger at submission, and every
+    collected call's cost is recorded there (a pending batch is reserved only while the
+    process that submitted it lives).
     """
     bound = bind(model, requests)
     cache = CallCache(cache_dir)
@@ -252,17 +257,29 @@ def run_batch(
         name = _meta_name(model)
         pending: list[dict[str, Any]] = (cache.get_meta(name) or {}).get("pending", [])
         covered = {cid for batch in pending for cid in batch["call_ids"]}
-        budget = _Budget(budget_usd)
+        budget = Budget(budget_usd)
+        root = coord_root(cache_dir)
+        ledger = SpendLedger(root) if root is not None else None
+        study_limit = study_budget_usd if ledger is not None else None
+        reservations: list[str] = []
         fresh: list[ChatRequest] = []
         for cid, request in todo.items():
             if cid in covered:
                 continue
-            if budget.reserve(estimate_cost(model, request) if budget_usd is not None else 0.0):
+            estimate = estimate_cost(model, request) if budget_usd or study_limit is not None else 0.0
+            rid = None
+            if budget.reserve(estimate) and (
+                study_limit is None
+                # A pending answer (WAIT) counts as no: nothing in flight here settles before submission.
+                or (ledger is not None and (rid := ledger.reserve(estimate, study_limit)) not in (None, WAIT))
+            ):
                 fresh.append(request)
+                if rid is not None:
+                    reservations.append(rid)
             else:
-                results[cid] = CallResult(
-                    cid, None, None, "skipped_budget", "BudgetExceeded", 0, 0, 0.0, 0.0, 0, False
-                )
+                reason = "BudgetExceeded" if budget.stopped else "StudyBudgetExceeded"
+                budget.stopped = True
+                results[cid] = CallResult(cid, None, None, "skipped_budget", reason, 0, 0, 0.0, 0.0, 0, False)
         if fresh:
             batch_id = backend.submit(fresh)
             pending.append({"id": batch_id, "call_ids": [r.call_id for r in fresh], "submitted": time.time()})
@@ -291,8 +308,10 @@ def run_batch(
                             1,
                             False,
                         )
+                        if ledger is not None:
+                            ledger.settle(None, result.cost_usd, model=model.id, call_id=cid)
                         if result.outcome in CACHEABLE and cid in todo:
-                            cache.put(cid, _cache_entry(model, todo[cid], result))
+                            cache.put(cid, cache_entry(model, todo[cid], result))
                     if cid in todo:
                         results[cid] = result
                 waiting.remove(batch)
@@ -307,6 +326,10 @@ def run_batch(
             time.sleep(poll_s)
         if not pending:
             cache.delete_meta(name)
+        if ledger is not None:
+            # Collected calls are settled above; what is still pending stops holding budget.
+            for rid in reservations:
+                ledger.release(rid)
         for cid in todo:
             if cid not in results:
                 results[cid] = CallResult(

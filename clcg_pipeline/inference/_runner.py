@@ -5,6 +5,8 @@ Concurrency follows AIMD (cut in half on a 429, at most once per round of reques
 one after a window of successes), ``Retry-After`` wins over backoff, backoff is exponential
 with jitter, every attempt has a timeout and attempts are bounded. A result is written to
 the cache the moment it arrives, so a killed run repeats no completed call when restarted.
+Processes sharing the cache coordinate through ``_coord``: a call in flight elsewhere is
+waited for, not paid twice; the model's concurrency limit and the study budget hold for all.
 """
 
 from __future__ import annotations
@@ -14,19 +16,44 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from clcg_pipeline.config import ModelSpec
+from clcg_pipeline.inference._batch import run_batch
 from clcg_pipeline.inference._cache import CallCache
+from clcg_pipeline.inference._calls import (
+    CACHEABLE,
+    Budget,
+    CallResult,
+    bind,
+    cache_entry,
+    cost_usd,
+    estimate_cost,
+    from_cache,
+    split_cached,
+)
+from clcg_pipeline.inference._coord import WAIT, Coordinator
 from clcg_pipeline.inference._credentials import check_credentials
 from clcg_pipeline.inference._prompts import ChatRequest, model_key
 from clcg_pipeline.inference._providers._base import ModelAPI, ModelOutput, ProviderError
-from clcg_pipeline.inference._tokens import estimate_input_tokens
 
 log = logging.getLogger(__name__)
 
-CACHEABLE = frozenset({"ok", "refused", "truncated"})
+# Re-exported: callers import these from the runner.
+__all__ = [
+    "CACHEABLE",
+    "AdaptiveLimiter",
+    "CallResult",
+    "ProviderConfigError",
+    "RetryPolicy",
+    "arun_requests",
+    "bind",
+    "cost_usd",
+    "estimate_cost",
+    "run_requests",
+    "split_cached",
+]
 
 
 @dataclass(frozen=True)
@@ -40,41 +67,8 @@ class RetryPolicy:
     timeout_grace_s: float = 1.0
 
 
-@dataclass(frozen=True)
-class CallResult:
-    """The final outcome of one request (cached or fresh)."""
-
-    call_id: str
-    text: str | None
-    finish_reason: str | None
-    outcome: str  # ok | refused | truncated | error | skipped_budget | batch_pending
-    error: str | None
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    latency_s: float
-    attempts: int
-    cached: bool
-
-
 class ProviderConfigError(RuntimeError):
     """The provider rejected the configuration (bad key, unknown model): the run stops."""
-
-
-def cost_usd(model: ModelSpec, input_tokens: int, output_tokens: int) -> float:
-    return (input_tokens * model.price_input_per_mtok + output_tokens * model.price_output_per_mtok) / 1e6
-
-
-def estimate_cost(model: ModelSpec, request: ChatRequest) -> float:
-    """Worst-case cost of one call, for the budget: output at its cap when one is set."""
-    out = request.settings.max_output_tokens or model.max_output_tokens or 1024
-    return cost_usd(model, estimate_input_tokens(request.messages), out)
-
-
-def bind(model: ModelSpec, requests: Sequence[ChatRequest]) -> list[ChatRequest]:
-    """Requests with their ``model_key`` set, so ``call_id`` names the model."""
-    key = model_key(model)
-    return [r if r.model_key == key else replace(r, model_key=key) for r in requests]
 
 
 class AdaptiveLimiter:
@@ -137,83 +131,6 @@ class AdaptiveLimiter:
             self._successes = 0
 
 
-class _Budget:
-    def __init__(self, limit: float | None) -> None:
-        self.limit = limit
-        self.spent = 0.0
-        self.reserved = 0.0
-        self.stopped = False
-
-    def reserve(self, estimate: float) -> bool:
-        if self.limit is None:
-            return True
-        if self.stopped or self.spent + self.reserved + estimate > self.limit:
-            # Stop for good: later, smaller calls must not sneak past a skipped one.
-            self.stopped = True
-            return False
-        self.reserved += estimate
-        return True
-
-    def settle(self, estimate: float, actual: float) -> None:
-        if self.limit is not None:
-            self.reserved -= estimate
-        self.spent += actual
-
-
-def split_cached(
-    bound: Sequence[ChatRequest], cache: CallCache
-) -> tuple[dict[str, CallResult], dict[str, ChatRequest]]:
-    """Results already in the cache, and the distinct requests still to send (by call id)."""
-    results: dict[str, CallResult] = {}
-    todo: dict[str, ChatRequest] = {}
-    for request in bound:
-        cid = request.call_id
-        if cid in results or cid in todo:
-            continue
-        entry = cache.get(cid)
-        if entry is not None:
-            results[cid] = _from_cache(cid, entry)
-        else:
-            todo[cid] = request
-    return results, todo
-
-
-def _from_cache(call_id: str, entry: dict[str, Any]) -> CallResult:
-    return CallResult(
-        call_id=call_id,
-        text=entry.get("text"),
-        finish_reason=entry.get("finish_reason"),
-        outcome=str(entry.get("outcome", "ok")),
-        error=entry.get("error"),
-        input_tokens=int(entry.get("input_tokens", 0)),
-        output_tokens=int(entry.get("output_tokens", 0)),
-        cost_usd=float(entry.get("cost_usd", 0.0)),
-        latency_s=float(entry.get("latency_s", 0.0)),
-        attempts=int(entry.get("attempts", 1)),
-        cached=True,
-    )
-
-
-def _cache_entry(model: ModelSpec, request: ChatRequest, result: CallResult) -> dict[str, Any]:
-    return {
-        "provider": model.provider,
-        "model": model.model,
-        "prompt_version": request.prompt_version,
-        "request_hash": request.request_hash,
-        "rep": request.rep,
-        "text": result.text,
-        "finish_reason": result.finish_reason,
-        "outcome": result.outcome,
-        "error": result.error,
-        "input_tokens": result.input_tokens,
-        "output_tokens": result.output_tokens,
-        "cost_usd": result.cost_usd,
-        "latency_s": result.latency_s,
-        "attempts": result.attempts,
-        "created": time.time(),
-    }
-
-
 def _backoff(policy: RetryPolicy, attempt: int) -> float:
     ceiling = min(policy.backoff_cap_s, policy.backoff_base_s * 2 ** (attempt - 1))
     # "Equal jitter": at least half the exponential delay, so retries stay spread but bounded below.
@@ -226,8 +143,10 @@ class _Run:
         model: ModelSpec,
         api: ModelAPI,
         cache: CallCache,
-        budget: _Budget,
+        budget: Budget,
         policy: RetryPolicy,
+        coord: Coordinator,
+        study_budget_usd: float | None,
     ) -> None:
         self.model = model
         self.api = api
@@ -235,6 +154,13 @@ class _Run:
         self.budget = budget
         self.policy = policy
         self.limiter = AdaptiveLimiter(model.concurrency)
+        self.coord = coord
+        self.study_budget_usd = study_budget_usd if coord.ledger is not None else None
+        self.study_stopped = False
+        self.shared_waits = 0  # calls that waited for another process's result
+        # Calls in progress (claimed, in flight or backing off): twice the limit keeps the
+        # limiter busy while some calls back off, and bounds the claims' descriptors.
+        self.gate = asyncio.Semaphore(2 * model.concurrency)
 
     def _final(self, call_id: str, output: ModelOutput, latency: float, attempts: int) -> CallResult:
         return CallResult(
@@ -254,19 +180,84 @@ class _Run:
     def _failed(self, call_id: str, outcome: str, error: str | None, attempts: int) -> CallResult:
         return CallResult(call_id, None, None, outcome, error, 0, 0, 0.0, 0.0, attempts, False)
 
+    async def claimed(self, request: ChatRequest) -> CallResult:
+        """The call, unless another process is already making it: then its cached result."""
+        claims = self.coord.claims
+        if claims is None:
+            return await self.call(request)
+        call_id = request.call_id
+        delay = 0.02
+        while True:
+            # A claim is taken only when this process is about to send (the gate bounds calls
+            # in progress), so no process hoards claims on calls it cannot send yet.
+            async with self.gate:
+                claim = claims.try_claim(call_id)
+                if claim is not None:
+                    done = False
+                    try:
+                        # Another process may have written the result since this run read the
+                        # cache (it held the claim then, or finished before this try).
+                        entry = await asyncio.to_thread(self.cache.get, call_id)
+                        if entry is not None:
+                            done = True
+                            self.shared_waits += 1
+                            return from_cache(call_id, entry)
+                        result = await self.call(request)
+                        done = result.outcome in CACHEABLE
+                        return result
+                    finally:
+                        claims.release(claim, done=done)
+            # Claimed elsewhere: wait for its result. A holder that fails without a cacheable
+            # result, or dies, drops its lock and the next try here takes the call over.
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+            entry = await asyncio.to_thread(self.cache.get, call_id)
+            if entry is not None:
+                self.shared_waits += 1
+                return from_cache(call_id, entry)
+
+    async def _reserve(self, estimate: float) -> str | bool | None:
+        """A reservation against both budgets: a ledger id (or None without one), False when refused."""
+        if not self.budget.reserve(estimate):
+            return False
+        if self.study_budget_usd is None:
+            return None
+        assert self.coord.ledger is not None
+        rid = None if self.study_stopped else self.coord.ledger.reserve(estimate, self.study_budget_usd)
+        while rid == WAIT and not self.study_stopped:
+            # Budget is held by calls in flight (here or elsewhere); they usually cost less.
+            await asyncio.sleep(0.02)
+            rid = self.coord.ledger.reserve(estimate, self.study_budget_usd)
+        if rid is None or rid == WAIT or self.study_stopped:
+            if rid is not None and rid != WAIT:
+                self.coord.ledger.release(rid)  # another task of this run hit the limit meanwhile
+            self.study_stopped = True  # as for the run budget: no smaller call sneaks past later
+            self.budget.settle(estimate, 0.0)
+            return False
+        return rid
+
     async def call(self, request: ChatRequest) -> CallResult:
         call_id = request.call_id
-        estimate = estimate_cost(self.model, request) if self.budget.limit is not None else 0.0
+        budgeted = self.budget.limit is not None or self.study_budget_usd is not None
+        estimate = estimate_cost(self.model, request) if budgeted else 0.0
         reserved = False
+        rid: str | None = None
+        ledger = self.coord.ledger
+        slots = self.coord.slots
         attempt = 0
         try:
             while True:
                 epoch = await self.limiter.acquire()
                 if not reserved:
-                    if not self.budget.reserve(estimate):
+                    reservation = await self._reserve(estimate)
+                    if reservation is False:
                         await self.limiter.release()
-                        return self._failed(call_id, "skipped_budget", "BudgetExceeded", 0)
+                        reason = "BudgetExceeded" if self.budget.stopped else "StudyBudgetExceeded"
+                        return self._failed(call_id, "skipped_budget", reason, 0)
+                    rid = reservation if isinstance(reservation, str) else None
                     reserved = True
+                # The in-process limiter adapts to 429s; the shared slots cap every process together.
+                slot = await slots.acquire() if slots is not None else None
                 attempt += 1
                 started = time.perf_counter()
                 error: ProviderError | None = None
@@ -280,17 +271,22 @@ class _Run:
                     error = ProviderError("timeout", "Timeout", f"no response in {self.model.timeout_s}s")
                 finally:
                     # The slot is free as soon as the HTTP exchange is over.
+                    if slot is not None:
+                        assert slots is not None
+                        slots.release(slot)
                     await self.limiter.release()
                 if error is None:
                     latency = time.perf_counter() - started
                     self.limiter.on_success()
                     result = self._final(call_id, output, latency, attempt)
                     self.budget.settle(estimate, result.cost_usd)
-                    reserved = False
+                    if ledger is not None:
+                        ledger.settle(rid, result.cost_usd, model=self.model.id, call_id=call_id)
+                    reserved, rid = False, None
                     if result.outcome in CACHEABLE:
                         # File creation is slow on some filesystems; a thread keeps the loop free.
                         # Awaited, so a call counts as done only once its response is on disk.
-                        entry = _cache_entry(self.model, request, result)
+                        entry = cache_entry(self.model, request, result)
                         await asyncio.to_thread(self.cache.put, call_id, entry)
                     return result
                 log.debug("call %s attempt %d: %s", call_id[:12], attempt, self.api.redact(str(error))[:300])
@@ -313,6 +309,8 @@ class _Run:
         finally:
             if reserved:
                 self.budget.settle(estimate, 0.0)
+                if rid is not None and ledger is not None:
+                    ledger.release(rid)
 
 
 async def arun_requests(
@@ -321,6 +319,7 @@ async def arun_requests(
     *,
     cache_dir: str,
     budget_usd: float | None = None,
+    study_budget_usd: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     policy: RetryPolicy | None = None,
     api: ModelAPI | None = None,
@@ -341,7 +340,8 @@ async def arun_requests(
 
             api = get_api(model)
         assert api is not None
-        run = _Run(model, api, cache, _Budget(budget_usd), policy or RetryPolicy())
+        coord = Coordinator(cache_dir, model_key=model_key(model), concurrency=model.concurrency)
+        run = _Run(model, api, cache, Budget(budget_usd), policy or RetryPolicy(), coord, study_budget_usd)
         multiplicity = {cid: 0 for cid in todo}
         for request in bound:
             if request.call_id in multiplicity:
@@ -349,7 +349,7 @@ async def arun_requests(
 
         async def one(request: ChatRequest) -> None:
             nonlocal done
-            result = await run.call(request)
+            result = await run.claimed(request)
             results[request.call_id] = result
             done += multiplicity[request.call_id]
             if progress:
@@ -362,15 +362,17 @@ async def arun_requests(
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            coord.close()
             if own_api:
                 await api.aclose()
         log.info(
-            "model %s: %d requests, %d from cache, %d sent; concurrency limit now %d after %d cut(s), "
-            "spent $%.4f",
+            "model %s: %d requests, %d from cache, %d sent, %d answered by another process meanwhile; "
+            "concurrency limit now %d after %d cut(s), spent $%.4f",
             model.id,
             total,
             n_cached,
-            len(todo),
+            len(todo) - run.shared_waits,
+            run.shared_waits,
             run.limiter.limit,
             run.limiter.cuts,
             run.budget.spent,
@@ -384,6 +386,7 @@ def run_requests(
     *,
     cache_dir: str,
     budget_usd: float | None = None,
+    study_budget_usd: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     mode: Literal["online", "batch"] = "online",
     policy: RetryPolicy | None = None,
@@ -392,20 +395,20 @@ def run_requests(
 ) -> list[CallResult]:
     """Run ``requests`` against ``model`` in one event loop; results in request order.
 
-    Cached requests are not sent. A missing key raises :class:`MissingCredentialsError` before
-    any call. With ``budget_usd``, calls that would exceed it are not issued (outcome
-    ``skipped_budget``). ``mode="batch"`` goes through the provider's batch API, polling every
-    ``batch_poll_s`` and, with ``batch_max_wait_s``, returning ``batch_pending`` rows for what
-    has not finished (a later run collects them without resubmitting).
+        Cached requests are not sent. A missing key raises :class:`MissingCredentialsError` before
+        any call. With ``budget_usd``, calls that would exceed it are not issued (outcome
+        ``skipped_budget``); ``study_budget_usd`` is the same across every process sharing the cache
+    (the ledger in ``_coord``). ``mode="batch"`` goes through the provider's batch API, polling every
+        ``batch_poll_s`` and, with ``batch_max_wait_s``, returning ``batch_pending`` rows for what
+        has not finished (a later run collects them without resubmitting).
     """
     if mode == "batch":
-        from clcg_pipeline.inference._batch import run_batch
-
         return run_batch(
             model,
             requests,
             cache_dir=cache_dir,
             budget_usd=budget_usd,
+            study_budget_usd=study_budget_usd,
             progress=progress,
             poll_s=batch_poll_s,
             max_wait_s=batch_max_wait_s,
@@ -414,6 +417,12 @@ def run_requests(
         raise ValueError(f"mode must be 'online' or 'batch', got {mode!r}")
     return asyncio.run(
         arun_requests(
-            model, requests, cache_dir=cache_dir, budget_usd=budget_usd, progress=progress, policy=policy
+            model,
+            requests,
+            cache_dir=cache_dir,
+            budget_usd=budget_usd,
+            study_budget_usd=study_budget_usd,
+            progress=progress,
+            policy=policy,
         )
     )

@@ -73,11 +73,13 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
                 "one_row_per_slot",
                 asset="predictions",
                 description="Every planned slot has exactly one prediction row; every item is known.",
+                partitions_def=responses_partitions,  # one result per language x model
             ),
             dg.AssetCheckSpec(
                 "parse_failure_rate",
                 asset="predictions",
                 description="Share of predictions that are unparseable or missing.",
+                partitions_def=responses_partitions,  # one result per language x model
             ),
         ],
     )
@@ -91,7 +93,8 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
     ):
         """Ask the partition's model every question of every sampled article in the partition's language."""
         cfg = study.load()
-        key = context.partition_key.keys_by_dimension  # type: ignore[attr-defined]
+        # `dagster job launch` and some backfills hand the key over as text ("en|gpt-4o").
+        key = responses_partitions.get_partition_key_from_str(context.partition_key).keys_by_dimension
         language, model_id = key[LANGUAGE_DIMENSION], key[MODEL_DIMENSION]
         model = cfg.models.get(model_id)
         reps = dict(zip(study_sample["doc_id"], study_sample["n_reps"].astype(int), strict=True))

@@ -1,11 +1,18 @@
-"""Keeping the model dimension in step with models.yaml, and backfilling what is missing."""
+"""Keeping the model dimension in step with models.yaml, and retrying what was never scored.
+
+Runs themselves are requested by declarative automation (``clcg_pipeline/automation.py``):
+this sensor only adds partitions, so nothing is launched before its inputs exist.
+"""
 
 import dagster as dg
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.jobs import PROVIDER_TAG
-from clcg_pipeline.partitions import MODEL_DIMENSION, model_partitions, response_key
+from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, model_partitions, response_key
 from clcg_pipeline.resources import StudyResource
+
+# Seconds between two reads of models.yaml: part of a new model's wall time, and cheap.
+MODEL_SYNC_INTERVAL_S = 5
 
 
 def new_model_ids(instance: dg.DagsterInstance, config: ProjectConfig) -> list[str]:
@@ -42,25 +49,35 @@ def _run_request(config: ProjectConfig, key: dg.MultiPartitionKey, run_key: str)
     return dg.RunRequest(partition_key=key, run_key=run_key, tags={PROVIDER_TAG: model.provider})
 
 
+def upstream_ready(
+    instance: dg.DagsterInstance, keys: list[dg.MultiPartitionKey]
+) -> list[dg.MultiPartitionKey]:
+    """The keys whose inputs exist: the item bank, the sample and the language's paragraphs.
+
+    A run requested before them fails on a missing input and, with a run key, is never asked
+    for again (a fresh instance used to launch every responses run before any corpus existed).
+    """
+    if not all(
+        instance.get_latest_materialization_event(dg.AssetKey(name)) for name in ("items", "study_sample")
+    ):
+        return []
+    languages = instance.get_materialized_partitions(dg.AssetKey("paragraphs"))
+    return [key for key in keys if key.keys_by_dimension[LANGUAGE_DIMENSION] in languages]
+
+
 @dg.sensor(
-    job_name="responses_job",
-    minimum_interval_seconds=60,
+    minimum_interval_seconds=MODEL_SYNC_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Adds partitions for new models in models.yaml and requests their runs.",
+    description="Adds a model partition for every new model of models.yaml; "
+    "study_automation_sensor then runs its partitions once their inputs exist.",
 )
 def model_partitions_sensor(context: dg.SensorEvaluationContext, study: StudyResource) -> dg.SensorResult:
-    config = study.load()
-    added = new_model_ids(context.instance, config)
-    requests = [
-        _run_request(config, response_key(iso, model_id), f"new-model:{model_id}:{iso}")
-        for model_id in added
-        for iso in config.languages.isos
-    ]
+    added = new_model_ids(context.instance, study.load())
     if added:
-        context.log.info(f"new models {added}: {len(requests)} partitions requested")
+        context.log.info(f"new models {added}: partitions added")
     return dg.SensorResult(
-        run_requests=requests,
         dynamic_partitions_requests=[model_partitions.build_add_request(added)] if added else [],
+        skip_reason=None if added else "no new model in models.yaml",
     )
 
 
@@ -68,7 +85,8 @@ def model_partitions_sensor(context: dg.SensorEvaluationContext, study: StudyRes
     job_name="responses_job",
     cron_schedule="0 3 * * *",
     default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Daily re-check: requests every response partition that has never been scored.",
+    description="Daily retry: requests every response partition never scored whose inputs exist "
+    "(e.g. one that failed for a missing key).",
 )
 def missing_partitions_schedule(
     context: dg.ScheduleEvaluationContext, study: StudyResource
@@ -76,10 +94,13 @@ def missing_partitions_schedule(
     config = study.load()
     day = context.scheduled_execution_time.date().isoformat()
     known = set(context.instance.get_dynamic_partitions(MODEL_DIMENSION))
-    return [
-        _run_request(config, key, f"recheck:{day}:{key}")
+    missing = [
+        key
         for key in missing_response_keys(context.instance, config)
         if key.keys_by_dimension[MODEL_DIMENSION] in known
+    ]
+    return [
+        _run_request(config, key, f"recheck:{day}:{key}") for key in upstream_ready(context.instance, missing)
     ]
 
 

@@ -27,6 +27,7 @@ from clcg_pipeline.items._prompts import (
     render_messages,
     template_hash,
 )
+from clcg_pipeline.items._status import ItemBankStatus, item_bank_status
 from clcg_pipeline.items._validate import REJECTION_COLUMNS, RULES, rejection_summary, validate_items
 
 __all__ = [
@@ -42,9 +43,11 @@ __all__ = [
     "REJECTION_COLUMNS",
     "RULES",
     "GeneratedBank",
+    "ItemBankStatus",
     "generate_bank",
     "generate_items",
     "generation_requests",
+    "item_bank_status",
     "level_agreement",
     "level_audit_requests",
     "parse_generated",

@@ -5,8 +5,14 @@ import pandas as pd
 from upath import UPath
 
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.corpus import load_source_cached
-from clcg_pipeline.items import generate_items, level_agreement, run_level_audit, validate_items
+from clcg_pipeline.corpus.assets import checked_outputs, load_corpus
+from clcg_pipeline.items import (
+    generate_items,
+    item_bank_status,
+    level_agreement,
+    run_level_audit,
+    validate_items,
+)
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import read_frame
 
@@ -34,6 +40,14 @@ def build_items_defs(config: ProjectConfig) -> dg.Definitions:
                 description="Items rejected by deterministic validation, with the rule."
             ),
         },
+        check_specs=[
+            dg.AssetCheckSpec(
+                "item_bank_not_empty",
+                asset="items",
+                description="The bank has items, and some in the primary band (study.band); else says why "
+                "and what to configure (every prediction and score downstream would be empty).",
+            )
+        ],
     )
     def item_bank(
         context: dg.AssetExecutionContext,
@@ -46,7 +60,7 @@ def build_items_defs(config: ProjectConfig) -> dg.Definitions:
         """Items for the sampled articles: the source's own questions plus a generated or frozen bank."""
         cfg = study.load()
         sampled = set(study_sample["doc_id"])
-        source_items = load_source_cached(cfg.sources.primary, cfg.languages).items
+        source_items = load_corpus(cfg.sources.primary, cfg).items
         existing = UPath(study.path("items", "data.parquet"))
         provenance: str
         if cfg.study.item_generator is None:
@@ -78,23 +92,47 @@ def build_items_defs(config: ProjectConfig) -> dg.Definitions:
         bank = bank[bank["doc_id"].isin(sampled)].reset_index(drop=True)
         valid, rejections = validate_items(bank, paragraphs, items_per_level=cfg.study.items_per_level)
         context.log.info(f"items: {len(valid)} valid, {len(rejections)} rejected; {provenance}")
+        source = cfg.sources.primary
+        status = item_bank_status(
+            valid,
+            source=source.name,
+            source_kind=source.kind,
+            n_source_items=len(source_items),
+            n_sampled_articles=len(sampled),
+            n_rejected=len(rejections),
+            study=cfg.study,
+        )
+        if not status.ok:
+            context.log.warning(f"items: {status.status}")
         per_level = valid.groupby(["item_source", "level"]).size().reset_index(name="items")
         rejected_by_rule = (
             rejections.groupby(["rule", "level"]).size().reset_index(name="rejected")
             if len(rejections)
             else pd.DataFrame(columns=["rule", "level", "rejected"])
         )
-        context.add_output_metadata(
-            {
-                "provenance": provenance,
-                "items_by_level": dg.MetadataValue.md(per_level.to_markdown(index=False)),
-                "rejected_by_rule": dg.MetadataValue.md(
-                    rejected_by_rule.to_markdown(index=False) if len(rejected_by_rule) else "none"
-                ),
-            },
-            output_name="items",
+        metadata = {
+            "status": status.status,
+            "items_in_band": status.n_in_band,
+            "provenance": provenance,
+            "items_by_level": dg.MetadataValue.md(
+                per_level.to_markdown(index=False) if len(per_level) else "none"
+            ),
+            "rejected_by_rule": dg.MetadataValue.md(
+                rejected_by_rule.to_markdown(index=False) if len(rejected_by_rule) else "none"
+            ),
+        }
+        # Both tables are checked before either is written (a failure leaves the stored bank as it was).
+        checked_outputs(None, {"items": valid, "item_rejections": rejections})
+        yield dg.Output(valid, output_name="items", metadata=metadata)
+        yield dg.Output(rejections, output_name="item_rejections")
+        yield dg.AssetCheckResult(
+            asset_key="items",
+            check_name="item_bank_not_empty",
+            passed=status.ok,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=status.status,
+            metadata={"items": status.n_items, "items_in_band": status.n_in_band},
         )
-        return valid, rejections
 
     @dg.asset(
         group_name=GROUP,

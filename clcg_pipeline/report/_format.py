@@ -22,9 +22,13 @@ def as_float(value: object) -> float | None:
 
 
 def fmt_num(value: object, digits: int = 3) -> str:
-    """A number with fixed decimals, or an em dash when missing."""
+    """A number with fixed decimals, or an em dash when missing; never ``-0.000``."""
     number = as_float(value)
-    return MISSING if number is None else f"{number:.{digits}f}"
+    if number is None:
+        return MISSING
+    text = f"{number:.{digits}f}"
+    # A tiny negative (e.g. -7.7e-19 from floating-point cancellation) rounds to zero: no sign.
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def fmt_ci(low: object, high: object, digits: int = 3) -> str:
@@ -32,14 +36,20 @@ def fmt_ci(low: object, high: object, digits: int = 3) -> str:
     lo, hi = as_float(low), as_float(high)
     if lo is None or hi is None:
         return MISSING
-    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+    return f"[{fmt_num(lo, digits)}, {fmt_num(hi, digits)}]"
 
 
-def fmt_p(value: object) -> str:
-    """A p value: three decimals, ``<0.001`` below that."""
+def fmt_p(value: object, *, bound: bool = False) -> str:
+    """A p value: three decimals, ``<0.001`` below that.
+
+    ``bound`` marks the smallest p a bootstrap can give (1/(B+1)): the true p may be
+    smaller, so it prints as ``≤value`` with enough digits to show the bound itself.
+    """
     number = as_float(value)
     if number is None:
         return MISSING
+    if bound:
+        return "≤" + (f"{number:.2g}" if number < 0.001 else f"{number:.3f}")
     return "<0.001" if number < 0.001 else f"{number:.3f}"
 
 

@@ -4,6 +4,9 @@ Hand-made rather than matplotlib: the report must be one self-contained, depende
 and a bar chart with whiskers is a few dozen lines of SVG; matplotlib would add a large
 dependency (not in the environment) and base64 PNGs that cannot be searched or zoomed.
 Every text that reaches the SVG is escaped here.
+
+The chart is drawn in a 1000-unit-wide viewBox and scaled by CSS to the page's full width,
+so its 15-unit text renders at about 15-16 px on a desktop page.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from html import escape
 # Colour per Joshi class 0..5 (a sequential palette, dark = low-resource); grey = unclassified.
 CLASS_COLOURS = ("#7a0177", "#c51b8a", "#f768a1", "#3182bd", "#6baed6", "#9ecae1")
 NO_CLASS_COLOUR = "#969696"
+WIDTH = 1000
+FONT_SIZE = 15
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class Bar:
     high: float | None = None
     joshi_class: int | None = None
     colour: str | None = None  # overrides the class colour
+    flagged: bool = False  # drawn hatched-outline and marked in its label
 
 
 def _colour(joshi_class: int | None) -> str:
@@ -35,7 +41,7 @@ def _colour(joshi_class: int | None) -> str:
     return CLASS_COLOURS[joshi_class]
 
 
-def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+def _ticks(lo: float, hi: float, count: int = 6) -> list[float]:
     """Round tick values covering [lo, hi] (1-2-5 steps)."""
     span = hi - lo
     if span <= 0:
@@ -47,33 +53,49 @@ def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     ticks = []
     value = first
     while value <= hi + step * 1e-9:
-        ticks.append(round(value, 10))
+        ticks.append(round(value, 10) + 0.0)  # + 0.0 turns -0.0 into 0.0 (no "-0" tick)
         value += step
     return ticks
 
 
-def bar_chart_svg(bars: list[Bar], *, title: str, x_label: str = "CLCG", legend: bool = True) -> str:
+def _num(value: float) -> str:
+    text = f"{value:.3f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def bar_chart_svg(
+    bars: list[Bar],
+    *,
+    title: str,
+    x_label: str = "CLCG",
+    legend: bool = True,
+    chart_id: str = "",
+) -> str:
     """An SVG bar chart, bars in the given order; returns ``""`` when there is nothing to draw."""
     if not bars:
         return ""
-    label_w, plot_w, right_pad = 250, 430, 24
-    row_h, top, bottom = 22, 12, 46 + (22 if legend else 0)
-    width = label_w + plot_w + right_pad
+    longest = max(len(b.label) for b in bars)
+    label_w = min(max(120, int(longest * FONT_SIZE * 0.55) + 16), 380)
+    value_w = 185  # the estimate and interval as text, right of the plot
+    plot_w = WIDTH - label_w - value_w - 16
+    row_h, top, bottom = 30, 14, 58 + (30 if legend else 0)
     height = top + row_h * len(bars) + bottom
     values = [b.value for b in bars]
     values += [v for b in bars for v in (b.low, b.high) if v is not None]
     lo, hi = min(0.0, *values), max(0.0, *values)
     if hi == lo:
         hi = lo + 1.0
-    pad = (hi - lo) * 0.05
+    pad = (hi - lo) * 0.04
     lo, hi = (lo - pad if lo < 0 else lo), hi + pad
 
     def x(v: float) -> float:
         return label_w + (v - lo) / (hi - lo) * plot_w
 
+    ident = f' id="{escape(chart_id)}"' if chart_id else ""
     out = [
-        f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'aria-label="{escape(title)}">',
+        f'<svg{ident} class="chart" role="img" viewBox="0 0 {WIDTH} {height}" '
+        f'preserveAspectRatio="xMinYMin meet" font-size="{FONT_SIZE}" aria-label="{escape(title)}" '
+        f'data-bars="{len(bars)}">',
         f"<title>{escape(title)}</title>",
     ]
     plot_bottom = top + row_h * len(bars)
@@ -81,43 +103,51 @@ def bar_chart_svg(bars: list[Bar], *, title: str, x_label: str = "CLCG", legend:
         tx = x(tick)
         out.append(
             f'<line x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" y2="{plot_bottom}" class="grid"/>'
-            f'<text x="{tx:.1f}" y="{plot_bottom + 14}" class="tick">{tick:g}</text>'
+            f'<text x="{tx:.1f}" y="{plot_bottom + 19}" class="tick">{tick:g}</text>'
         )
     out.append(f'<line x1="{x(0):.1f}" y1="{top - 6}" x2="{x(0):.1f}" y2="{plot_bottom}" class="zero"/>')
     for i, bar in enumerate(bars):
         y = top + i * row_h
         x0, x1 = sorted((x(0.0), x(bar.value)))
-        tip = f"{bar.label}: {bar.value:.3f}"
+        interval = ""
         if bar.low is not None and bar.high is not None:
-            tip += f" [{bar.low:.3f}, {bar.high:.3f}]"
+            interval = f" [{_num(bar.low)}, {_num(bar.high)}]"
+        tip = f"{bar.label}: {_num(bar.value)}{interval}" + (" (flagged)" if bar.flagged else "")
+        label = bar.label + (" \u26a0" if bar.flagged else "")
+        fill = escape(bar.colour or _colour(bar.joshi_class))
         out.append(
             f"<g><title>{escape(tip)}</title>"
-            f'<text x="{label_w - 6}" y="{y + row_h * 0.68:.1f}" class="label">{escape(bar.label)}</text>'
-            f'<rect x="{x0:.1f}" y="{y + 4}" width="{max(x1 - x0, 0.5):.1f}" height="{row_h - 8}" '
-            f'fill="{escape(bar.colour or _colour(bar.joshi_class))}"/>'
+            f'<text x="{label_w - 8}" y="{y + row_h * 0.66:.1f}" class="label">{escape(label)}</text>'
+            f'<rect x="{x0:.1f}" y="{y + 5}" width="{max(x1 - x0, 0.5):.1f}" height="{row_h - 10}" '
+            f'fill="{fill}" class="bar{" flagged" if bar.flagged else ""}"/>'
         )
         if bar.low is not None and bar.high is not None:
             mid = y + row_h / 2
             wl, wh = x(bar.low), x(bar.high)
             out.append(
                 f'<line x1="{wl:.1f}" y1="{mid:.1f}" x2="{wh:.1f}" y2="{mid:.1f}" class="ci"/>'
-                f'<line x1="{wl:.1f}" y1="{mid - 5:.1f}" x2="{wl:.1f}" y2="{mid + 5:.1f}" class="ci"/>'
-                f'<line x1="{wh:.1f}" y1="{mid - 5:.1f}" x2="{wh:.1f}" y2="{mid + 5:.1f}" class="ci"/>'
+                f'<line x1="{wl:.1f}" y1="{mid - 6:.1f}" x2="{wl:.1f}" y2="{mid + 6:.1f}" class="ci"/>'
+                f'<line x1="{wh:.1f}" y1="{mid - 6:.1f}" x2="{wh:.1f}" y2="{mid + 6:.1f}" class="ci"/>'
             )
+        out.append(
+            f'<text x="{WIDTH - 4}" y="{y + row_h * 0.66:.1f}" class="value">{escape(_num(bar.value))}'
+            f"{escape(interval)}</text>"
+        )
         out.append("</g>")
     out.append(
-        f'<text x="{label_w + plot_w / 2:.1f}" y="{plot_bottom + 32}" class="axis">{escape(x_label)}</text>'
+        f'<text x="{label_w + plot_w / 2:.1f}" y="{plot_bottom + 42}" class="axis">{escape(x_label)}</text>'
     )
     if legend:
         classes = sorted({b.joshi_class for b in bars}, key=lambda c: (c is None, c or 0))
         lx = label_w
         for joshi_class in classes:
-            name = "unclassified" if joshi_class is None else f"class {joshi_class}"
+            name = "unclassified" if joshi_class is None else f"Joshi class {joshi_class}"
             colour = _colour(joshi_class)
             out.append(
-                f'<rect x="{lx}" y="{plot_bottom + 44}" width="10" height="10" fill="{colour}"/>'
-                f'<text x="{lx + 14}" y="{plot_bottom + 53}" class="legend">{escape(name)}</text>'
+                f'<rect x="{lx}" y="{plot_bottom + 60}" width="14" height="14" fill="{colour}" '
+                'class="swatch"/>'
+                f'<text x="{lx + 20}" y="{plot_bottom + 72}" class="legend">{escape(name)}</text>'
             )
-            lx += 24 + 7 * len(name)
+            lx += 40 + int(FONT_SIZE * 0.55 * len(name))
     out.append("</svg>")
     return "".join(out)

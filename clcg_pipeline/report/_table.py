@@ -9,13 +9,76 @@ from rich.markup import escape
 from rich.table import Table
 
 from clcg_pipeline.report._format import MISSING, as_float, estimate_of, fmt_ci, fmt_int, fmt_num
-from clcg_pipeline.report._render import H1_SUMMARY
+from clcg_pipeline.report._render import (
+    H1_SUMMARY,
+    _describe,
+    _lang_name,
+    _languages,
+    _settings_of,
+    languages_without_data,
+)
 
 
-def format_h1_table(h1: Mapping[str, Any], languages: Sequence[Mapping[str, Any]] | None = None) -> Table:
-    """Rows per target language (largest CLCG first), then the five summary estimands."""
+def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]) -> str:
+    """What the table measured (metric, band, corpus, models) and which languages had no data."""
+    settings = _settings_of(results)
+    lines = []
+    band = settings.get("band")
+    if isinstance(band, Mapping):
+        parts = [f"metric {band.get('metric', 'token_f1')}"]
+        if band.get("levels"):
+            parts.append("levels " + ", ".join(str(v) for v in band["levels"]))
+        if band.get("item_source"):
+            parts.append(f"{band['item_source']} items")
+        if band.get("context_scope"):
+            parts.append(f"context {band['context_scope']}")
+        lines.append("measured: " + "; ".join(parts))
+    else:
+        lines.append("measured: metric and band not recorded")
+    sources = settings.get("sources") or results.get("sources")
+    if sources:
+        items = sources if isinstance(sources, list | tuple) else [sources]
+        lines.append("corpus: " + "; ".join(_describe(s) for s in items))
+    models = settings.get("models")
+    h1 = results.get("h1") if isinstance(results.get("h1"), Mapping) else {}
+    if models:
+        items = models if isinstance(models, list | tuple) else [models]
+        lines.append(
+            "models: " + ", ".join(str(m.get("id", m)) if isinstance(m, Mapping) else str(m) for m in items)
+        )
+    elif isinstance(h1, Mapping) and isinstance(h1.get("by_model"), Mapping) and h1["by_model"]:
+        lines.append("models: " + ", ".join(str(m) for m in h1["by_model"]))
+    missing = languages_without_data(results, langs)
+    if missing:
+        names = ", ".join(_lang_name(e["iso"], langs) for e in missing)
+        lines.append(
+            f"[yellow]no data ({len(missing)} panel language{'s' if len(missing) != 1 else ''}): "
+            f"{escape(names)}[/yellow]"
+        )
+    elif missing is not None:
+        lines.append("no data: none (every panel language has data)")
+    return "\n".join(line if line.startswith("[yellow]") else escape(line) for line in lines)
+
+
+def format_h1_table(
+    h1: Mapping[str, Any],
+    languages: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    results: Mapping[str, Any] | None = None,
+) -> Table:
+    """Rows per target language (largest CLCG first), then the five summary estimands.
+
+    ``results`` (the whole study_results document) adds a caption saying what was measured
+    (metric, band, corpus, models) and which panel languages had no data.
+    """
     meta = {str(m.get("iso")): m for m in languages or [] if isinstance(m, Mapping)}
-    table = Table(title="Cross-Lingual Comprehension Gap (H1)")
+    document: Mapping[str, Any] = results if isinstance(results, Mapping) else {"h1": h1}
+    langs = _languages(document, languages)
+    table = Table(
+        title="Cross-Lingual Comprehension Gap (H1)",
+        caption=_caption(document, langs),
+        caption_justify="left",
+    )
     table.add_column("iso")
     table.add_column("language")
     table.add_column("class", justify="right")

@@ -13,13 +13,14 @@ from clcg_pipeline.scoring._metrics import (
     token_f1,
 )
 from clcg_pipeline.scoring._score import ANSWER_FORMATS, ScoringResult, SemSim, score_predictions
-from clcg_pipeline.scoring._semsim import make_minilm_semsim
+from clcg_pipeline.scoring._semsim import SemSimUnavailable, make_minilm_semsim, semsim_for
 
 __all__ = [
     "ANSWER_FORMATS",
     "PolarLabel",
     "ScoringResult",
     "SemSim",
+    "SemSimUnavailable",
     "choice_accuracy",
     "choice_index",
     "exact_match",
@@ -30,5 +31,6 @@ __all__ = [
     "rouge_l",
     "score_pairs",
     "score_predictions",
+    "semsim_for",
     "token_f1",
 ]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from clcg_pipeline.scoring._metrics import (
     choice_index,
+    factorize,
     normalize_answer,
     polar_label,
     polar_text,
@@ -161,11 +162,10 @@ def _pair_metrics(pred: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def _unique_pairs(pred: pd.Series, gold: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes mapping rows to unique (pred, gold) pairs, and the unique pairs themselves."""
-    pred_codes, pred_uniques = pd.factorize(pred)
-    gold_codes, gold_uniques = pd.factorize(gold)
-    combined = pred_codes.astype(np.int64) * max(len(gold_uniques), 1) + gold_codes
-    codes, uniques = pd.factorize(combined)
+    pred_codes, pred_uniques = factorize(pred.tolist())
+    gold_codes, gold_uniques = factorize(gold.tolist())
     width = max(len(gold_uniques), 1)
+    codes, uniques = pd.factorize(pred_codes * width + gold_codes)
     return (
         codes,
         np.asarray(pred_uniques, dtype=object)[uniques // width],

@@ -11,6 +11,7 @@ from clcg_pipeline.storage._catalog import (
     run_named_query,
     stored_tables,
 )
+from clcg_pipeline.storage._duck import connect_duckdb, duckdb_location, is_local
 from clcg_pipeline.storage._files import (
     partition_dir,
     read_frame,
@@ -43,8 +44,11 @@ __all__ = [
     "ParquetIOManager",
     "build_catalog",
     "conform",
+    "connect_duckdb",
     "default_catalog_path",
+    "duckdb_location",
     "empty_frame",
+    "is_local",
     "named_queries",
     "partition_dims",
     "partition_dir",

@@ -3,33 +3,55 @@
 DuckDB only reads here. Base views are created through DuckDB's relational API (the glob is
 passed as a value, never spliced into SQL text); derived views and named queries are ``.sql``
 files run with bound parameters.
+
+Portability: for a local data folder the views store *relative* globs (``scores/**/*.parquet``)
+resolved against DuckDB's ``file_search_path`` (or, in a plain DuckDB client, the working
+directory), so a copied or moved folder reads its own files, never the original's. The
+catalog of a remote folder (``s3://...``) stores full URLs and is uploaded into the folder in
+one PUT.
+
+``query`` is the only read path offered to analysts and is read-only by construction: one
+``SELECT`` statement, on a connection that may read nothing but the study's table folders and
+whose settings are locked (see ``_duck.lock_down``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import fsspec
 import pandas as pd
+from upath import UPath
 
-from clcg_pipeline.storage._files import data_root, table_glob
+from clcg_pipeline._project_files import project_path
+from clcg_pipeline.storage._duck import connect_duckdb, is_local, local_path, lock_down
+from clcg_pipeline.storage._files import (
+    data_root,
+    relative_table_glob,
+    table_glob,
+    write_bytes_atomic,
+)
 
 CATALOG_FILE = "clcg.duckdb"
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+SQL_DIR = project_path("sql")
+_INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT"}
+_INTEGER_TYPES |= {"UINTEGER", "UBIGINT", "UHUGEINT"}
 
 
 class CatalogError(RuntimeError):
     """The catalog is missing or a query failed; the message says which and why."""
 
 
-def default_catalog_path(data_dir: str | os.PathLike[str]) -> Path:
-    """``<data>/clcg.duckdb`` for a local data folder; ``./clcg.duckdb`` when data is remote."""
+def default_catalog_path(data_dir: str | os.PathLike[str]) -> Path | UPath:
+    """``<data>/clcg.duckdb``: a local ``Path``, or a ``UPath`` inside a remote data folder."""
     root = data_root(data_dir)
-    return Path(root.path) / CATALOG_FILE if root.protocol in ("", "file", "local") else Path(CATALOG_FILE)
+    return local_path(root) / CATALOG_FILE if is_local(root) else root / CATALOG_FILE
 
 
 def stored_tables(data_dir: str | os.PathLike[str]) -> list[str]:
@@ -50,47 +72,66 @@ def build_catalog(
 ) -> dict[str, int]:
     """(Re)create the catalog's views; returns ``{view: row count}``.
 
-    Built in a temporary file and renamed into place, so readers never see a half-built
-    catalog and a failure leaves the previous one intact.
+    Built in a temporary file and then renamed (local) or uploaded in one PUT (remote), so
+    readers never see a half-built catalog and a failure leaves the previous one intact.
     """
-    target = Path(catalog_path) if catalog_path is not None else default_catalog_path(data_dir)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.building")
-    tmp.unlink(missing_ok=True)
-    counts: dict[str, int] = {}
-    con = duckdb.connect(str(tmp))
-    try:
-        if data_root(data_dir).protocol not in ("", "file", "local"):
-            con.execute("INSTALL httpfs; LOAD httpfs;")  # remote Parquet (s3://, gs://, https://)
-        for table in stored_tables(data_dir):
-            relation = con.read_parquet(
-                table_glob(data_dir, table), hive_partitioning=True, union_by_name=True
-            )
-            relation.create_view(table, replace=True)
-        present = set(stored_tables(data_dir))
-        for view_file in sorted((SQL_DIR / "views").glob("*.sql")):
-            needs = _declared_tables(view_file)
-            if needs <= present:
-                con.execute(view_file.read_text(encoding="utf-8"))
-                present.add(view_file.stem)
-        for name in sorted(present):
-            counts[name] = int(con.table(name).aggregate("count(*)").fetchall()[0][0])
-    finally:
+    target = UPath(catalog_path) if catalog_path is not None else UPath(default_catalog_path(data_dir))
+    local_data = is_local(data_dir)
+    with tempfile.TemporaryDirectory(prefix="clcg-catalog-") as scratch:
+        if is_local(target):
+            final = local_path(target)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            # Beside the target, so the rename below is atomic on the same file system.
+            tmp = final.with_name(f".{final.name}.building")
+        else:
+            tmp = Path(scratch) / CATALOG_FILE
+        tmp.unlink(missing_ok=True)
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
+        search_path = str(local_path(data_dir)) if local_data else None
+        con = connect_duckdb(data_dir, str(tmp), search_path=search_path)
+        try:
+            counts = _create_views(con, data_dir, relative=local_data)
+            con.execute("CHECKPOINT")
+        except BaseException:
+            con.close()
+            tmp.unlink(missing_ok=True)
+            raise
         con.close()
-    os.replace(tmp, target)
-    Path(f"{tmp}.wal").unlink(missing_ok=True)
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
+        if is_local(target):
+            os.replace(tmp, local_path(target))
+        else:
+            write_bytes_atomic(target, tmp.read_bytes())
     return counts
+
+
+def _create_views(
+    con: duckdb.DuckDBPyConnection, data_dir: str | os.PathLike[str], *, relative: bool
+) -> dict[str, int]:
+    tables = stored_tables(data_dir)
+    for table in tables:
+        glob = relative_table_glob(table) if relative else table_glob(data_dir, table)
+        relation = con.read_parquet(glob, hive_partitioning=True, union_by_name=True)
+        relation.create_view(table, replace=True)
+    present = set(tables)
+    for view_file in sorted((SQL_DIR / "views").glob("*.sql")):
+        needs = _declared_tables(view_file)
+        if needs <= present:
+            con.execute(view_file.read_text(encoding="utf-8"))
+            present.add(view_file.stem)
+    return {name: int(con.table(name).aggregate("count(*)").fetchall()[0][0]) for name in sorted(present)}
 
 
 def read_all_partitions(data_dir: str | os.PathLike[str], table: str) -> pd.DataFrame:
     """Every stored partition of a table, read through DuckDB over its Parquet glob.
 
     For consumers of "whatever has been materialized" (the analysis, fertility): partitions
-    never materialized are simply absent, rather than an error as in the IO manager.
+    never materialized are simply absent, rather than an error as in the IO manager. Works for
+    local and remote data folders alike (``connect_duckdb``).
     """
     if table not in stored_tables(data_dir):
         return pd.DataFrame()
-    con = duckdb.connect()
+    con = connect_duckdb(data_dir)
     try:
         return con.read_parquet(table_glob(data_dir, table), union_by_name=True).df()
     finally:
@@ -109,26 +150,95 @@ def named_queries() -> dict[str, Path]:
     return {path.stem: path for path in sorted((SQL_DIR / "queries").glob("*.sql"))}
 
 
+def check_read_only(sql: str) -> None:
+    """Accept exactly one ``SELECT`` (``WITH``, ``FROM``, ``DESCRIBE``, ``SUMMARIZE`` parse as one)."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise CatalogError(f"query failed: {exc}") from None
+    kinds = [statement.type.name for statement in statements]
+    if kinds != ["SELECT"]:
+        found = ", ".join(kinds) or "nothing"
+        raise CatalogError(
+            f"the catalog is read-only: give exactly one SELECT statement (got {found}); nothing was run"
+        )
+
+
 def query(
     catalog_path: str | os.PathLike[str],
     sql: str,
     params: Sequence[Any] | Mapping[str, Any] | None = None,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
 ) -> pd.DataFrame:
-    """Run one read-only query against the catalog."""
-    path = Path(catalog_path)
-    if not path.exists():
-        raise CatalogError(f"{path}: no catalog yet - run `clcg run` (or materialize duckdb_catalog) first")
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        return con.execute(sql, params).df() if params else con.sql(sql).df()
-    except duckdb.Error as exc:
-        raise CatalogError(f"query failed: {exc}") from None
-    finally:
-        con.close()
+    """Run one read-only ``SELECT`` against the catalog (default data folder: the catalog's own).
+
+    The connection can read only the study's table folders: anything else (``COPY``,
+    ``ATTACH``, ``INSTALL``, ``SET``, another file or URL) is refused and changes nothing.
+    Integer columns stay integers (DuckDB hands ``sum()`` and nullable counts to pandas as
+    floats).
+    """
+    check_read_only(sql)
+    location = UPath(catalog_path)
+    data = UPath(data_dir) if data_dir is not None else location.parent
+    with _open_catalog(location, data) as con:
+        try:
+            relation = con.sql(sql, params=params) if params else con.sql(sql)
+            if relation is None:  # not reachable after check_read_only; kept for the type checker
+                raise CatalogError("the query returned no result")
+            frame = relation.df()
+            types = [str(t) for t in relation.types]
+        except duckdb.PermissionException as exc:
+            raise CatalogError(
+                f"query refused: only the study's tables under {data} can be read ({exc})"
+            ) from None
+        except duckdb.Error as exc:
+            raise CatalogError(f"query failed: {exc}") from None
+    for column, kind in zip(list(frame.columns), types, strict=True):
+        if kind in _INTEGER_TYPES and frame[column].dtype.kind == "f":
+            frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+@contextlib.contextmanager
+def _open_catalog(location: UPath, data: UPath) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A locked-down read-only connection to a local catalog, or a fetched copy of a remote one."""
+    if not location.exists():
+        raise CatalogError(
+            f"{location}: no catalog yet - run `clcg run` (or materialize duckdb_catalog) first"
+        )
+    tables = stored_tables(data)
+    with tempfile.TemporaryDirectory(prefix="clcg-query-") as scratch:
+        if is_local(location):
+            database = str(local_path(location))
+        else:
+            database = str(Path(scratch) / CATALOG_FILE)
+            Path(database).write_bytes(location.read_bytes())
+        if is_local(data):
+            root = local_path(data)
+            search_path: str | None = str(root)
+            # Views store relative globs; DuckDB checks the path as written, so allow both forms.
+            readable = [f"{root}/{table}" for table in tables] + list(tables)
+        else:
+            search_path = None
+            readable = [f"{str(data).rstrip('/')}/{table}" for table in tables]
+        try:
+            con = connect_duckdb(data, database, read_only=True, search_path=search_path)
+        except duckdb.Error as exc:
+            raise CatalogError(f"{location}: cannot open the catalog: {exc}") from None
+        try:
+            lock_down(con, readable)
+            yield con
+        finally:
+            con.close()
 
 
 def run_named_query(
-    catalog_path: str | os.PathLike[str], name: str, params: Mapping[str, Any]
+    catalog_path: str | os.PathLike[str],
+    name: str,
+    params: Mapping[str, Any],
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
 ) -> pd.DataFrame:
     """Run ``sql/queries/<name>.sql`` with bound parameters (only those the file uses)."""
     queries = named_queries()
@@ -136,4 +246,4 @@ def run_named_query(
         raise CatalogError(f"no named query {name!r}; available: {', '.join(queries) or 'none'}")
     text = queries[name].read_text(encoding="utf-8")
     used = {key: value for key, value in params.items() if f"${key}" in text}
-    return query(catalog_path, text, used)
+    return query(catalog_path, text, used, data_dir=data_dir)

@@ -37,8 +37,19 @@ def partition_dir(data_dir: str | os.PathLike[str], table: str, partition: Mappi
 
 
 def table_glob(data_dir: str | os.PathLike[str], table: str) -> str:
-    """A glob matching every partition file of ``table`` (for DuckDB and pyarrow datasets)."""
-    return str(data_root(data_dir) / table / "**" / "*.parquet")
+    """A glob matching every partition file of ``table`` (for DuckDB and fsspec).
+
+    Local folders give a plain path (DuckDB does not read ``file://`` URLs); remote ones keep
+    their URL, read through the filesystem ``connect_duckdb`` registers.
+    """
+    root = data_root(data_dir)
+    base = str(Path(root.path)) if _is_local(root) else str(root).rstrip("/")
+    return f"{base}/{relative_table_glob(table)}"
+
+
+def relative_table_glob(table: str) -> str:
+    """``<table>/**/*.parquet``: the glob a portable catalog's view stores (see ``_catalog``)."""
+    return f"{table}/**/*.parquet"
 
 
 def _is_local(path: UPath) -> bool:

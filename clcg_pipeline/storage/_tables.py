@@ -126,6 +126,13 @@ TABLES: dict[str, pa.Schema] = {
             ("p", _F64),
             ("p_adj", _F64),
             ("n", _I64),
+            # Added for issue 9 (analysis owner): nullable; see docs/ESTIMANDS.md.
+            ("n_articles", _I64),
+            ("valid_replicates", _I64),
+            ("p_bound", _BOOL),
+            ("identifiable", _BOOL),
+            ("status", _STR),
+            ("flags", _STR),
         ]
     ),
 }

@@ -126,7 +126,11 @@ def test_h4_and_class_means(suite, data):
     assert h4 == pytest.approx(_micro(human) - _micro(_band(rows)), abs=1e-10)
     h1 = suite.results["h1"]
     classes = suite.results["joshi_class"]["primary"]
-    assert set(classes) == {"0", "2"}
+    # Portuguese enters class 4 with its CLCG (the PT gap), as in the study's class analysis.
+    assert set(classes) == {"0", "2", "4"}
+    assert classes["4"]["languages"] == ["pt"]
+    assert classes["4"]["raw"]["estimate"] == pytest.approx(h1["pt_gap"]["estimate"], abs=1e-12)
+    assert classes["4"]["net"]["estimate"] == pytest.approx(0.0, abs=1e-12)
     exp = np.mean([h1["by_language"][i]["estimate"] for i in ("sw", "am")])
     assert classes["2"]["raw"]["estimate"] == pytest.approx(exp, abs=1e-12)
     assert classes["2"]["net"]["estimate"] == pytest.approx(exp - h1["pt_gap"]["estimate"], abs=1e-12)

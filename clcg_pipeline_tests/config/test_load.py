@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
@@ -98,3 +99,74 @@ def test_missing_file_and_bad_yaml(config_dir: Path) -> None:
         load_config(config_dir)
     with pytest.raises(ConfigError, match="config folder not found"):
         load_config(config_dir / "nowhere")
+
+
+def test_min_articles_defaults_to_ten_and_is_validated(config_dir: Path, edit_yaml: Callable) -> None:
+    assert load_config(config_dir).study.min_articles == 10
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(min_articles=25))
+    assert load_config(config_dir).study.min_articles == 25
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(min_articles=0))
+    with pytest.raises(ConfigError, match=r"study\.yaml[\s\S]*min_articles"):
+        load_config(config_dir)
+
+
+def test_semsim_off_by_default_and_true_means_minilm(
+    config_dir: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert load_config(config_dir).study.semsim_model is None
+    # Pretend the extra is installed: this test is about the setting, not the environment.
+    monkeypatch.setattr("clcg_pipeline.config._load.importlib.util.find_spec", lambda name: object())
+    for value, expected in ((True, "minilm"), ("minilm", "minilm"), (False, None), (None, None)):
+        edit_yaml(config_dir / "study.yaml", lambda doc, v=value: doc.update(semsim=v))
+        assert load_config(config_dir).study.semsim_model == expected
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(semsim="mpnet"))
+    with pytest.raises(ConfigError, match=r"study\.yaml[\s\S]*semsim"):
+        load_config(config_dir)
+
+
+def test_semsim_without_the_extra_is_refused(
+    config_dir: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def no_torch(name: str, *args: object) -> object:
+        return None if name == "torch" else real_find_spec(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("clcg_pipeline.config._load.importlib.util.find_spec", no_torch)
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(semsim="minilm"))
+    with pytest.raises(
+        ConfigError, match=r"study\.yaml: semsim .*not installed \(missing: .*torch.*setup-semsim"
+    ):
+        load_config(config_dir)
+
+
+def test_replication_role_is_refused_with_a_pointer(config_dir: Path, edit_yaml: Callable) -> None:
+    def add_replication(doc: dict) -> None:
+        doc["sources"].append(
+            {
+                "name": "flores",
+                "kind": "flores",
+                "path": "/data/flores",
+                "split": "dev",
+                "role": "replication",
+            }
+        )
+
+    edit_yaml(config_dir / "sources.yaml", add_replication)
+    with pytest.raises(ConfigError) as raised:
+        load_config(config_dir)
+    message = str(raised.value)
+    assert "sources.yaml" in message
+    assert "sources[1] (flores).role" in message
+    assert "study.replication_scores" in message
+
+
+def test_second_source_is_refused(config_dir: Path, edit_yaml: Callable) -> None:
+    edit_yaml(
+        config_dir / "sources.yaml",
+        lambda doc: doc["sources"].append(
+            {"name": "other", "kind": "jsonl", "path": "/x", "role": "primary"}
+        ),
+    )
+    with pytest.raises(ConfigError, match=r"exactly one source[\s\S]*'demo', 'other'"):
+        load_config(config_dir)

@@ -10,7 +10,7 @@ from clcg_pipeline.storage import conform
 
 
 def _src(kind, path, split=None):
-    return SourceSpec(name=kind, kind=kind, path=str(path), split=split, role="replication")
+    return SourceSpec(name=kind, kind=kind, path=str(path), split=split, role="primary")
 
 
 def test_flores200_groups_sentences_by_url(fixtures, languages):

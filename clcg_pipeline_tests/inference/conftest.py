@@ -9,7 +9,7 @@ import pytest
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference import Question, RetryPolicy, render_request
 from clcg_pipeline.inference._prompts import ChatRequest
-from clcg_pipeline_tests.inference.fake_server import FakeServer
+from clcg_pipeline.inference.fake_server import FakeServer
 
 FAKE_KEY_ENV = "CLCG_TEST_FAKE_KEY"
 FAKE_KEY = "fake-clcg-test-7f3a9c1e-not-a-real-key"

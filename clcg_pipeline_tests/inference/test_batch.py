@@ -8,8 +8,8 @@ import pytest
 
 from clcg_pipeline.inference import run_requests
 from clcg_pipeline.inference._batch import run_batch
+from clcg_pipeline.inference.fake_server import FakeServer, Faults
 from clcg_pipeline_tests.inference.conftest import FAKE_KEY, make_request, spec_for
-from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 pytestmark = pytest.mark.usefixtures("fake_key")
 MARKERS = ["", "[[answer:refusal]]", "[[answer:truncated]]", "[[fault:500x9]]", "[[answer:non_json]]"]

@@ -10,9 +10,9 @@ import pytest
 
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference import plan_partition, predict_partition
+from clcg_pipeline.inference.fake_server import FakeServer, Faults
 from clcg_pipeline.storage._tables import conform
 from clcg_pipeline_tests.inference.conftest import FAST, spec_for
-from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 OFFLINE = ModelSpec(
     id="lexical-reader", provider="offline", model="lexical-overlap-v1", options={"threshold": 0.2}

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from clcg_pipeline.inference import CallCache
+from clcg_pipeline.inference.fake_server import FakeServer, Faults
 from clcg_pipeline_tests.inference.conftest import FAKE_KEY_ENV
-from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 N = 40
 

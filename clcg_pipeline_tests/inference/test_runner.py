@@ -15,8 +15,8 @@ from clcg_pipeline.inference import (
     ProviderConfigError,
     run_requests,
 )
+from clcg_pipeline.inference.fake_server import FakeServer, Faults
 from clcg_pipeline_tests.inference.conftest import FAKE_KEY_ENV, FAST, PROVIDERS, make_request, spec_for
-from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 pytestmark = pytest.mark.usefixtures("fake_key")
 

@@ -108,6 +108,11 @@ def _text(html: str) -> str:
     return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
 
+def _section_html(html: str, section_id: str) -> str:
+    start = html.index(f'<section id="{section_id}"')
+    return html[start : html.index("</section>", start)]
+
+
 def test_full_report_numbers_sections_and_figure() -> None:
     html = render_report(_full(), _estimates())
     text = _text(html)
@@ -117,19 +122,21 @@ def test_full_report_numbers_sections_and_figure() -> None:
     assert "Portuguese gap 0.061 [0.055, 0.067]" in text
     assert "Macro net 0.016 [0.013, 0.020]" in text
     assert "Micro net 0.017 [0.014, 0.020]" in text
-    # Per-language table sorted by CLCG, Joshi class shown, unresolved class and missing CLCG.
-    assert text.index("fon Fon 0 0.104") < text.index("quy Ayacucho Quechua unresolved 0.071")
-    assert text.index("quy Ayacucho Quechua") < text.index("sw Swahili 2 0.065 [0.050, 0.080] 1,200")
-    assert "mt Maltese 2 \u2014 \u2014 0" in text
+    # Per-language table sorted by CLCG, Joshi class shown, unclassified class and missing CLCG.
+    table = _text(_section_html(html, "by-language").split("</svg>")[1])
+    assert table.index("Fon (fon) 0 0.104") < table.index("Ayacucho Quechua (quy) unclassified 0.071")
+    assert table.index("Ayacucho Quechua (quy)") < table.index("Swahili (sw) 2 0.065 [0.050, 0.080] 1,200")
+    assert "Maltese (mt) 2 \u2014 \u2014 0" in table
     # The figure: one bar per computable language, legend by class, no bar for Maltese.
-    language_svg = html[html.index('<section id="by-language">') : html.index('<section id="by-model">')]
-    assert language_svg.count("<rect") == 3 + 3  # 3 bars + legend swatches (class 0, 2, unclassified)
-    assert "Fon (fon)" in language_svg and "Maltese (mt)" not in language_svg.split("<table>")[0]
+    language_svg = _section_html(html, "by-language").split("</svg>")[0]
+    assert language_svg.count('class="bar') == 3
+    assert language_svg.count('class="swatch"') == 3  # class 0, class 2, unclassified
+    assert "Fon (fon)" in language_svg and "Maltese (mt)" not in language_svg
     assert "class 0" in language_svg and "unclassified" in language_svg
     assert "English minus language (token_f1)" in language_svg
     # Per-model table, largest gap first.
     assert text.index("claude-y 0.101 [0.090, 0.110]") < text.index("gpt-x 0.062")
-    # Settings from both levels, config hash first among the extras.
+    # Settings from both levels.
     assert "config_hash c0ffee1234" in text and "seed 42" in text and "replicates 2000" in text
     # Caveats box with both warning shapes.
     assert 'class="caveat"' in html
@@ -149,16 +156,248 @@ def test_full_report_numbers_sections_and_figure() -> None:
         "Future analysis",
     ):
         assert title in text, title
-    assert "pooled 0.012 [-0.003, 0.027] 0.070" in text
-    assert "slope 0.004 [0.001, 0.007] 0.004" in text
-    assert "levels / L3 0.070" in text  # a list of estimates is labelled by its name field
-    assert "h1 \u2014 \u2014 <0.001 0.001" in text  # BH row: raw and adjusted p
-    assert "converged: no" in text
+    assert "Pooled over models 0.012 [-0.003, 0.027] 0.070" in text
+    assert "Slope over levels 0.004 [0.001, 0.007] 0.004" in text
+    assert "Levels Name Estimate L3 0.070" in text  # a list of records is a table with a header
+    assert "Estimand p p (adj.) h1 <0.001 0.001 h4 0.500 0.550" in text  # BH: raw and adjusted p
+    assert "H1 model 0.070 \u26a0 not converged" in text
     assert "h4 -0.010 [-0.020, 0.000] 0.500" in text  # a section whose value is one estimate
-    assert "per_model / gpt-x not identifiable" in text
+    assert "Per model gpt-x not identifiable" in text
+    assert "Kendall's W 0.930" in text
     # The long estimates table is always there.
     assert "h1_micro all 0.078 [0.072, 0.085] <0.001 <0.001 8,300" in text
     assert "tost 0.061 \u2014 0.310 \u2014 2" in text
+
+
+def test_sections_are_labelled_tables_not_json_paths() -> None:
+    results = _full()
+    results["h2"] = {
+        "status": "estimated",
+        "by_class_sensitivity": {"0": {"status": "not identifiable"}, "2": _est(0.027, -0.05, 0.09, n=564)},
+        "by_model": {"gpt-x": {"difference": _est(0.03, -0.01, 0.07, n=804, p=0.2)}},
+    }
+    results["repetitions"] = {"per_repetition": {"0": _est(0.11, 0.1, 0.13), "1": _est(0.12, 0.1, 0.13)}}
+    results["h3"]["standardization"] = {"L3": {"mean": 0.03, "sd": 0.07}, "L4": {"mean": 0.02, "sd": 0.08}}
+    html = render_report(results, None)
+    text = _text(html)
+    assert " / " not in text  # no "by_class_sensitivity / 0 / status" rows
+    assert "by_class_sensitivity" not in text
+    h2 = _text(_section_html(html, "result-h2"))
+    assert "Per Joshi class (sensitivity mapping)" in h2
+    assert "class 0 \u2014 \u2014 \u26a0 not identifiable" in h2
+    assert "class 2 0.027 [-0.050, 0.090]" in h2
+    assert "Per model \u203a gpt-x" in h2 and "Difference 0.030 [-0.010, 0.070] 0.200 804" in h2
+    assert "repetition 0 0.110" in _text(_section_html(html, "result-repetitions"))
+    # A mapping of flat records is one table (level, mean, SD), not a list per key.
+    assert "Standardization (per level) Mean SD L3 0.030 0.070 L4 0.020 0.080" in text
+
+
+def test_no_negative_zero() -> None:
+    results = _full()
+    results["context_gain"] = {"by_language": {"sw": {"gain": -7.7e-19, "n": 36}}}
+    results["h1"]["macro_net"] = _est(-0.0004, -0.0011, 0.0002)
+    estimates = _estimates()
+    estimates.loc[1, "estimate"] = -1e-17
+    html = render_report(results, estimates)
+    assert "-0.000" not in html and "\u22120.000" not in html
+    assert "Swahili (sw) 0.000" in _text(_section_html(html, "result-context_gain"))
+    assert "Macro net 0.000 [-0.001, 0.000]" in _text(html)
+
+
+def _described() -> dict:
+    results = _full()
+    results["settings"].update(
+        {
+            "sources": [{"name": "demo", "kind": "jsonl", "role": "primary", "api_key": "sk-secret-123"}],
+            "models": [
+                {"id": "gpt-x", "provider": "openai", "model": "gpt-x-2025", "knowledge_cutoff": "2024-06"},
+                {"id": "claude-y", "provider": "anthropic", "model": "claude-y-1", "knowledge_cutoff": None},
+            ],
+            "generated_at": "2026-12-01T09:00:00Z",
+            "code_version": "0.1.0+g1234abc",
+            "languages_with_data": ["en", "pt", "sw", "fon", "quy"],
+        }
+    )
+    results["languages_without_data"] = ["mt", {"iso": "eu", "reason": "source has no Basque file"}]
+    results["excluded_versions"] = []
+    results["definitions"] = {
+        "h1_micro": {
+            "definition": "Mean English score minus mean target score over every target row",
+            "direction": "higher = larger loss",
+            "sided": "one-sided (greater)",
+            "metric": "token_f1",
+        }
+    }
+    return results
+
+
+def test_header_names_corpus_models_languages_date_and_version() -> None:
+    html = render_report(_described(), _estimates())
+    header = _text(
+        _section_html(html.replace("<header", "<section").replace("</header>", "</section>"), "header")
+    )
+    assert "corpus demo (jsonl, primary)" in header
+    assert (
+        "models gpt-x (openai, gpt-x-2025, cutoff 2024-06); "
+        "claude-y (anthropic, claude-y-1, no knowledge cutoff)" in header
+    )
+    assert "languages analysed en, pt, Swahili (sw), Fon (fon), Ayacucho Quechua (quy)" in header
+    assert "languages without data Maltese (mt), eu (2 panel languages" in header
+    assert "generated 2026-12-01T09:00:00Z" in header and "code version 0.1.0+g1234abc" in header
+    assert "sk-secret-123" not in html  # secrets never reach a report
+
+
+def test_languages_without_data_are_never_shown_as_all_fine() -> None:
+    html = render_report(_described(), _estimates())
+    text = _text(html)
+    assert "Empty" not in text
+    assert (
+        "2 panel language(s) have no data and no estimate: Maltese (mt), eu (source has no Basque file)"
+        in text
+    )
+    excluded = _text(_section_html(html, "result-excluded_versions"))
+    assert "No version was excluded" in excluded and "Maltese (mt), eu have no scored rows" in excluded
+    # Older documents without the list: derived from the panel (targets with no H1 estimate).
+    older = _full()
+    older["excluded_versions"] = []
+    text = _text(render_report(older, None))
+    assert "languages without data Maltese (mt)" in text and "Empty" not in text
+    # Everything covered: said so, not left blank.
+    complete = _full()
+    complete["languages_without_data"] = []
+    assert "languages without data none: every panel language has data" in _text(
+        render_report(complete, None)
+    )
+
+
+def test_flagged_estimates_are_marked_in_every_table() -> None:
+    results = _full()
+    results["mixed_effects"] = {
+        "h1": _est(0.109, 0.08, 0.138, p=1e-13, converged=False, status="not converged: no support")
+    }
+    results["nomological"] = {
+        "spearman": {"isolate": {"rho": 0.655, "ci_low": 0.664, "ci_high": 0.949, "n": 6}}
+    }
+    results["h1"]["pt_gap"] = _est(
+        0.1, 0.1, 0.1, identifiable=False, reason="1 article (< 10)", p=0.0005, p_bound=True
+    )
+    results["estimands"] = {"pt_gap": {"all": {"identifiable": False, "reason": "1 article (< 10)"}}}
+    estimates = pd.concat(
+        [
+            _estimates(),
+            pd.DataFrame(
+                {
+                    "estimand": ["mixed_h1", "pt_gap"],
+                    "group": ["all", "all"],
+                    "estimate": [0.109, 0.1],
+                    "ci_low": [0.08, 0.1],
+                    "ci_high": [0.138, 0.1],
+                    "p": [1e-13, 0.0005],
+                    "p_adj": [None, None],
+                    "n": [12, 100],
+                }
+            ),
+        ],
+        ignore_index=True,
+    )
+    html = render_report(results, estimates)
+    mixed = _section_html(html, "result-mixed_effects")
+    assert 'class="flagged"' in mixed and "not converged: no support" in mixed
+    assert _text(mixed).count("not converged") == 1  # the longer status replaces the bare flag
+    assert "estimate outside its interval" in _section_html(html, "result-nomological")
+    summary = _text(_section_html(html, "h1"))
+    assert "Portuguese gap 0.100 [0.100, 0.100] \u22640.0005" in summary
+    assert "\u26a0 not identifiable: 1 article (< 10)" in summary
+    all_estimates = _section_html(html, "estimates")
+    rows = {_text(m)[: _text(m).find(" ")]: m for m in re.findall(r"<tr[^>]*>.*?</tr>", all_estimates, re.S)}
+    assert 'class="flagged"' in rows["mixed_h1"] and "not converged: no support" in rows["mixed_h1"]
+    assert 'class="flagged"' in rows["pt_gap"] and "not identifiable" in rows["pt_gap"]
+    assert 'class="flagged"' not in rows["h1_micro"]
+
+
+def test_definitions_are_shown_as_captions_and_tooltips() -> None:
+    html = render_report(_described(), _estimates())
+    definition = "Mean English score minus mean target score over every target row"
+    assert (
+        f'title="{definition}; direction: higher = larger loss; p: one-sided (greater); metric: token_f1"'
+        in html
+    )
+    assert definition in _text(_section_html(html, "h1"))  # the "what it is" column
+    assert definition in _text(_section_html(html, "definitions"))
+
+
+def _chart_attrs(svg: str) -> dict[str, str]:
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', svg[: svg.index(">")]))
+
+
+def test_charts_fill_the_page_with_readable_text() -> None:
+    results = _full()
+    results["language_net"] = {"sw": _est(0.004, 0.001, 0.007), "fon": _est(0.04, 0.03, 0.05)}
+    results["joshi_class"] = {
+        "primary": {
+            "0": {"languages": ["fon"], "raw": _est(0.104, 0.09, 0.12), "net": _est(0.04, 0.03, 0.05)},
+            "2": {"languages": ["sw", "mt"], "raw": _est(0.085, 0.08, 0.09), "net": _est(0.01, 0.0, 0.02)},
+        }
+    }
+    results["h3"]["standardized"] = {f"L{i}": _est(0.1 * i, 0.05 * i, 0.15 * i) for i in range(6)}
+    html = render_report(results, None)
+    charts = re.findall(r"<svg[^>]*>", html)
+    expected = {
+        "chart-by-language": 3,
+        "chart-by-model": 2,
+        "chart-language_net": 2,
+        "chart-joshi_class": 2,
+        "chart-h3-standardized": 6,
+    }
+    found = {}
+    for svg in charts:
+        attrs = _chart_attrs(svg)
+        assert "width" not in attrs and "height" not in attrs  # CSS scales it to the page width
+        assert attrs["viewbox".replace("b", "B")].startswith("0 0 1000 ")
+        assert int(attrs["font-size"]) >= 15  # 15 of 1000 units: about 16 px on a 1100-px column
+        found[attrs["id"]] = int(attrs["data-bars"])
+    assert found == expected
+    assert "svg.chart { display: block; width: 100%;" in html
+    for chart_id, bars in expected.items():
+        svg = html[html.index(f'id="{chart_id}"') :]
+        svg = svg[: svg.index("</svg>")]
+        assert svg.count('class="bar') == bars, chart_id
+
+
+def test_drilldown_selector_shows_one_language_with_answers_side_by_side() -> None:
+    results = _full()
+    results["drilldown"] = {
+        "sw": [
+            {
+                "model": "gpt-x",
+                "doc_id": "d1",
+                "item_id": "d1-L3-1",
+                "level": "L3",
+                "question": "Why did the shops suffer?",
+                "gold": "The works ran through the summer season.",
+                "en_answer": "Because works ran through summer.",
+                "target_answer": EVIL,
+                "en_score": 0.8,
+                "target_score": 0.0,
+                "difference": 0.8,
+                "reps": 3,
+            }
+        ],
+        "fon": [],
+    }
+    html = render_report(results, None)
+    section = _section_html(html, "drilldown")
+    assert '<select id="dd-select">' in section
+    assert re.findall(r'<option value="(\w+)"', section) == ["sw", "fon"]  # evidence first
+    assert 'data-lang="sw"' in section and 'data-lang="fon"' in section
+    row = _text(section)
+    assert (
+        "Why did the shops suffer? gpt-x \u00b7 d1 \u00b7 d1-L3-1 \u00b7 L3 \u00b7 3 rep. "
+        "The works ran through the summer season. Because works ran through summer. token_f1 0.800"
+    ) in row
+    assert "&lt;script&gt;" in section and EVIL not in section
+    assert "No item where English scored higher" in row  # fon's empty panel says so
+    assert 'select.addEventListener("change", show)' in section
 
 
 def test_only_h1_key_renders() -> None:
@@ -195,14 +434,17 @@ def test_malicious_strings_are_escaped() -> None:
 
 
 def test_no_external_resources() -> None:
-    html = render_report(_full(), _estimates())
-    assert "http://" not in html and "https://" not in html
-    assert "<script" not in html and "<link" not in html and "<img" not in html
-    # Data that carries a URL shows as text, never as a resource link.
     results = _full()
     results["settings"]["base_url"] = "https://example.org/v1"
-    html = render_report(results, None)
+    results["drilldown"] = {"sw": [{"question": "see https://example.org", "difference": 0.5}]}
+    html = render_report(results, _estimates())
+    # Only inline CSS, SVG and one inline script: nothing is fetched.
+    assert "<link" not in html and "<img" not in html and "<iframe" not in html
+    assert not re.search(r"<script[^>]*\bsrc=", html)
+    assert "@import" not in html and "url(" not in html
+    # Data that carries a URL shows as text, never as a resource link.
     assert not re.search(r"""(src|href)\s*=\s*["']?https?:""", html)
+    assert html.count("<script") == 1
 
 
 def test_write_report_is_atomic_and_replaces(tmp_path: Path) -> None:
@@ -251,3 +493,22 @@ def test_bar_chart_scales_and_whiskers() -> None:
     widths = [float(w) for w in re.findall(r'<rect x="[\d.]+" y="[\d.]+" width="([\d.]+)"', svg)]
     assert widths[0] == pytest.approx(2 * widths[1], rel=0.01)  # bar length proportional to |value|
     assert bar_chart_svg([], title="t") == ""
+
+
+def test_format_h1_table_says_what_it_measured_and_which_languages_lack_data() -> None:
+    results = _described()
+    results["settings"]["band"] = {"levels": ["L3", "L4", "L5"], "metric": "token_f1", "item_source": "llm"}
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(format_h1_table(results["h1"], LANGUAGES, results=results))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "measured: metric token_f1; levels L3, L4, L5; llm items" in out
+    assert "corpus: demo (jsonl, primary)" in out
+    assert "models: gpt-x, claude-y" in out
+    assert "no data (2 panel languages): Maltese (mt), eu" in out
+    assert "sk-secret-123" not in out
+    # Without the whole document (older callers): the panel still tells which targets had no data.
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(format_h1_table(_h1(), LANGUAGES))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "no data (1 panel language): Maltese (mt)" in out
+    assert "measured: metric token_f1; levels L3, L4, L5" in out

@@ -1,3 +1,4 @@
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -112,3 +113,88 @@ def test_missing_catalog_and_unknown_query(tmp_path: Path) -> None:
     assert {"clcg_by_language", "clcg_by_model", "clcg_by_class"} <= set(named_queries())
     with pytest.raises(CatalogError, match="no named query 'nope'"):
         run_named_query(tmp_path / "clcg.duckdb", "nope", {})
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "COPY (SELECT 1) TO '{data}/scores/language=en/model=m/data.parquet'",
+        "COPY (SELECT 1) TO '{outside}/written.csv'",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_csv('{data}/scores/../../../../../etc/passwd')",
+        "SELECT * FROM read_parquet('{outside}/foreign.parquet')",
+        "SELECT * FROM read_text('{data}/cache/calls/response.json')",
+        "SELECT * FROM glob('/*')",
+        "ATTACH '{outside}/other.duckdb' AS other",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+        "PRAGMA enable_profiling",
+        "CALL pragma_version()",
+        "EXPORT DATABASE '{data}/exported'",
+        "SELECT 1; COPY (SELECT 1) TO '{outside}/second.csv'",
+        "CREATE TABLE x AS SELECT 1",
+    ],
+)
+def test_query_refuses_anything_but_reading_the_study(data_dir: Path, tmp_path_factory, attack: str) -> None:
+    catalog = data_dir / "clcg.duckdb"
+    build_catalog(data_dir, catalog)
+    outside = tmp_path_factory.mktemp("outside")
+    pd.DataFrame({"secret": [1]}).to_parquet(outside / "foreign.parquet")
+    (data_dir / "cache" / "calls").mkdir(parents=True)
+    (data_dir / "cache" / "calls" / "response.json").write_text("{}", encoding="utf-8")
+    before_data, before_outside = _snapshot(data_dir), _snapshot(outside)
+    with pytest.raises(CatalogError, match=r"read-only|only the study's tables"):
+        query(catalog, attack.format(data=data_dir, outside=outside))
+    assert _snapshot(data_dir) == before_data
+    assert _snapshot(outside) == before_outside
+    # The same connection rules still let every table and the study's own files be read.
+    assert len(query(catalog, "SELECT * FROM scores")) == 4
+    assert len(query(catalog, f"SELECT * FROM read_parquet('{data_dir}/scores/**/*.parquet')")) == 4
+
+
+def test_catalog_reads_the_folder_beside_it_after_a_move(
+    data_dir: Path, tmp_path_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build_catalog(data_dir)
+    copy = tmp_path_factory.mktemp("laptop") / "results"
+    shutil.copytree(data_dir, copy)
+    # The copy must not depend on the original: change, then delete it.
+    write_frame(
+        partition_dir(data_dir, "scores", {"language": "pt", "model": "m"}) / "data.parquet",
+        _scores("pt", [0.7], ["ok"]),
+        contract="scores",
+    )
+    assert len(query(data_dir / "clcg.duckdb", "SELECT * FROM scores")) == 5
+    shutil.rmtree(data_dir)
+
+    assert len(query(copy / "clcg.duckdb", "SELECT * FROM scores")) == 4
+    assert len(run_named_query(copy / "clcg.duckdb", "clcg_by_language", BAND)) == 2
+    # A plain DuckDB client: from inside the folder, or from anywhere with file_search_path.
+    monkeypatch.chdir(copy)
+    con = duckdb.connect("clcg.duckdb", read_only=True)
+    assert con.sql("SELECT count(*) FROM band_scores").fetchall() == [(4,)]
+    con.close()
+    monkeypatch.chdir(tmp_path_factory.getbasetemp())
+    con = duckdb.connect(str(copy / "clcg.duckdb"), read_only=True, config={"file_search_path": str(copy)})
+    assert con.sql("SELECT count(*) FROM scores").fetchall() == [(4,)]
+    con.close()
+
+
+def test_query_keeps_integer_columns_integer(data_dir: Path) -> None:
+    catalog = data_dir / "clcg.duckdb"
+    build_catalog(data_dir, catalog)
+    # sum() of integers is HUGEINT, which DuckDB hands to pandas as float64.
+    frame = query(catalog, "SELECT language, sum(rep) AS reps, count(*) AS n FROM scores GROUP BY ALL")
+    assert str(frame["reps"].dtype) == "Int64" and frame["reps"].tolist() == [2, 2]
+    assert frame.to_json(orient="records").count(".0") == 0
+
+
+def test_catalog_survives_a_file_url(data_dir: Path) -> None:
+    counts = build_catalog(f"file://{data_dir}")
+    assert counts["scores"] == 4
+    assert len(query(data_dir / "clcg.duckdb", "SELECT * FROM scores", data_dir=f"file://{data_dir}")) == 4

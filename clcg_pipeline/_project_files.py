@@ -1,0 +1,26 @@
+"""Where the project's non-Python files are: ``sql/``, ``assets_config/`` and ``dagster.yaml``.
+
+DESIGN.md keeps them at the top of the repository, which is the source of truth in a
+checkout. A wheel cannot install top-level folders into site-packages, so ``setup.py`` copies
+them into the package as ``clcg_pipeline/_project/`` at build time; this module looks there
+first (an installed wheel) and falls back to the checkout. No third-party imports: the config
+package and ``clcg --help`` use it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+BUNDLE_DIR = "_project"
+PROJECT_FILES = ("sql", "assets_config", "dagster.yaml")
+
+
+def project_path(name: str) -> Path:
+    """``sql``, ``assets_config`` or ``dagster.yaml`` from the installed wheel, else the checkout."""
+    if name not in PROJECT_FILES:
+        raise ValueError(f"not a project file: {name!r} (one of {', '.join(PROJECT_FILES)})")
+    bundled = _PACKAGE / BUNDLE_DIR / name
+    # The wheel's copy first: in an install, the folder above the package is site-packages,
+    # where an unrelated top-level ``sql`` folder could sit.
+    return bundled if bundled.exists() else _PACKAGE.parent / name

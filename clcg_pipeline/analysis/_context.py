@@ -1,0 +1,180 @@
+"""What every suite section shares: the run's settings and the long ``estimates`` rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clcg_pipeline.analysis._bootstrap import percentile_ci, valid_replicates
+from clcg_pipeline.analysis._gaps import GapPanel, Roles, build_panel
+from clcg_pipeline.analysis._prepare import KEY_COLUMNS, check_columns
+from clcg_pipeline.config import ProjectConfig
+
+
+def num(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+# Replicate rule, stated once for every bootstrapped estimand (docs/ESTIMANDS.md).
+REPLICATE_RULE = (
+    "a replicate in which a group or language of the contrast has no row is dropped; the set of "
+    "languages and groups is fixed by the full sample"
+)
+
+
+def _min_p(valid: int, sided: str) -> float:
+    return (2.0 if sided == "two-sided" else 1.0) / (valid + 1)
+
+
+@dataclass
+class SuiteContext:
+    config: ProjectConfig
+    roles: Roles
+    replicates: int
+    seed: int
+    confidence: float
+    min_articles: int = 10
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def summ(
+        self,
+        vec: np.ndarray,
+        *,
+        n: int | None = None,
+        n_articles: int | None = None,
+        p: float | None = None,
+        sided: str = "one-sided",
+    ) -> dict[str, Any]:
+        """One bootstrapped estimand from a point-first vector, with its counts and caveats."""
+        low, high = percentile_ci(vec[1:], self.confidence)
+        out: dict[str, Any] = {"estimate": num(vec[0]), "ci_low": num(low), "ci_high": num(high)}
+        if p is not None:
+            out["p"] = num(p)
+        if n is not None:
+            out["n"] = int(n)
+        if n_articles is not None:
+            out["n_articles"] = int(n_articles)
+        out["valid_replicates"] = valid_replicates(vec)
+        return self.qualify(out, sided=sided)
+
+    def stats(
+        self,
+        panel: GapPanel,
+        vec: np.ndarray,
+        languages: list[str],
+        *,
+        p: float | None = None,
+        sided: str = "one-sided",
+        **where: object,
+    ) -> dict[str, Any]:
+        """:meth:`summ` with ``n`` and ``n_articles`` counted over the cells of ``languages``.
+
+        ``n`` is every scored row (full sample) whose cell mean enters the contrast: the
+        reference rows and the rows of each language the contrast compares, under ``where``.
+        """
+        return self.summ(
+            vec,
+            n=panel.n(language=languages, **where),
+            n_articles=panel.n_articles(language=languages, **where),
+            p=p,
+            sided=sided,
+        )
+
+    def qualify(self, out: dict[str, Any], *, sided: str | None = "one-sided") -> dict[str, Any]:
+        """Add ``identifiable``, ``reason``, ``p_bound`` and ``flags`` to a bootstrapped estimand.
+
+        Below ``study.min_articles`` articles the interval and p are withheld (they would be
+        degenerate) and the estimand is marked not identifiable; the point estimate stays as a
+        description. ``sided=None``: p is not a bootstrap p (no attainable bound to label).
+        """
+        flags: list[str] = list(out.get("flags", []))
+        reason: str | None = None
+        n_art = out.get("n_articles")
+        valid = out.get("valid_replicates")
+        if out.get("estimate") is None:
+            reason = "no estimate: a group or language of the contrast has no scored rows"
+        elif n_art is not None and n_art < self.min_articles:
+            reason = f"too few articles: {n_art} < study.min_articles = {self.min_articles}"
+            out["ci_low"] = out["ci_high"] = None
+            if "p" in out:
+                out["p"] = None
+        if valid is not None and valid < self.replicates and reason is None:
+            flags.append(f"{valid} of {self.replicates} bootstrap replicates valid ({REPLICATE_RULE})")
+        p = out.get("p")
+        out["p_bound"] = False
+        if p is not None and valid and sided is not None:
+            smallest = _min_p(valid, sided)
+            if p <= smallest * (1 + 1e-12):
+                out["p_bound"] = True
+                flags.append(f"p is the smallest attainable with {valid} replicates: p <= {smallest:.3g}")
+        est, low, high = out.get("estimate"), out.get("ci_low"), out.get("ci_high")
+        if est is not None and low is not None and high is not None and not low <= est <= high:
+            flags.append(
+                "estimate outside its own percentile interval (skewed or discrete bootstrap "
+                "distribution, e.g. rank ties among few units): read the interval with care"
+            )
+        out["identifiable"] = reason is None
+        out["reason"] = reason
+        out["flags"] = flags
+        return out
+
+    def add(self, estimand: str, group: str, s: dict[str, Any], *, n: int | None = None) -> None:
+        """One row of the long ``estimates`` table."""
+        status = s.get("status")
+        if status is None:
+            status = "estimated" if s.get("identifiable", True) else f"not identifiable: {s.get('reason')}"
+        self.rows.append(
+            {
+                "estimand": estimand,
+                "group": group,
+                "estimate": s.get("estimate"),
+                "ci_low": s.get("ci_low"),
+                "ci_high": s.get("ci_high"),
+                "p": s.get("p"),
+                "p_adj": None,
+                "n": s.get("n", n),
+                "n_articles": s.get("n_articles"),
+                "valid_replicates": s.get("valid_replicates"),
+                "p_bound": s.get("p_bound"),
+                "identifiable": s.get("identifiable"),
+                "status": status,
+                "flags": "; ".join(s.get("flags", [])) or None,
+            }
+        )
+
+    def panel(self, rows: pd.DataFrame, cell_cols: list[str]) -> tuple[GapPanel, np.ndarray]:
+        return build_panel(rows, self.roles, cell_cols=cell_cols, replicates=self.replicates, seed=self.seed)
+
+
+def class_map(ctx: SuiteContext, sensitivity: bool) -> dict[int, list[str]]:
+    """Joshi class -> languages, for every class-level result (STUDY.md section 6).
+
+    Portuguese (the baseline) belongs to its class like any language; unclassified languages
+    (Ayacucho Quechua) are left out of the primary mapping and enter only the sensitivity one.
+    """
+    classes: dict[int, list[str]] = {}
+    for iso in (ctx.roles.baseline, *ctx.roles.targets):
+        lang = ctx.config.languages.get(iso)
+        cls = lang.joshi_class
+        if cls is None and sensitivity:
+            cls = lang.joshi_class_sensitivity
+        if cls is not None:
+            classes.setdefault(int(cls), []).append(iso)
+    return dict(sorted(classes.items()))
+
+
+def usable(scores: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Validate columns; an empty frame (even one without columns) becomes an empty contract frame."""
+    if len(scores) == 0:
+        from clcg_pipeline.storage import empty_frame
+
+        return empty_frame("scores")
+    check_columns(scores, [*KEY_COLUMNS, metric])
+    return scores

@@ -1,0 +1,370 @@
+"""What every estimand of ``study_results.json`` means: the one source of the definitions.
+
+``run_suite`` copies the entries of the estimands it emits into ``definitions``; the page
+docs/ESTIMANDS.md describes the same families (a test keeps the two in step). ``metric`` is a
+template: ``{band}`` becomes the band metric of the run, ``{group}`` the row's group.
+
+Directions: for gap estimands a higher value means a larger loss outside English (or outside
+Portuguese for nets); ``sided`` is how the reported p was computed (``none``: no p).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Scored rows entering the contrast (every cell whose mean enters: the reference rows plus
+#: the rows of each language or group compared), full sample, one count per estimand.
+N_ROWS = "scored rows entering the contrast"
+N_LANGUAGES = "languages (the resampled unit)"
+
+_GAP = "higher = larger loss outside English"
+_NET = "higher = larger loss beyond the Portuguese baseline"
+
+DEFINITIONS: dict[str, dict[str, str]] = {
+    "h1_micro": {
+        "definition": "H1 micro CLCG: mean of all English rows minus mean of all pooled target rows "
+        "(Portuguese excluded)",
+        "direction": _GAP,
+        "sided": "one-sided (greater): article-cluster bootstrap",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "macro": {
+        "definition": "macro CLCG: average over the targets with data of CLCG_l = mean_en - mean_l",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "pt_gap": {
+        "definition": "Portuguese gap: mean_en - mean_pt",
+        "direction": "higher = larger loss in Portuguese",
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "macro_net": {
+        "definition": "macro net: macro CLCG - Portuguese gap, within each bootstrap replicate",
+        "direction": _NET,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "micro_net": {
+        "definition": "micro net: H1 micro CLCG - Portuguese gap, within each bootstrap replicate",
+        "direction": _NET,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "clcg_language": {
+        "definition": "language CLCG_l = mean_en - mean_l for the target language in `group`",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "net_language": {
+        "definition": "net_l = CLCG_l - Portuguese gap (= mean_pt - mean_l) for the language in `group`",
+        "direction": _NET,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "h1_micro_model": {
+        "definition": "H1 micro CLCG of the model in `group`",
+        "direction": _GAP,
+        "sided": "one-sided (greater): article-cluster bootstrap",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "pt_gap_model": {
+        "definition": "Portuguese gap of the model in `group`",
+        "direction": "higher = larger loss in Portuguese",
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "macro_net_model": {
+        "definition": "macro net of the model in `group`",
+        "direction": _NET,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "class_raw_primary": {
+        "definition": "Joshi class mean of language CLCGs (Portuguese in class 4 with its PT gap; "
+        "unclassified languages left out)",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "class_net_primary": {
+        "definition": "Joshi class mean of language CLCGs minus the Portuguese gap",
+        "direction": _NET,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "class_raw_sensitivity": {
+        "definition": "class mean of language CLCGs under the sensitivity mapping (unclassified "
+        "languages such as Ayacucho Quechua take their sensitivity class)",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "class_net_sensitivity": {
+        "definition": "sensitivity-mapping class mean minus the Portuguese gap",
+        "direction": _NET,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "h3_standardized_clcg": {
+        "definition": "CLCG at the level in `group` on scores z-standardized within that level",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band} (L0: accuracy), z-scored within level",
+        "n": N_ROWS,
+    },
+    "h3_raw_clcg_descriptive": {
+        "definition": "raw CLCG at the level in `group` (descriptive only)",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band} (L0: accuracy)",
+        "n": N_ROWS,
+    },
+    "h3_slope": {
+        "definition": "H3: slope of the standardized per-level CLCG on ordered level (L0..L5)",
+        "direction": "higher = the gap grows with item level",
+        "sided": "one-sided (greater): article-cluster bootstrap",
+        "metric": "{band} (L0: accuracy), z-scored within level",
+        "n": N_ROWS,
+    },
+    "h2_difference": {
+        "definition": "H2: CLCG(memorizable) - CLCG(new); memorizable when the article was published "
+        "before the model's knowledge cutoff",
+        "direction": "lower (negative) = memorization narrows the gap",
+        "sided": "one-sided (less): article-cluster bootstrap",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "h2_clcg_memorizable": {
+        "definition": "H1 micro CLCG on memorizable model x article pairs",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "h2_clcg_new": {
+        "definition": "H1 micro CLCG on new (post-cutoff) model x article pairs",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "h2_difference_model": {
+        "definition": "H2 contrast for the model in `group`",
+        "direction": "lower (negative) = memorization narrows the gap",
+        "sided": "one-sided (less): article-cluster bootstrap",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "h2_difference_class": {
+        "definition": "H2 contrast within the Joshi class in `group` (pooled class rows)",
+        "direction": "lower (negative) = memorization narrows the gap",
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "h4_difference": {
+        "definition": "H4: CLCG on human items - CLCG on llm items (primary band)",
+        "direction": "higher = larger gap on human-written items",
+        "sided": "two-sided: article-cluster bootstrap",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "h4_clcg": {
+        "definition": "H1 micro CLCG on the item source in `group`",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "h1_micro_rule_b": {
+        "definition": "H1 micro CLCG under parse rule B (failed responses dropped, not scored 0)",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "macro_rule_b": {
+        "definition": "macro CLCG under parse rule B",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "pt_gap_rule_b": {
+        "definition": "Portuguese gap under parse rule B",
+        "direction": "higher = larger loss in Portuguese",
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "macro_net_rule_b": {
+        "definition": "macro net under parse rule B",
+        "direction": _NET,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "micro_net_rule_b": {
+        "definition": "micro net under parse rule B",
+        "direction": _NET,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "tost_en_pt": {
+        "definition": "TOST equivalence of English and Portuguese: estimate is the PT gap, p the larger "
+        "of the two one-sided bootstrap p values against the configured bounds",
+        "direction": "lower p = stronger evidence of equivalence",
+        "sided": "two one-sided tests (bootstrap)",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "mixed_h1": {
+        "definition": "mixed-effects check of H1: coefficient of English in y ~ english with crossed "
+        "random intercepts for article and model, on cell means",
+        "direction": _GAP,
+        "sided": "two-sided (Wald z)",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "mixed_h2": {
+        "definition": "mixed-effects check of H2: english x memorizable interaction with crossed random "
+        "intercepts; p in the estimates table is the one-sided (less) p",
+        "direction": "lower (negative) = memorization narrows the gap",
+        "sided": "one-sided (less), from the two-sided Wald z",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "clcg_repetition": {
+        "definition": "H1 micro CLCG of the repetition in `group` on the stability articles",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "context_gain_language": {
+        "definition": "context gain: full_body minus closed_book score on the study's selector items, "
+        "mean over matched model x item pairs of the language in `group` (descriptive)",
+        "direction": "higher = the article helps more",
+        "sided": "none",
+        "metric": "{band} (status ok responses only)",
+        "n": "full_body rows of the language plus closed_book rows of the matched pairs",
+    },
+    "context_gain_class": {
+        "definition": "context gain of the Joshi class in `group`: mean over the matched pairs of its "
+        "languages with data (Portuguese in class 4; unclassified left out)",
+        "direction": "higher = the article helps more",
+        "sided": "none",
+        "metric": "{band} (status ok responses only)",
+        "n": "full_body rows of the class languages plus closed_book rows of the matched pairs",
+    },
+    "nomological_spearman": {
+        "definition": "Spearman of language CLCG (Portuguese: PT gap) with the correlate in `group` "
+        "(exploratory; language-level bootstrap interval)",
+        "direction": "positive = higher correlate, larger gap",
+        "sided": "two-sided (scipy Spearman)",
+        "metric": "{band}",
+        "n": N_LANGUAGES,
+    },
+    "nomological_spearman_sensitivity": {
+        "definition": "Spearman of language CLCG with Joshi class, unclassified languages mapped to their "
+        "sensitivity class",
+        "direction": "positive = higher class, larger gap",
+        "sided": "two-sided (scipy Spearman)",
+        "metric": "{band}",
+        "n": N_LANGUAGES,
+    },
+    "context_scope_difference": {
+        "definition": "CLCG under the primary context scope minus CLCG under item_grounded, on the "
+        "articles that have item_grounded rows",
+        "direction": "higher = the full article widens the gap",
+        "sided": "two-sided: article-cluster bootstrap",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "replication_spearman": {
+        "definition": "Spearman of the language CLCG rankings of the study corpus and the replication "
+        "corpus (languages with data in both)",
+        "direction": "higher = the rankings agree",
+        "sided": "two-sided (scipy Spearman)",
+        "metric": "{band} (study) / replication band metric",
+        "n": N_LANGUAGES,
+    },
+    "replication_h1_micro": {
+        "definition": "H1 micro CLCG on the replication corpus, in its replication band",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "replication band metric (results.replication.band)",
+        "n": N_ROWS,
+    },
+    "h1_micro_metric": {
+        "definition": "H1 micro CLCG under the metric in `group` (metric sensitivity)",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{group}",
+        "n": N_ROWS,
+    },
+    "macro_metric": {
+        "definition": "macro CLCG under the metric in `group`",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{group}",
+        "n": N_ROWS,
+    },
+    "macro_net_metric": {
+        "definition": "macro net under the metric in `group`",
+        "direction": _NET,
+        "sided": "none",
+        "metric": "{group}",
+        "n": N_ROWS,
+    },
+    "pt_gap_metric": {
+        "definition": "Portuguese gap under the metric in `group`",
+        "direction": "higher = larger loss in Portuguese",
+        "sided": "none",
+        "metric": "{group}",
+        "n": N_ROWS,
+    },
+    "micro_net_metric": {
+        "definition": "micro net under the metric in `group`",
+        "direction": _NET,
+        "sided": "none",
+        "metric": "{group}",
+        "n": N_ROWS,
+    },
+}
+
+
+def definition_of(estimand: str, group: str, band_metric: str) -> dict[str, str]:
+    """The definition entry of ``estimand`` with its metric resolved for one row."""
+    if estimand not in DEFINITIONS:
+        raise KeyError(f"estimand {estimand!r} has no definition in analysis/_definitions.py")
+    entry = DEFINITIONS[estimand]
+    return {**entry, "metric": entry["metric"].format(band=band_metric, group=group)}
+
+
+def definitions_for(estimands: list[str], band_metric: str) -> dict[str, dict[str, Any]]:
+    """Definitions of the estimand families emitted by a run, in emission order."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in estimands:
+        if name not in out:
+            entry = definition_of(name, "{group}", band_metric)
+            out[name] = entry
+    return out

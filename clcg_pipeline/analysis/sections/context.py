@@ -1,0 +1,130 @@
+"""Context gain (full_body - closed_book) and the context-scope probe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from clcg_pipeline.analysis._bootstrap import bootstrap_p
+from clcg_pipeline.analysis._context import SuiteContext, class_map, num
+from clcg_pipeline.analysis._prepare import apply_rule, score_values, select_rows
+
+
+def doc_sort_key(doc: str) -> tuple[int, float, str]:
+    """Numeric ids first in numeric order, then the rest lexicographically."""
+    try:
+        return (0, float(doc), doc)
+    except ValueError:
+        return (1, 0.0, doc)
+
+
+def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[str, Any]:
+    """full_body minus closed_book on the study's selector items (valid responses only)."""
+    cb_all = select_rows(scores, context_scope="closed_book")
+    if cb_all.empty:
+        return {"status": "not available: no closed_book rows"}
+    fb_llm = select_rows(scores, context_scope="full_body", item_source="llm")
+    order = [m.id for m in ctx.config.models.models]
+    have = set(fb_llm["model"].astype(str))
+    chooser = next((m for m in order if m in have), min(have) if have else None)
+    if chooser is None:
+        return {"status": "not available: no full_body rows"}
+    mine = fb_llm.loc[(fb_llm["model"].astype(str) == chooser).to_numpy(), ["doc_id", "item_id", "level"]]
+    mine = mine.assign(
+        doc_id=mine["doc_id"].astype(str),
+        item_id=mine["item_id"].astype(str),
+        level=mine["level"].astype(str),
+    )
+    docs = sorted(set(mine["doc_id"]), key=doc_sort_key)[:6]
+    items: list[str] = []
+    for d in docs:
+        for lvl in ("L3", "L4", "L5"):
+            ids = sorted(set(mine.loc[(mine["doc_id"] == d) & (mine["level"] == lvl), "item_id"]))
+            items.extend(ids[:2])
+
+    def valid(frame: pd.DataFrame) -> pd.DataFrame:
+        sub = frame.loc[frame["item_id"].astype(str).isin(items).to_numpy()]
+        sub = apply_rule(sub, score_values(sub, metric), "B")
+        return sub.assign(
+            model=sub["model"].astype(str),
+            item_id=sub["item_id"].astype(str),
+            language=sub["language"].astype(str),
+        )
+
+    fb_rows = valid(select_rows(scores, context_scope="full_body"))
+    fb = fb_rows.assign(doc_id=fb_rows["doc_id"].astype(str)).groupby(["model", "item_id", "language"])
+    fb = fb.agg(open=("y", "mean"), n_open=("y", "size"), doc_id=("doc_id", "first")).reset_index()
+    cb = valid(cb_all).groupby(["model", "item_id"])["y"].agg(closed="mean", n_closed="size")
+    joined = fb.merge(cb.reset_index(), on=["model", "item_id"], how="inner")
+    joined["gain"] = joined["open"] - joined["closed"]
+
+    def counts(g: pd.DataFrame) -> dict[str, int]:
+        # n: scored rows entering (full_body rows of the language(s) plus the closed_book rows of
+        # the matched model x item pairs, each counted once).
+        closed = g.drop_duplicates(["model", "item_id"])["n_closed"].sum()
+        return {
+            "n": int(g["n_open"].sum() + closed),
+            "n_pairs": len(g),
+            "n_articles": int(g["doc_id"].nunique()),
+        }
+
+    by_lang = {
+        iso: {"gain": num(g["gain"].mean()), **counts(g)} for iso, g in joined.groupby("language", sort=True)
+    }
+    by_class: dict[str, Any] = {}
+    for cls, isos in class_map(ctx, False).items():
+        langs = [i for i in isos if i in by_lang]  # only languages with data
+        if langs:
+            g = joined.loc[joined["language"].isin(langs)]
+            # Mean over the class's matched pairs ("means by language and Joshi class").
+            by_class[str(cls)] = {"gain": num(g["gain"].mean()), **counts(g), "languages": langs}
+    descriptive = {"identifiable": True, "status": "descriptive (no interval)", "flags": []}
+    for iso, v in by_lang.items():
+        ctx.add("context_gain_language", iso, {"estimate": v["gain"], **v, **descriptive})
+    for cls, v in by_class.items():
+        ctx.add("context_gain_class", f"class={cls}", {"estimate": v["gain"], **v, **descriptive})
+    return {
+        "selector": {
+            "model": chooser,
+            "doc_ids": docs,
+            "items": len(items),
+            "rule": "first six doc ids "
+            "(numeric sort), first two item ids (lexicographic) at each of L3, L4, L5",
+        },
+        "closed_book_mean": num(cb["closed"].mean()) if len(cb) else None,
+        "matched_rows": len(joined),
+        "matched_pairs": len(joined),
+        "by_language": by_lang,
+        "by_class": by_class,
+        "note": "descriptive; valid (status ok) responses only; closed_book averaged over languages and "
+        "repetitions per model x item; class = mean over the matched pairs of its languages with data, "
+        "Portuguese in class 4, unclassified languages (Ayacucho Quechua) left out",
+    }
+
+
+def context_scope(ctx: SuiteContext, rows: pd.DataFrame, primary: str) -> dict[str, Any]:
+    """CLCG under item_grounded vs the primary scope on the articles that have item_grounded rows."""
+    ig = rows.loc[(rows["context_scope"] == "item_grounded").to_numpy()]
+    if ig.empty:
+        return {"status": "not available: no item_grounded rows"}
+    docs = set(ig["doc_id"].astype(str))
+    sub = rows.loc[
+        rows["context_scope"].isin(["item_grounded", primary]).to_numpy()
+        & rows["doc_id"].astype(str).isin(docs).to_numpy()
+    ]
+    sub = sub.assign(context_scope=sub["context_scope"].astype(str))
+    panel, arts = ctx.panel(sub, ["model", "language", "context_scope"])
+    fb = panel.micro(context_scope=primary)
+    igv = panel.micro(context_scope="item_grounded")
+    langs = [ctx.roles.reference, *ctx.roles.targets]
+    diff = fb - igv
+    out = {
+        "articles": len(arts),
+        primary: ctx.stats(panel, fb, langs, context_scope=primary),
+        "item_grounded": ctx.stats(panel, igv, langs, context_scope="item_grounded"),
+        "difference": ctx.stats(panel, diff, langs, p=bootstrap_p(diff[1:], "two-sided"), sided="two-sided"),
+        "difference_definition": f"{primary} - item_grounded",
+    }
+    ctx.add("context_scope_difference", "all", out["difference"])
+    return out

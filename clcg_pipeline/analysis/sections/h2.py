@@ -1,0 +1,139 @@
+"""H2: memorability (CLCG memorizable - CLCG new), pooled, per model and per class."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clcg_pipeline.analysis._bootstrap import bootstrap_p
+from clcg_pipeline.analysis._context import SuiteContext, class_map
+from clcg_pipeline.analysis._prepare import check_columns
+
+
+def first_published(articles: pd.DataFrame) -> pd.Series:
+    check_columns(articles, ["doc_id", "published"], source="articles")
+    dates = pd.to_datetime(articles["published"], errors="coerce")
+    return pd.Series(dates.to_numpy(), index=articles["doc_id"].astype(str)).groupby(level=0).min()
+
+
+def h2(
+    ctx: SuiteContext, band: pd.DataFrame, articles: pd.DataFrame | None
+) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    """CLCG(memorizable) - CLCG(new), pooled, per model (where identifiable) and per class."""
+    if articles is None or len(articles) == 0:
+        return {
+            "status": "not identifiable: no article dates",
+            "identifiable": False,
+            "reason": "no article dates",
+        }, None
+    published = first_published(articles)
+    cutoffs = {
+        m.id: pd.Timestamp(m.knowledge_cutoff)
+        for m in ctx.config.models.models
+        if m.knowledge_cutoff is not None
+    }
+    doc = band["doc_id"].astype(str)
+    pub = doc.map(published).to_numpy(dtype="datetime64[ns]")
+    cut = band["model"].astype(str).map(cutoffs).to_numpy(dtype="datetime64[ns]")
+    known = ~np.isnat(pub) & ~np.isnat(cut)
+    rows = band.loc[known].assign(memo=np.where(pub[known] < cut[known], "memorizable", "new"))
+    out: dict[str, Any] = {
+        "definition": "memorizable when the article's first publication date precedes the model's "
+        "knowledge cutoff, else new",
+        "alternative": "less (one-sided: memorizable narrows the gap)",
+        "rows_without_date_or_cutoff": int((~known).sum()),
+    }
+    if rows.empty:
+        return {
+            **out,
+            "status": "not identifiable: no dated rows",
+            "identifiable": False,
+            "reason": "no row has both an article date and a model knowledge cutoff",
+        }, None
+    panel, _ = ctx.panel(rows, ["model", "language", "memo"])
+    en, tg = ctx.roles.reference, list(ctx.roles.targets)
+
+    def identifiable(**where: object) -> bool:
+        return all(
+            panel.n(language=lang, memo=g, **where) > 0 for g in ("memorizable", "new") for lang in (en, tg)
+        )
+
+    langs = [en, *tg]
+
+    def contrast(**where: object) -> dict[str, Any]:
+        mem = panel.micro(memo="memorizable", **where)
+        new = panel.micro(memo="new", **where)
+        diff = mem - new
+        return {
+            "memorizable": ctx.stats(panel, mem, langs, memo="memorizable", **where),
+            "new": ctx.stats(panel, new, langs, memo="new", **where),
+            "difference": ctx.stats(panel, diff, langs, p=bootstrap_p(diff[1:], "less"), **where),
+        }
+
+    def missing_group(**where: object) -> str:
+        groups = [g for g in ("memorizable", "new") if panel.n(language=langs, memo=g, **where) > 0]
+        if not groups:
+            return "no dated rows"
+        if len(groups) == 1:
+            return f"only {groups[0]} rows (both memorability groups are needed, in English and targets)"
+        return "a memorability group lacks English or target rows"
+
+    if identifiable():
+        out["pooled"] = contrast()
+        out["status"] = "estimated"
+        ctx.add("h2_difference", "all", out["pooled"]["difference"])
+        ctx.add("h2_clcg_memorizable", "all", out["pooled"]["memorizable"])
+        ctx.add("h2_clcg_new", "all", out["pooled"]["new"])
+    else:
+        reason = missing_group()
+        out["pooled"] = {"status": f"not identifiable: {reason}", "identifiable": False, "reason": reason}
+        out["status"] = "not identifiable"
+    by_model: dict[str, Any] = {}
+    with_rows = set(rows["model"].astype(str))
+    band_models = set(band["model"].astype(str))
+    # Every model of the config is listed; one that cannot be classified says why.
+    for model in sorted({m.id for m in ctx.config.models.models} | with_rows):
+        if model in with_rows and identifiable(model=model):
+            by_model[model] = contrast(model=model)
+            ctx.add("h2_difference_model", model, by_model[model]["difference"])
+            continue
+        if model in with_rows:
+            reason = missing_group(model=model)
+        elif model in band_models and model not in cutoffs:
+            reason = "no knowledge_cutoff for this model in models.yaml"
+        elif model in band_models:
+            reason = "no article of this model's rows has a publication date"
+        else:
+            reason = "no scored rows for this model in the analysis band"
+        by_model[model] = {
+            "status": "not identifiable",
+            "identifiable": False,
+            "reason": reason,
+            "n_memorizable": panel.n(model=model, memo="memorizable") if model in with_rows else 0,
+            "n_new": panel.n(model=model, memo="new") if model in with_rows else 0,
+        }
+    out["by_model"] = by_model
+    by_class: dict[str, Any] = {}
+    for cls, isos in class_map(ctx, False).items():
+
+        def cls_contrast(group: str, isos: list[str] = isos) -> np.ndarray:
+            return panel.mean(en, memo=group) - panel.mean(isos, memo=group)
+
+        if all(
+            panel.n(language=isos, memo=g) > 0 and panel.n(language=en, memo=g) > 0
+            for g in ("memorizable", "new")
+        ):
+            diff = cls_contrast("memorizable") - cls_contrast("new")
+            by_class[str(cls)] = {**ctx.stats(panel, diff, [en, *isos]), "languages": isos}
+            ctx.add("h2_difference_class", f"class={cls}", by_class[str(cls)])
+        else:
+            by_class[str(cls)] = {
+                "status": "not identifiable",
+                "identifiable": False,
+                "reason": "a memorability group lacks English or class rows",
+                "languages": isos,
+            }
+    out["by_class_sensitivity"] = by_class
+    return out, rows

@@ -1,0 +1,38 @@
+"""Benjamini-Hochberg over the study's test family."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from clcg_pipeline.analysis._context import SuiteContext, num
+
+
+def multiplicity(ctx: SuiteContext, results: dict[str, Any], p_h1: dict[str, float | None]) -> dict[str, Any]:
+    """BH over the study's 10-test family (fewer when a test is not available, listed as such)."""
+    from clcg_pipeline.analysis._stats import benjamini_hochberg
+
+    tests: dict[str, float | None] = {"h1_micro/all": p_h1.get("all")}
+    for model in (m.id for m in ctx.config.models.models):
+        tests[f"h1_micro_model/{model}"] = p_h1.get(model)
+    for model in p_h1:
+        if model != "all" and f"h1_micro_model/{model}" not in tests:
+            tests[f"h1_micro_model/{model}"] = p_h1[model]
+    h2 = results["h2"].get("pooled", {})
+    tests["h2_difference/all"] = h2.get("difference", {}).get("p") if isinstance(h2, dict) else None
+    mixed_h2 = results["mixed_effects"]["h2"]
+    # A non-converged mixed model gives no support, so it does not enter the family.
+    tests["mixed_h2/all"] = mixed_h2.get("p_one_sided_less") if mixed_h2.get("converged") else None
+    tests["h3_slope/all"] = results["h3"].get("slope", {}).get("p")
+    tests["h4_difference/all"] = results["h4"].get("difference", {}).get("p")
+    return benjamini_hochberg({k: num(v) for k, v in tests.items()})
+
+
+def fill_p_adj(estimates: pd.DataFrame, family: dict[str, Any]) -> None:
+    for row in family["tests"]:
+        estimand, group = row["test"].split("/", 1)
+        mask = (estimates["estimand"] == estimand) & (estimates["group"] == group)
+        estimates.loc[mask, "p_adj"] = row["p_adj"]
+        if estimand == "mixed_h2":
+            estimates.loc[mask, "p"] = row["p"]

@@ -1,0 +1,57 @@
+"""Repetitions: CLCG per repetition and agreement of model rankings across repetitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clcg_pipeline.analysis._context import SuiteContext, num
+
+
+def repetitions(ctx: SuiteContext, band: pd.DataFrame) -> dict[str, Any]:
+    """CLCG per repetition on the stability articles; agreement of model rankings across runs."""
+    from clcg_pipeline.analysis._stats import kendalls_w, spearman
+
+    if band.empty:
+        return {"status": "not available: no rows"}
+    reps_per_doc = band.groupby(band["doc_id"].astype(str), observed=True)["rep"].nunique()
+    stable = reps_per_doc.index[reps_per_doc > 1]
+    if len(stable) == 0:
+        return {"status": "not available: no article has more than one repetition"}
+    rows = band.loc[band["doc_id"].astype(str).isin(stable).to_numpy()]
+    rows = rows.assign(rep=rows["rep"].astype(str))
+    panel, _ = ctx.panel(rows, ["model", "language", "rep"])
+    reps = sorted(set(rows["rep"]), key=int)
+    models = sorted(set(rows["model"].astype(str)))
+    per_rep: dict[str, Any] = {}
+    points = []
+    grid = np.full((len(reps), len(models)), np.nan)
+    for i, r in enumerate(reps):
+        per_rep[r] = ctx.stats(panel, panel.micro(rep=r), [ctx.roles.reference, *ctx.roles.targets], rep=r)
+        ctx.add("clcg_repetition", f"rep={r}", per_rep[r])
+        points.append(per_rep[r]["estimate"])
+        for j, m in enumerate(models):
+            grid[i, j] = panel.micro(rep=r, model=m)[0]
+    pts = np.array([p for p in points if p is not None], dtype=float)
+    pairs: dict[str, Any] = {}
+    for i in range(len(reps)):
+        for j in range(i + 1, len(reps)):
+            pairs[f"{reps[i]}-{reps[j]}"] = spearman(grid[i], grid[j])
+    rhos = [v["rho"] for v in pairs.values() if v["rho"] is not None]
+    complete = grid[:, np.isfinite(grid).all(axis=0)]
+    return {
+        "articles": len(stable),
+        "per_repetition": per_rep,
+        "summary": {
+            "mean": num(pts.mean()) if pts.size else None,
+            "sd": num(pts.std(ddof=1)) if pts.size > 1 else None,
+            "min": num(pts.min()) if pts.size else None,
+            "max": num(pts.max()) if pts.size else None,
+        },
+        "by_model": {m: {r: num(grid[i, j]) for i, r in enumerate(reps)} for j, m in enumerate(models)},
+        "kendalls_w": kendalls_w(complete) if complete.shape[1] >= 2 else None,
+        "pairwise_spearman": pairs,
+        "mean_pairwise_spearman": num(np.mean(rhos)) if rhos else None,
+    }

@@ -1,0 +1,104 @@
+"""When the daemon materializes what, by itself (declarative automation).
+
+With ``dagster-daemon run`` (``make dev``) on the instance, ``study_automation_sensor``
+evaluates these conditions every few seconds and builds a study from nothing in dependency
+order: corpus per language -> study inputs -> responses per language x model -> analysis,
+report and catalog. A new model in ``models.yaml`` gets its partitions from
+``model_partitions_sensor`` and then follows the same path.
+
+Paid work (model calls) only runs for partitions that were never materialized
+(``build_once``); re-answering after an upstream change stays a deliberate ``clcg run``.
+Everything cheap downstream follows its upstream (``follow_upstream``).
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+AC = dg.AutomationCondition
+
+# Minimum seconds between two evaluations of the automation sensor. Short, because a new
+# model's wall time is a chain of ticks (partitions -> responses -> analysis).
+AUTOMATION_INTERVAL_S = 5
+
+
+def _idle() -> dg.AutomationCondition:
+    return ~AC.any_deps_in_progress() & ~AC.in_progress()
+
+
+def _never_attempted() -> dg.AutomationCondition:
+    # Missing and not failed: a partition whose last run failed is not retried every tick (the
+    # failure is visible in the UI, and the daily schedule retries responses).
+    return (AC.missing() & ~AC.execution_failed()).with_label("never_attempted")
+
+
+def build_once() -> dg.AutomationCondition:
+    """Materialize each partition once, as soon as every upstream partition it reads exists.
+
+    Not ``on_missing``: that ignores partitions already missing when the condition is first
+    evaluated, so a fresh instance would never build anything.
+    """
+    return (_never_attempted() & ~AC.any_deps_missing() & _idle()).with_label("build_once")
+
+
+def follow_upstream() -> dg.AutomationCondition:
+    """Build once (as above), then rebuild whenever an upstream partition changes (cheap work)."""
+    return (AC.eager() | build_once()).with_label("follow_upstream")
+
+
+def after_every_partition() -> dg.AutomationCondition:
+    """For assets that read every partition upstream (analysis, catalog).
+
+    Like ``follow_upstream``, but waits until every upstream partition has been attempted and
+    none is in progress, so the runs of a new model's partitions lead to one analysis run,
+    after the last. A failed upstream partition does not block it forever.
+    """
+    waiting = AC.any_deps_match(_never_attempted() & ~AC.will_be_requested()).with_label(
+        "any_deps_never_attempted"
+    )
+    return (
+        ((AC.newly_missing() | AC.any_deps_updated()).since_last_handled() | _never_attempted())
+        & ~waiting
+        & _idle()
+    ).with_label("after_every_partition")
+
+
+study_automation_sensor = dg.AutomationConditionSensorDefinition(
+    "study_automation_sensor",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=AUTOMATION_INTERVAL_S,
+    # One run per partition, launched directly: a backfill adds a daemon hop per partition.
+    emit_backfills=False,
+    description="Builds the study from nothing and follows new models (see clcg_pipeline/automation.py).",
+)
+
+
+# Every asset's condition, in one place (the snapshot test pins it). Assets not listed are
+# never materialized by the daemon.
+CONDITIONS: dict[str, dg.AutomationCondition] = {
+    # corpus, per language: once; a changed source file is picked up by `clcg run`
+    **dict.fromkeys(("articles", "paragraphs", "corpus_audit", "item_translations"), build_once()),
+    # study inputs: cheap, follow the corpus
+    **dict.fromkeys(
+        (
+            "languages",
+            "study_sample",
+            "tokenizer_fertility_by_language",
+            "items",
+            "item_rejections",
+            "item_level_audit",
+        ),
+        follow_upstream(),
+    ),
+    # responses, per language x model: model calls are paid, so only partitions never answered
+    **dict.fromkeys(("predictions", "calls", "scores"), build_once()),
+    # whole-study outputs: once every partition upstream has been attempted
+    **dict.fromkeys(("estimates", "study_results", "duckdb_catalog"), after_every_partition()),
+    "report": follow_upstream(),
+}
+
+
+def with_study_automation(spec: dg.AssetSpec) -> dg.AssetSpec:
+    """``spec`` with its condition from :data:`CONDITIONS` (for ``Definitions.map_asset_specs``)."""
+    return spec.replace_attributes(automation_condition=CONDITIONS.get(spec.key.to_user_string()))

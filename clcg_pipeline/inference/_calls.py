@@ -1,0 +1,131 @@
+"""What the online runner and the batch runner share: results, costs, budgets, cache records.
+
+Kept apart from both so that ``_runner`` (which dispatches to batch mode) and ``_batch``
+import this module rather than each other.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from clcg_pipeline.config import ModelSpec
+from clcg_pipeline.inference._cache import CallCache
+from clcg_pipeline.inference._prompts import ChatRequest, model_key
+from clcg_pipeline.inference._tokens import estimate_input_tokens
+
+CACHEABLE = frozenset({"ok", "refused", "truncated"})
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """The final outcome of one request (cached or fresh)."""
+
+    call_id: str
+    text: str | None
+    finish_reason: str | None
+    outcome: str  # ok | refused | truncated | error | skipped_budget | batch_pending
+    error: str | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    latency_s: float
+    attempts: int
+    cached: bool
+
+
+def cost_usd(model: ModelSpec, input_tokens: int, output_tokens: int) -> float:
+    return (input_tokens * model.price_input_per_mtok + output_tokens * model.price_output_per_mtok) / 1e6
+
+
+def estimate_cost(model: ModelSpec, request: ChatRequest) -> float:
+    """Worst-case cost of one call, for the budget: output at its cap when one is set."""
+    out = request.settings.max_output_tokens or model.max_output_tokens or 1024
+    return cost_usd(model, estimate_input_tokens(request.messages), out)
+
+
+def bind(model: ModelSpec, requests: Sequence[ChatRequest]) -> list[ChatRequest]:
+    """Requests with their ``model_key`` set, so ``call_id`` names the model."""
+    key = model_key(model)
+    return [r if r.model_key == key else replace(r, model_key=key) for r in requests]
+
+
+class Budget:
+    """One run's spending limit, in process (the study-wide one is the ledger in ``_coord``)."""
+
+    def __init__(self, limit: float | None) -> None:
+        self.limit = limit
+        self.spent = 0.0
+        self.reserved = 0.0
+        self.stopped = False
+
+    def reserve(self, estimate: float) -> bool:
+        if self.limit is None:
+            return True
+        if self.stopped or self.spent + self.reserved + estimate > self.limit:
+            # Stop for good: later, smaller calls must not sneak past a skipped one.
+            self.stopped = True
+            return False
+        self.reserved += estimate
+        return True
+
+    def settle(self, estimate: float, actual: float) -> None:
+        if self.limit is not None:
+            self.reserved -= estimate
+        self.spent += actual
+
+
+def from_cache(call_id: str, entry: dict[str, Any]) -> CallResult:
+    return CallResult(
+        call_id=call_id,
+        text=entry.get("text"),
+        finish_reason=entry.get("finish_reason"),
+        outcome=str(entry.get("outcome", "ok")),
+        error=entry.get("error"),
+        input_tokens=int(entry.get("input_tokens", 0)),
+        output_tokens=int(entry.get("output_tokens", 0)),
+        cost_usd=float(entry.get("cost_usd", 0.0)),
+        latency_s=float(entry.get("latency_s", 0.0)),
+        attempts=int(entry.get("attempts", 1)),
+        cached=True,
+    )
+
+
+def cache_entry(model: ModelSpec, request: ChatRequest, result: CallResult) -> dict[str, Any]:
+    return {
+        "provider": model.provider,
+        "model": model.model,
+        "prompt_version": request.prompt_version,
+        "request_hash": request.request_hash,
+        "rep": request.rep,
+        "text": result.text,
+        "finish_reason": result.finish_reason,
+        "outcome": result.outcome,
+        "error": result.error,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "cost_usd": result.cost_usd,
+        "latency_s": result.latency_s,
+        "attempts": result.attempts,
+        "created": time.time(),
+    }
+
+
+def split_cached(
+    bound: Sequence[ChatRequest], cache: CallCache
+) -> tuple[dict[str, CallResult], dict[str, ChatRequest]]:
+    """Results already in the cache, and the distinct requests still to send (by call id)."""
+    results: dict[str, CallResult] = {}
+    todo: dict[str, ChatRequest] = {}
+    for request in bound:
+        cid = request.call_id
+        if cid in results or cid in todo:
+            continue
+        entry = cache.get(cid)
+        if entry is not None:
+            results[cid] = from_cache(cid, entry)
+        else:
+            todo[cid] = request
+    return results, todo

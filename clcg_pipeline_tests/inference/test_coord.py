@@ -1,0 +1,167 @@
+"""Runs in several processes sharing one cache: claims, a shared concurrency limit, a study budget."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clcg_pipeline.inference._coord import WAIT, CallClaims, SpendLedger
+from clcg_pipeline.inference.fake_server import FakeServer, Faults
+from clcg_pipeline_tests.inference.conftest import FAKE_KEY_ENV
+
+WORKER = [sys.executable, "-m", "clcg_pipeline_tests.inference.coord_worker"]
+
+
+def _run_pair(
+    url: str, cache: Path, go: Path, runs: list[tuple[str, int, int, str, str]], timeout: float = 90
+) -> list[dict[str, object]]:
+    """Start one worker per (tag, n, concurrency, budget, order); release them together; their lines."""
+    env = {**os.environ, FAKE_KEY_ENV: os.environ[FAKE_KEY_ENV]}
+    procs = [
+        subprocess.Popen(
+            [*WORKER, url, str(cache), tag, str(n), str(c), budget, str(go), order],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag, n, c, budget, order in runs
+    ]
+    for proc in procs:  # every worker has imported everything and waits at the barrier
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    go.touch()
+    out = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, stderr[-2000:]
+        out.append(json.loads(stdout.strip().splitlines()[-1]))
+    return out
+
+
+@pytest.mark.usefixtures("fake_key")
+def test_two_processes_share_calls_in_flight_and_the_concurrency_limit(tmp_path: Path) -> None:
+    n = 32  # the same calls in both processes (from opposite ends), each allowed 4 in flight
+    with FakeServer(Faults(latency_s=0.15)) as server:
+        outs = _run_pair(
+            server.url,
+            tmp_path / "cache",
+            tmp_path / "go",
+            [("same", n, 4, "-", "forward"), ("same", n, 4, "-", "reverse")],
+        )
+        sent, peak = server.state.requests, server.state.max_in_flight
+    # Every call answered once at the server; the other process took the first's cached result.
+    assert len(sent) == n and set(sent.values()) == {1}, dict(sent)
+    for out in outs:
+        assert sum(out["outcomes"].values()) == n  # type: ignore[attr-defined]
+        assert all(k.startswith("ok:") for k in out["outcomes"])  # type: ignore[attr-defined]
+    new = sum(v for o in outs for k, v in o["outcomes"].items() if k.endswith(":new"))  # type: ignore[attr-defined]
+    assert new == n
+    # The limit of 4 holds for both processes together, and both were sending.
+    assert 3 <= peak <= 4, f"{peak} requests in flight against a limit of 4 shared by two processes"
+    assert all(any(k.endswith(":new") for k in o["outcomes"]) for o in outs), outs  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("fake_key")
+def test_study_budget_holds_across_processes(tmp_path: Path) -> None:
+    budget = 0.004  # a call is estimated at ~$0.0009 (200 output tokens at $4/Mtok) and costs less
+    with FakeServer(Faults(latency_s=0.05)) as server:
+        outs = _run_pair(
+            server.url,
+            tmp_path / "cache",
+            tmp_path / "go",
+            [("x", 30, 4, str(budget), "forward"), ("y", 30, 4, str(budget), "forward")],
+        )
+        sent = sum(server.state.requests.values())
+    spent = sum(float(o["spent"]) for o in outs)  # type: ignore[arg-type]
+    ledger_spent, outstanding = SpendLedger(tmp_path / "cache" / "_coord").totals()
+    assert spent == pytest.approx(ledger_spent)
+    assert 0 < spent <= budget and outstanding == 0
+    assert sent < 60  # the shared budget stopped both runs, not one budget each
+    skipped = [
+        v
+        for o in outs
+        for k, v in o["outcomes"].items()
+        if k.startswith("skipped_budget:StudyBudgetExceeded")  # type: ignore[attr-defined]
+    ]
+    assert sum(skipped) == 60 - sent
+
+
+def test_a_dead_holders_claim_is_taken_over(tmp_path: Path) -> None:
+    call_id = "ab" * 32
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; from pathlib import Path; from clcg_pipeline.inference._coord import CallClaims;"
+            f"c = CallClaims(Path({str(tmp_path)!r})).try_claim({call_id!r});"
+            "print(c is not None, flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "True"
+        claims = CallClaims(tmp_path)
+        assert claims.try_claim(call_id) is None  # held by a live process
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    claim = claims.try_claim(call_id)  # the kernel dropped the dead holder's lock
+    assert claim is not None
+    claims.release(claim, done=True)
+    assert not claim.path.exists()
+
+
+def test_ledger_ignores_reservations_of_dead_processes(tmp_path: Path) -> None:
+    ledger = SpendLedger(tmp_path)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    pid = int(dead.stdout)
+    with open(ledger.path, "a") as handle:
+        line = {
+            "op": "reserve",
+            "id": "x",
+            "usd": 5.0,
+            "host": os.uname().nodename,
+            "pid": pid,
+            "t": time.time(),
+        }
+        handle.write(json.dumps(line) + "\n")
+    rid = ledger.reserve(1.0, limit=2.0)
+    assert rid not in (None, WAIT)  # the dead process's $5 reservation holds nothing
+    assert ledger.reserve(1.5, limit=2.0) == WAIT  # but ours does, until it settles
+    ledger.settle(rid, 0.25)
+    assert SpendLedger(tmp_path).totals() == (0.25, 0.0)
+    assert ledger.reserve(1.9, limit=2.0) is None  # spent for good: refused, not deferred
+
+
+def test_runner_and_batch_modules_do_not_import_each_other() -> None:
+    root = Path(__file__).resolve().parents[2] / "clcg_pipeline" / "inference"
+    graph: dict[str, set[str]] = {}
+    for path in root.glob("*.py"):
+        mods: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("clcg_pipeline.inference.")
+            ):
+                mods.add(node.module.rsplit(".", 1)[1])
+        graph[path.stem] = mods
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(
+            m == goal or (m not in seen and reaches(m, goal, seen | {m})) for m in graph.get(start, ())
+        )
+
+    cycles = sorted(m for m in graph if reaches(m, m, {m}))
+    assert not cycles, f"import cycle through {cycles}"

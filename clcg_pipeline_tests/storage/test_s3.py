@@ -1,0 +1,186 @@
+"""The data folder on object storage: a local S3-compatible server (moto) the test starts itself.
+
+Endpoint and credentials reach every reader only through the standard AWS variables, and no
+DuckDB extension may be downloaded (``HOME`` points at an empty folder, so none is cached).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from upath import UPath
+
+s3fs = pytest.importorskip("s3fs", reason="the s3 extra (s3fs) is not installed")
+moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+
+from clcg_pipeline.storage import (  # noqa: E402
+    CatalogError,
+    build_catalog,
+    default_catalog_path,
+    partition_dir,
+    query,
+    read_all_partitions,
+    write_frame,
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The standard AWS variables for the local server, set here and returned for subprocesses."""
+    env = {
+        "AWS_ENDPOINT_URL": s3_endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "HOME": str(tmp_path / "home"),
+    }
+    (tmp_path / "home").mkdir()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    s3fs.S3FileSystem.clear_instance_cache()  # instances remember the endpoint they were made with
+    return env
+
+
+@pytest.fixture
+def bucket(s3_env: dict[str, str]) -> str:
+    name = f"clcg-{uuid.uuid4().hex[:12]}"
+    s3fs.S3FileSystem().mkdir(name)
+    return name
+
+
+def _scores(language: str, n: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "model": ["m"] * n,
+            "language": [language] * n,
+            "doc_id": [f"d{i}" for i in range(n)],
+            "item_id": [f"i{i}" for i in range(n)],
+            "rep": [1] * n,
+            "context_scope": ["full_body"] * n,
+            "level": ["L3"] * n,
+            "item_source": ["llm"] * n,
+            "token_f1": [0.5] * n,
+            "exact_match": [0.0] * n,
+            "accuracy": [None] * n,
+            "rouge_l": [0.5] * n,
+            "semsim": [None] * n,
+            "status": ["ok"] * n,
+        }
+    )
+
+
+def test_catalog_and_reads_on_s3(bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = f"s3://{bucket}/clcg"
+    for language, n in (("en", 3), ("ka", 2)):
+        write_frame(
+            partition_dir(data, "scores", {"language": language, "model": "m"}) / "data.parquet",
+            _scores(language, n),
+            contract="scores",
+        )
+    monkeypatch.chdir(tmp_path)
+    assert len(read_all_partitions(data, "scores")) == 5
+    assert build_catalog(data) == {"scores": 5}
+    catalog = default_catalog_path(data)
+    assert str(catalog) == f"{data}/clcg.duckdb" and UPath(catalog).exists()
+    assert not list(tmp_path.glob("*.duckdb"))  # not in the current directory
+    frame = query(catalog, "SELECT language, count(*) AS n FROM scores GROUP BY ALL ORDER BY language")
+    assert frame.to_dict(orient="list") == {"language": ["en", "ka"], "n": [3, 2]}
+    with pytest.raises(CatalogError, match="only the study's tables"):
+        query(catalog, "SELECT * FROM read_csv('/etc/passwd')")
+    with pytest.raises(CatalogError, match="read-only"):
+        query(catalog, f"COPY (SELECT 1) TO '{data}/scores/language=en/model=m/data.parquet'")
+    assert len(read_all_partitions(data, "scores")) == 5
+
+
+def _clcg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "clcg_pipeline.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_every_command_on_s3(
+    bucket: str, s3_env: dict[str, str], config_dir: Path, edit_yaml: Callable, tmp_path: Path
+) -> None:
+    edit_yaml(
+        config_dir / "languages.yaml",
+        lambda doc: doc.update(
+            languages=[lang for lang in doc["languages"] if lang["iso"] in ("en", "pt", "ka")]
+        ),
+    )
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(bootstrap_replicates=200))
+    env = {**os.environ, **s3_env, "DAGSTER_HOME": str(tmp_path / "dagster"), "COLUMNS": "160"}
+    data = f"s3://{bucket}/clcg"
+    work = tmp_path / "work"
+    work.mkdir()
+
+    ran = _clcg("run", "--config", str(config_dir), "--data", data, env=env, cwd=work)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "H1 micro" in ran.stdout
+    for name in ("study_results.json", "report.html", "clcg.duckdb"):
+        assert UPath(f"{data}/{name}").exists(), name
+    assert not list(work.iterdir())  # nothing landed in the current directory
+
+    counted = _clcg(
+        "query", "--data", data, "--format", "json",
+        "SELECT language, count(*) AS n FROM scores GROUP BY ALL ORDER BY language",
+        env=env, cwd=work,
+    )  # fmt: skip
+    assert counted.returncode == 0, counted.stderr
+    assert [row["language"] for row in json.loads(counted.stdout)] == ["en", "ka", "pt"]
+
+    named = _clcg(
+        "query", "--config", str(config_dir), "--data", data, "--format", "csv",
+        "--named", "clcg_by_language", env=env, cwd=work,
+    )  # fmt: skip
+    assert named.returncode == 0, named.stderr
+    assert len(named.stdout.splitlines()) == 4
+
+    UPath(f"{data}/report.html").unlink()
+    report = _clcg("report", "--data", data, env=env, cwd=work)
+    assert report.returncode == 0, report.stderr
+    assert "H1" in UPath(f"{data}/report.html").read_text(encoding="utf-8")
+
+    out = tmp_path / "estimate.json"
+    estimated = _clcg(
+        "estimate", "--config", str(config_dir), "--scores", data, "--out", str(out), env=env, cwd=work
+    )
+    assert estimated.returncode == 0, estimated.stderr
+    results = json.loads(UPath(f"{data}/study_results.json").read_text(encoding="utf-8"))
+    again = json.loads(out.read_text(encoding="utf-8"))
+    # The same scores and seed as the run's analysis give the same H1 micro estimate.
+    assert again["h1_micro"]["estimate"] == pytest.approx(results["h1"]["h1_micro"]["estimate"], abs=1e-12)
