@@ -37,7 +37,13 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest
 
+# The UI and the daemon: with nothing else running, the daemon builds the study and follows
+# models.yaml (clcg_pipeline/automation.py). An older copied dagster.yaml lacks the run
+# launcher and coordinator (provider tags, fast run start-up): say so rather than run without.
 dev: setup
+	@grep -q ProviderTaggingRunCoordinator $(DAGSTER_HOME)/dagster.yaml || echo "warning: \
+	$(DAGSTER_HOME)/dagster.yaml lacks the run_launcher/run_coordinator of ./dagster.yaml; \
+	runs will not get clcg/provider tags. Copy those blocks over." >&2
 	$(BIN)/dagster dev -w workspace.yaml
 
 bench: setup

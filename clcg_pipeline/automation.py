@@ -27,18 +27,29 @@ def _idle() -> dg.AutomationCondition:
 
 
 def _never_attempted() -> dg.AutomationCondition:
-    # Missing and not failed: a partition whose last run failed is not retried every tick (the
-    # failure is visible in the UI, and the daily schedule retries responses).
     return (AC.missing() & ~AC.execution_failed()).with_label("never_attempted")
 
 
-def build_once() -> dg.AutomationCondition:
-    """Materialize each partition once, as soon as every upstream partition it reads exists.
+def _until_requested(trigger: dg.AutomationCondition) -> dg.AutomationCondition:
+    # True from the tick ``trigger`` fires until the partition is requested or updated: a
+    # partition is requested once per trigger, never again on a later tick that still sees it
+    # missing (a tick can read materializations from just before its run finished), and a
+    # failed run is not retried every tick (the failure shows in the UI; the daily schedule
+    # retries responses).
+    return trigger.since(AC.newly_requested() | AC.newly_updated())
 
-    Not ``on_missing``: that ignores partitions already missing when the condition is first
-    evaluated, so a fresh instance would never build anything.
-    """
-    return (_never_attempted() & ~AC.any_deps_missing() & _idle()).with_label("build_once")
+
+def _appeared_missing() -> dg.AutomationCondition:
+    # ``newly_missing`` alone ignores what is already missing on the first evaluation (that is
+    # ``on_missing``'s rule), so a fresh instance would never build anything.
+    return (AC.newly_missing() | (AC.initial_evaluation() & AC.missing())).with_label("appeared_missing")
+
+
+def build_once() -> dg.AutomationCondition:
+    """Materialize each partition once, as soon as every upstream partition it reads exists."""
+    return (
+        AC.missing() & _until_requested(_appeared_missing()) & ~AC.any_deps_missing() & _idle()
+    ).with_label("build_once")
 
 
 def follow_upstream() -> dg.AutomationCondition:
@@ -56,11 +67,9 @@ def after_every_partition() -> dg.AutomationCondition:
     waiting = AC.any_deps_match(_never_attempted() & ~AC.will_be_requested()).with_label(
         "any_deps_never_attempted"
     )
-    return (
-        ((AC.newly_missing() | AC.any_deps_updated()).since_last_handled() | _never_attempted())
-        & ~waiting
-        & _idle()
-    ).with_label("after_every_partition")
+    return (_until_requested(_appeared_missing() | AC.any_deps_updated()) & ~waiting & _idle()).with_label(
+        "after_every_partition"
+    )
 
 
 study_automation_sensor = dg.AutomationConditionSensorDefinition(

@@ -62,12 +62,14 @@ def _cell(value: Any) -> str:
 
 def _print_frame(frame: Any, title: str | None = None) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title, show_lines=False)
     for column in frame.columns:
         table.add_column(str(column), justify="right" if frame[column].dtype.kind in "iuf" else "left")
     for row in frame.itertuples(index=False):
-        table.add_row(*(_cell(v) for v in row))
+        # Text, not str: data such as "[L3]" must not be read as rich markup.
+        table.add_row(*(Text(_cell(v)) for v in row))
     console.print(table)
 
 
@@ -78,7 +80,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from clcg_pipeline.config import load_config
     from clcg_pipeline.report import format_h1_table
     from clcg_pipeline.storage import default_catalog_path, read_json
-    from clcg_pipeline.study_run import run_study
+    from clcg_pipeline.study_run import DEFAULT_PARALLEL, run_study
 
     config_dir, data_dir = _dirs(args)
     # Bad config or an unknown model/language is reported before any progress bar is drawn.
@@ -109,6 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             force=args.force,
             regenerate_items=args.regenerate_items,
             on_step=on_step,
+            parallel=DEFAULT_PARALLEL if args.parallel is None else args.parallel,
         )
         progress.update(task, description="done", completed=progress.tasks[0].total)
     console.print(
@@ -136,9 +139,12 @@ def _check_selection(option: str, chosen: list[str] | None, known: list[str]) ->
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from clcg_pipeline.config import load_config
     from clcg_pipeline.study_plan import plan_study
 
     config_dir, data_dir = _dirs(args)
+    config = load_config(config_dir)
+    _check_selection("--models", _csv(args.models), [model.id for model in config.models.models])
     plan = plan_study(config_dir=config_dir, data_dir=data_dir, models=_csv(args.models))
     _print_frame(plan, title="Planned calls (nothing has been called)")
     return 0
@@ -218,9 +224,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         write_bytes_atomic(out if not is_local(out) else Path(local_out), payload.encode("utf-8"))
     h1 = result.get("h1", result)
     micro = h1["h1_micro"]
-    if micro and micro.get("estimate") is not None:
+    if micro and micro.get("estimate") is not None and micro.get("ci_low") is not None:
         console.print(
             f"H1 micro {micro['estimate']:.4f} [{micro['ci_low']:.4f}, {micro['ci_high']:.4f}] -> {args.out}"
+        )
+    elif micro and micro.get("estimate") is not None:
+        # --full withholds the interval below study.min_articles; say why instead of failing.
+        console.print(
+            f"H1 micro {micro['estimate']:.4f} not identifiable ({micro.get('reason')}) -> {args.out}"
         )
     else:
         console.print(f"H1 micro not identifiable -> {args.out}")
@@ -334,6 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--force", action="store_true", help="re-run partitions that are up to date")
     run.add_argument(
+        "--parallel",
+        type=int,
+        default=None,
+        help="responses partitions run at once, in worker processes (default 2; 1 = one after another)",
+    )
+    run.add_argument(
         "--regenerate-items", action="store_true", help="write the item bank again with the generator"
     )
     run.set_defaults(func=cmd_run)
@@ -391,21 +408,54 @@ def error_message(exc: BaseException) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
+INTERRUPTED = "interrupted; run again to resume (completed calls are cached)"
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """A warning as one ``warning:`` line: Python's default names our source file and code line."""
+    text = _CLASS_PATH.sub("", str(message))
+    _say("warning: " + " ".join(part.strip() for part in text.splitlines() if part.strip()))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
     args = build_parser().parse_args(argv)
+    previous = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        _say("interrupted: completed calls are cached; run again to resume")
+        _say(INTERRUPTED)
         return 130
-    except Exception as exc:  # one clear line instead of a traceback for expected failures
-        from clcg_pipeline.config import ConfigError
+    except BaseException as exc:
+        # Dagster turns Ctrl-C inside a run into its own BaseException; it means the same.
+        if type(exc).__name__ == "DagsterExecutionInterruptedError":
+            _say(INTERRUPTED)
+            return 130
+        if not isinstance(exc, Exception):
+            raise
+        return _fail(exc, args)
+    finally:
+        warnings.showwarning = previous
 
-        expected = (ConfigError, OSError, ValueError, RuntimeError)
-        if isinstance(exc, expected) and not getattr(args, "debug", False):
-            _say(f"error: {error_message(exc)}")
-            return 1
-        raise
+
+def _fail(exc: Exception, args: argparse.Namespace) -> int:
+    """One clear line instead of a traceback for expected failures; anything else is a bug."""
+    from clcg_pipeline.config import ConfigError
+
+    expected = (ConfigError, OSError, ValueError, RuntimeError)
+    if isinstance(exc, expected) and not getattr(args, "debug", False):
+        _say(f"error: {error_message(exc)}")
+        return 1
+    raise exc
 
 
 if __name__ == "__main__":

@@ -12,12 +12,15 @@ see :func:`clcg_pipeline.jobs.study_run_tags`.)
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
-from dagster import DagsterRun
+from dagster import DagsterRun, MultiPartitionKey
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
+from dagster._core.storage.tags import PARTITION_NAME_TAG
 
 from clcg_pipeline.config import default_config_dir, load_config
 from clcg_pipeline.jobs import PROVIDER_TAG, provider_tags
+from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION
 
 _log = logging.getLogger(__name__)
 
@@ -27,6 +30,11 @@ class ProviderTaggingRunCoordinator(QueuedRunCoordinator):
 
     def submit_run(self, context: SubmitRunContext) -> DagsterRun:
         run = context.dagster_run
+        partition = partition_tag(run.tags)
+        if partition:
+            self._instance.add_run_tags(run.run_id, partition)
+            run = run.with_tags({**run.tags, **partition})
+            context = context._replace(dagster_run=run)
         if PROVIDER_TAG not in run.tags:
             try:
                 tags = provider_tags(load_config(default_config_dir()), run.tags)
@@ -37,3 +45,18 @@ class ProviderTaggingRunCoordinator(QueuedRunCoordinator):
                 self._instance.add_run_tags(run.run_id, tags)
                 context = context._replace(dagster_run=run.with_tags({**run.tags, **tags}))
         return super().submit_run(context)
+
+
+def partition_tag(tags: Mapping[str, str]) -> dict[str, str]:
+    """``{dagster/partition: "<language>|<model>"}`` for a run tagged only per dimension, else ``{}``.
+
+    Dagster gives such a run's asset a partition key but stores its outputs unpartitioned (its
+    step context checks only ``dagster/partition``); with the tag the run is an ordinary
+    partition run, as ``dagster job launch --tags`` users expect.
+    """
+    if PARTITION_NAME_TAG in tags:
+        return {}
+    dims = {d: tags.get(f"{PARTITION_NAME_TAG}/{d}") for d in (LANGUAGE_DIMENSION, MODEL_DIMENSION)}
+    if not all(dims.values()):
+        return {}
+    return {PARTITION_NAME_TAG: str(MultiPartitionKey({d: str(v) for d, v in dims.items()}))}

@@ -8,22 +8,30 @@ writes has a materialization, recorded by Dagster whoever launched it, that was 
 this folder, carries the current code version (``study_versions.py``: package version,
 config and source contents), is newer than everything it reads, and whose file is still
 there. The files are the truth; the instance only says how they were made.
+
+Responses partitions run several at a time (``parallel``), each as its own Dagster run in a
+forked worker process: threads would not do, since Dagster handles Ctrl-C only in a main
+thread, and the runner's coordination (``inference/_coord.py``: call claims, the model's
+concurrency slots, the study's spend ledger) is built for processes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
 import shutil
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from dagster._core.definitions.data_version import CODE_VERSION_TAG
+from dagster._core.utils import make_new_run_id
 from upath import UPath
 
 from clcg_pipeline.config import ProjectConfig, load_config
@@ -37,7 +45,7 @@ from clcg_pipeline.jobs import (
     runs_under_code_location,
     study_run_tags,
 )
-from clcg_pipeline.partitions import response_key
+from clcg_pipeline.partitions import LANGUAGE_DIMENSION, response_key
 from clcg_pipeline.storage import partition_dir, read_frame
 from clcg_pipeline.study_plan import select_models
 from clcg_pipeline.study_versions import code_versions, version_for
@@ -53,6 +61,10 @@ _LOOKBACK = 25
 # Call outcomes that mean a responses partition is unfinished: the next run resumes it.
 _UNFINISHED_OUTCOMES = ("skipped_budget", "batch_pending")
 _INTERRUPTS = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
+# Responses partitions run this many at a time (``clcg run --parallel``): two keep a model's
+# calls flowing while a partition starts or finishes (no drain between partitions) and use
+# both cores of a small machine for the offline provider.
+DEFAULT_PARALLEL = 2
 
 
 class StudyRunError(RuntimeError):
@@ -145,7 +157,6 @@ class _Freshness:
         self, asset: str, partition: str | None, isos: Sequence[str]
     ) -> list[tuple[str, str | None]]:
         node = self.graph.get(dg.AssetKey(asset))
-        child_partitioned = node.partitions_def is not None
         parents: list[tuple[str, str | None]] = []
         for parent_key in node.parent_keys:
             parent = self.graph.get(parent_key)
@@ -154,8 +165,10 @@ class _Freshness:
                 parents.append((name, None))
             elif parent.partitions_def == node.partitions_def:
                 parents.append((name, partition))
-            elif child_partitioned and partition is not None:
-                parents.append((name, partition.split("|")[0]))  # language of a language|model key
+            elif isinstance(node.partitions_def, dg.MultiPartitionsDefinition) and partition is not None:
+                # A language x model partition reads its language's partition.
+                key = node.partitions_def.get_partition_key_from_str(partition)
+                parents.append((name, key.keys_by_dimension[LANGUAGE_DIMENSION]))
             else:
                 parents.extend((name, iso) for iso in isos)  # an unpartitioned reader of every language
         return parents
@@ -200,7 +213,8 @@ def _clean_message(error: Any) -> tuple[str, bool]:
     message = str(error.message).strip()
     head, sep, rest = message.partition(": ")
     qualified = head.split(".")[-1] == error.cls_name and " " not in head
-    ours = qualified and head.startswith("clcg_pipeline.")
+    # dg.Failure carries a sentence written for the user (its description).
+    ours = qualified and (head.startswith("clcg_pipeline.") or error.cls_name == "Failure")
     if qualified and sep:
         message = rest.strip()
     elif qualified:
@@ -226,6 +240,67 @@ def _failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool, bool]:
     return "see the run in the Dagster UI (make dev)", False, False
 
 
+# Set by the parent just before it forks the worker processes, which inherit them.
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_start(ref: Any, pids: Any) -> None:
+    """A worker process of the responses pool: its own instance, and Ctrl-C from its parent only.
+
+    In a process group of its own, so a Ctrl-C at the terminal reaches only ``clcg run``,
+    which forwards it exactly once (twice could break into Dagster's own interrupt clean-up).
+    Between runs an interrupt has nothing to stop; it is noted so no new run starts.
+    """
+    _WORKER["interrupted"] = False
+
+    def note(_signum: int, _frame: object) -> None:
+        _WORKER["interrupted"] = True
+
+    signal.signal(signal.SIGINT, note)
+    os.setpgrp()
+    _die_with_parent()
+    # A fresh instance: nothing of the parent's connections is shared across the fork.
+    _WORKER["instance"] = dg.DagsterInstance.from_ref(ref)
+    pids.put(os.getpid())
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to end this worker if ``clcg run`` dies without cleaning up (kill -9).
+
+    Hand-written with ctypes: the standard library has no binding for prctl. Elsewhere a
+    worker left behind finishes its partition and exits when its queue closes.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _execute_partition(
+    job: str, partition: str, run_config: dict[str, Any], tags: dict[str, str], run_id: str
+) -> tuple[bool, str, bool, bool]:
+    """In a worker: run one job partition; (success, root-cause line, ours, interrupted)."""
+    if _WORKER.get("interrupted"):
+        return False, "interrupted", False, True
+    instance = _WORKER["instance"]
+    job_def = _WORKER["defs"].resolve_job_def(job)
+    with runs_under_code_location(instance):
+        result = job_def.execute_in_process(
+            instance=instance,
+            partition_key=partition,
+            run_config=run_config,
+            tags=tags,
+            raise_on_error=False,
+            run_id=run_id,
+        )
+    if result.success:
+        return True, "", False, False
+    return (False, *_failure(result))
+
+
 def _check_selection(config: ProjectConfig, languages: Sequence[str] | None) -> list[str]:
     isos = list(languages) if languages else config.languages.isos
     unknown = [iso for iso in isos if iso not in config.languages.isos]
@@ -236,7 +311,7 @@ def _check_selection(config: ProjectConfig, languages: Sequence[str] | None) -> 
     return isos
 
 
-@contextmanager
+@contextlib.contextmanager
 def _deferred_interrupts() -> Iterator[Callable[[], bool]]:
     """Between Dagster runs, note Ctrl-C instead of raising it wherever the program happens to be.
 
@@ -270,13 +345,24 @@ def run_study(
     force: bool = False,
     regenerate_items: bool = False,
     on_step: Callable[[str, int, int], None] | None = None,
+    parallel: int = DEFAULT_PARALLEL,
 ) -> RunSummary:
     """Materialize the whole graph: corpus, study inputs, responses, analysis.
 
     Partitions up to date in ``data_dir`` are skipped (``force`` re-runs them); model calls
     are never repeated either way, thanks to the cache. Ctrl-C stops after cleaning up and
     raises a plain ``KeyboardInterrupt``; what was stored stays, and the next run resumes.
+
+    Up to ``parallel`` responses partitions run at once, each in a worker process (forked, so
+    nothing is imported again) as its own Dagster run on the same instance. A model's calls
+    then flow without a drain between partitions, while the claims, concurrency slots and
+    spend ledger of ``inference/_coord.py`` hold across the workers: no call is paid twice,
+    the model's limit binds them together. With ``budget_usd`` the partitions run one after
+    another as before, each given what the previous ones left (a limit for this command only,
+    which the study-wide ledger does not express).
     """
+    if parallel < 1:
+        raise StudyRunError(f"parallel must be at least 1, got {parallel}")
     config = load_config(config_dir)
     try:
         model_ids = select_models(config, models)
@@ -299,7 +385,119 @@ def run_study(
             regenerate_items=regenerate_items,
             on_step=on_step,
             interrupted=interrupted,
+            parallel=parallel,
         )
+
+
+def _in_step(instance: dg.DagsterInstance, run_id: str, step: str = "responses") -> bool:
+    """True until the run's ``step`` has ended (or before the run exists)."""
+    ended = (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE)
+    records = instance.get_records_for_run(run_id, of_type=set(ended)).records
+    return not any(record.event_log_entry.step_key == step for record in records)
+
+
+def _run_responses_in_workers(
+    instance: dg.DagsterInstance,
+    defs: dg.Definitions,
+    partitions: Sequence[tuple[str, str]],
+    *,
+    parallel: int,
+    run_config: dict[str, Any],
+    tags: Callable[[str], dict[str, str]],
+    skip: Callable[[str, str], bool],
+    account: Callable[[str, str], tuple[float, bool]],
+    on_forget: Callable[[str], None],
+    summary: RunSummary,
+    step: int,
+    total: int,
+    on_step: Callable[[str, int, int], None] | None,
+    interrupted: Callable[[], bool],
+) -> int:
+    """Run the responses partitions ``parallel`` at a time in forked workers; the last step number.
+
+    A failure lets the partitions in progress finish (their calls are paid for) and starts no
+    other; Ctrl-C is forwarded to the workers, whose Dagster runs stop as they do in process.
+
+    The first ``parallel`` partitions start one after another, each once the previous one has
+    finished its ``responses`` step: partitions of one model are alike, and started together
+    they would prepare, call and score in lockstep, every worker busy with the CPU at the same
+    moments and nobody calling. Staggered, one worker calls while another prepares or scores.
+    """
+    context = multiprocessing.get_context("fork")  # the definitions are built once, here
+    pids = context.SimpleQueue()
+    _WORKER["defs"] = defs
+    pool = futures.ProcessPoolExecutor(
+        min(parallel, len(partitions)),
+        mp_context=context,
+        initializer=_worker_start,
+        initargs=(instance.get_ref(), pids),
+    )
+    queue = list(partitions)
+    running: dict[futures.Future[tuple[bool, str, bool, bool]], tuple[str, str]] = {}
+    calling: dict[futures.Future[tuple[bool, str, bool, bool]], str] = {}  # run id, until calls end
+    started = 0
+    workers: list[int] = []
+    signalled: set[int] = set()
+    failure: StudyRunError | None = None
+    stopped = False
+    try:
+        while queue or running:
+            if started < parallel:  # only the first partitions are staggered
+                calling = {f: r for f, r in calling.items() if f in running and _in_step(instance, r)}
+            while queue and len(running) < parallel and failure is None and not interrupted():
+                if started < parallel and calling:
+                    break  # still staggering the first partitions
+                model_id, iso = queue.pop(0)
+                key = str(response_key(iso, model_id))
+                step += 1
+                if on_step:
+                    on_step(f"{model_id} / {iso}", step, total)
+                if skip(iso, model_id):
+                    summary.skipped += 1
+                    continue
+                run_id = make_new_run_id()
+                future = pool.submit(
+                    _execute_partition, "responses_job", key, {**_QUIET, **run_config}, tags(key), run_id
+                )
+                running[future] = (model_id, iso)
+                calling[future] = run_id
+                started += 1
+            while not pids.empty():
+                workers.append(pids.get())
+            if interrupted():
+                for pid in set(workers) - signalled:  # once each: see _worker_start
+                    signalled.add(pid)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGINT)
+            if failure is not None or interrupted():
+                queue.clear()
+            if not running:
+                continue
+            finished, _ = futures.wait(running, timeout=0.2, return_when=futures.FIRST_COMPLETED)
+            for future in finished:
+                model_id, iso = running.pop(future)
+                key = str(response_key(iso, model_id))
+                summary.runs += 1
+                on_forget(key)
+                try:
+                    ok, message, _ours, was_interrupt = future.result()
+                except futures.process.BrokenProcessPool:
+                    # Killed from outside (out of memory, kill -9): its run stays as Dagster last saw it.
+                    ok, message, was_interrupt = False, "its worker process died (out of memory?)", False
+                if ok:
+                    account(iso, model_id)
+                elif was_interrupt or interrupted():
+                    stopped = True
+                elif failure is None:
+                    failure = StudyRunError(f"responses_job [{key}] failed: {message}")
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _WORKER.pop("defs", None)
+    if stopped or interrupted():
+        raise KeyboardInterrupt
+    if failure is not None:
+        raise failure
+    return step
 
 
 def _run_jobs(
@@ -316,6 +514,7 @@ def _run_jobs(
     regenerate_items: bool,
     on_step: Callable[[str, int, int], None] | None,
     interrupted: Callable[[], bool],
+    parallel: int = 1,
 ) -> RunSummary:
     defs = build_definitions(config_dir, data_dir)
     sync_model_partitions(instance, config)
@@ -391,40 +590,64 @@ def _run_jobs(
         items_config,
         rerun=regenerate_items,
     )
+
+    def account(iso: str, model_id: str) -> tuple[float, bool]:
+        """Count a finished partition's new calls; (its new spend, whether the budget stopped it)."""
+        calls_file = partition_dir(data_dir, "calls", {"language": iso, "model": model_id}) / "data.parquet"
+        if not calls_file.exists():
+            return 0.0, False
+        calls = read_frame(calls_file)
+        new = calls[~calls["cached"].astype(bool)] if len(calls) else calls
+        summary.new_calls += len(new)
+        spent = float(new["cost_usd"].sum()) if len(new) else 0.0
+        summary.new_cost_usd += spent
+        return spent, bool(len(calls)) and bool((calls["outcome"] == "skipped_budget").any())
+
+    def responses_config(remaining: float | None) -> dict[str, Any]:
+        return {"ops": {"responses": {"config": {"budget_usd": remaining, "mode": mode}}}}
+
+    partitions = [(model_id, iso) for model_id in model_ids for iso in isos]
+    in_workers = budget_usd is None and parallel > 1 and len(partitions) > 1
+    if in_workers:
+        step = _run_responses_in_workers(
+            instance,
+            defs,
+            partitions,
+            parallel=parallel,
+            run_config=responses_config(None),
+            tags=lambda key: {FINGERPRINT_TAG: versions["study"], **study_run_tags(config, key)},
+            # New items change the questions: every partition answers them (cached calls are free).
+            skip=lambda iso, model_id: not (force or regenerate_items) and responses_done(iso, model_id),
+            account=account,
+            on_forget=lambda key: fresh.forget(RESPONSE_ASSETS, key),
+            summary=summary,
+            step=step,
+            total=total,
+            on_step=on_step,
+            interrupted=interrupted,
+        )
     remaining = budget_usd
-    for model_id in model_ids:
-        for iso in isos:
-            key = response_key(iso, model_id)
-            if remaining is not None and remaining <= 0:
-                summary.budget_exhausted = True
-                step += 1
-                continue
-            run_config = {"ops": {"responses": {"config": {"budget_usd": remaining, "mode": mode}}}}
-            ran = execute(
-                "responses_job",
-                f"{model_id} / {iso}",
-                str(key),
-                RESPONSE_ASSETS,
-                run_config,
-                # New items change the questions: every partition answers them (cached calls are free).
-                rerun=regenerate_items,
-                done=lambda iso=iso, model_id=model_id: responses_done(iso, model_id),
-            )
-            if not ran:
-                continue
-            calls_file = (
-                partition_dir(data_dir, "calls", {"language": iso, "model": model_id}) / "data.parquet"
-            )
-            if calls_file.exists():
-                calls = read_frame(calls_file)
-                new = calls[~calls["cached"].astype(bool)] if len(calls) else calls
-                summary.new_calls += len(new)
-                spent = float(new["cost_usd"].sum()) if len(new) else 0.0
-                summary.new_cost_usd += spent
-                if remaining is not None:
-                    remaining -= spent
-                    if (calls["outcome"] == "skipped_budget").any():
-                        remaining = 0.0
+    for model_id, iso in [] if in_workers else partitions:
+        key = response_key(iso, model_id)
+        if remaining is not None and remaining <= 0:
+            summary.budget_exhausted = True
+            step += 1
+            continue
+        ran = execute(
+            "responses_job",
+            f"{model_id} / {iso}",
+            str(key),
+            RESPONSE_ASSETS,
+            responses_config(remaining),
+            # New items change the questions: every partition answers them (cached calls are free).
+            rerun=regenerate_items,
+            done=lambda iso=iso, model_id=model_id: responses_done(iso, model_id),
+        )
+        if not ran:
+            continue
+        spent, stopped = account(iso, model_id)
+        if remaining is not None:
+            remaining = 0.0 if stopped else remaining - spent
     # The analysis always re-runs: it reads every partition, including other sessions' models.
     execute("analysis_job", "estimates and report", None, None, {})
     return summary

@@ -33,7 +33,9 @@ _CHUNK = 1 << 20
 # Content hashes of local files, keyed by (path, size, mtime_ns): a file is read again only
 # when it changes, in this process and (through the file in DAGSTER_HOME) in later ones.
 _HASHES: dict[str, str] = {}
+_USED: set[str] = set()  # what this process looked up: the persistent cache keeps only these
 _HASHES_LOCK = threading.Lock()
+_DIRTY = {"changed": False}
 _CACHE_NAME = "clcg_source_hashes.json"
 
 
@@ -56,13 +58,15 @@ def _load_persistent() -> None:
 
 def _save_persistent() -> None:
     cache = _cache_file()
-    if cache is None or not cache.parent.exists():
+    if cache is None or not cache.parent.exists() or not _DIRTY["changed"]:
         return
     try:
         fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=f".{cache.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(_HASHES, handle)
+            # Entries of files that changed since are dropped, so the file does not grow forever.
+            json.dump({key: _HASHES[key] for key in _USED if key in _HASHES}, handle)
         os.replace(tmp, cache)
+        _DIRTY["changed"] = False
     except OSError:
         pass  # the cache is an optimisation; a read-only home must not fail a run
 
@@ -75,6 +79,7 @@ def file_digest(path: Path) -> str:
         if not _HASHES:
             _load_persistent()
         cached = _HASHES.get(key)
+        _USED.add(key)
     if cached is not None:
         return cached
     digest = hashlib.sha256()
@@ -84,6 +89,7 @@ def file_digest(path: Path) -> str:
     value = digest.hexdigest()
     with _HASHES_LOCK:
         _HASHES[key] = value
+        _DIRTY["changed"] = True
     return value
 
 
@@ -99,7 +105,8 @@ def source_content_hash(source: SourceSpec) -> str:
     Remote sources (fsspec URLs) use the store's own content fingerprint (``ukey``: the ETag
     on S3), so nothing is downloaded to tell whether they changed.
     """
-    digest = hashlib.sha256(source.model_dump_json().encode())
+    # The path is left out: the same files in another checkout or mount are the same source.
+    digest = hashlib.sha256(source.model_dump_json(exclude={"path"}).encode())
     if source.kind == "demo":
         folder = importlib.resources.files(_DEMO_PACKAGE) / _DEMO_FOLDER
         with importlib.resources.as_file(folder) as path:
@@ -140,13 +147,7 @@ def code_versions(config: ProjectConfig) -> dict[str, str]:
     from clcg_pipeline import __version__
 
     sources = [source_content_hash(source) for source in config.sources.sources]
-    corpus = _hash(
-        __version__,
-        config.languages.model_dump_json(),
-        config.study.model_dump_json(),
-        config.sources.model_dump_json(),
-        *sources,
-    )
+    corpus = _hash(__version__, config.languages.model_dump_json(), config.study.model_dump_json(), *sources)
     return {"corpus": corpus, "study": _hash(corpus, config.models.model_dump_json())}
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,6 +12,21 @@ import pytest
 import yaml
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_clcg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``clcg ARGS`` in a fresh interpreter, as a user would type it; output captured, never raises."""
+    return subprocess.run(
+        [sys.executable, "-m", "clcg_pipeline.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
 DEFAULT_CONFIG = PROJECT_ROOT / "assets_config"
 DEMO_LANGUAGES = ("en", "pt", "is", "mt", "sw", "ka", "ht")
 

@@ -13,21 +13,9 @@ import pytest
 
 from clcg_pipeline.config import load_config
 from clcg_pipeline.corpus import load_source, sample_articles
-from clcg_pipeline_tests.conftest import PROJECT_ROOT
+from clcg_pipeline_tests.conftest import PROJECT_ROOT, run_clcg
 
 pytestmark = pytest.mark.slow
-
-
-def _clcg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "clcg_pipeline.cli", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
 
 
 def _table(data: Path, name: str) -> pd.DataFrame:
@@ -37,12 +25,12 @@ def _table(data: Path, name: str) -> pd.DataFrame:
 def test_run_then_query(demo_config_dir: Path, tmp_path: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "COLUMNS": "160"}
     data = tmp_path / "data"
-    ran = _clcg("run", "--config", str(demo_config_dir), "--data", str(data), env=env, cwd=tmp_path)
+    ran = run_clcg("run", "--config", str(demo_config_dir), "--data", str(data), env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "H1 micro" in ran.stdout and "Georgian" in ran.stdout
     assert str(data / "report.html") in ran.stdout.replace("\n", "")
 
-    counted = _clcg(
+    counted = run_clcg(
         "query",
         "--data",
         str(data),
@@ -56,7 +44,7 @@ def test_run_then_query(demo_config_dir: Path, tmp_path: Path) -> None:
     rows = json.loads(counted.stdout)
     assert rows[0]["model"] == "lexical-reader" and rows[0]["n"] > 0
 
-    named = _clcg(
+    named = run_clcg(
         "query",
         "--config",
         str(demo_config_dir),
@@ -79,7 +67,7 @@ def test_run_then_query(demo_config_dir: Path, tmp_path: Path) -> None:
     away = tmp_path / "moved-away"
     data.rename(away)
     try:
-        copied = _clcg(
+        copied = run_clcg(
             "query", "--data", str(laptop),
             "SELECT model, count(*) AS n, any_value(target_pids) AS pids FROM predictions "
             "JOIN items USING (item_id) GROUP BY model",
@@ -89,7 +77,7 @@ def test_run_then_query(demo_config_dir: Path, tmp_path: Path) -> None:
         assert f" {rows[0]['n']} " in copied.stdout and "lexical-reader" in copied.stdout
         plain = subprocess.run(
             [sys.executable, "-c", "import duckdb; print(duckdb.connect('clcg.duckdb').sql("
-             "'SELECT count(*) FROM predictions').fetchone()[0])"],
+             "'SELECT count(*) FROM predictions').fetchall()[0][0])"],
             cwd=laptop, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
         assert plain.returncode == 0, plain.stderr
@@ -97,7 +85,7 @@ def test_run_then_query(demo_config_dir: Path, tmp_path: Path) -> None:
     finally:
         away.rename(data)
 
-    again = _clcg("run", "--config", str(demo_config_dir), "--data", str(data), env=env, cwd=tmp_path)
+    again = run_clcg("run", "--config", str(demo_config_dir), "--data", str(data), env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 new model calls" in again.stdout
 
@@ -105,7 +93,7 @@ def test_run_then_query(demo_config_dir: Path, tmp_path: Path) -> None:
 def test_bad_config_is_one_clear_line(config_dir: Path, tmp_path: Path) -> None:
     (config_dir / "study.yaml").write_text("seed: forty-two\n", encoding="utf-8")
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
-    ran = _clcg("run", "--config", str(config_dir), "--data", str(tmp_path / "d"), env=env, cwd=tmp_path)
+    ran = run_clcg("run", "--config", str(config_dir), "--data", str(tmp_path / "d"), env=env, cwd=tmp_path)
     assert ran.returncode == 1
     assert "study.yaml" in ran.stderr and "seed" in ran.stderr
     assert "Traceback" not in ran.stderr
@@ -113,7 +101,7 @@ def test_bad_config_is_one_clear_line(config_dir: Path, tmp_path: Path) -> None:
     assert ran.stderr.startswith("error: ") and len(ran.stderr.strip().splitlines()) == 1
 
     shutil.copyfile(PROJECT_ROOT / "assets_config" / "study.yaml", config_dir / "study.yaml")
-    unknown = _clcg(
+    unknown = run_clcg(
         "run",
         "--config",
         str(config_dir),
@@ -129,7 +117,7 @@ def test_bad_config_is_one_clear_line(config_dir: Path, tmp_path: Path) -> None:
 
 
 def test_query_without_catalog_explains(tmp_path: Path) -> None:
-    ran = _clcg("query", "--data", str(tmp_path / "empty"), "SELECT 1", env=dict(os.environ), cwd=tmp_path)
+    ran = run_clcg("query", "--data", str(tmp_path / "empty"), "SELECT 1", env=dict(os.environ), cwd=tmp_path)
     assert ran.returncode == 1
     assert "no catalog yet" in ran.stderr
 
@@ -137,7 +125,7 @@ def test_query_without_catalog_explains(tmp_path: Path) -> None:
 def test_plan_counts_calls_before_anything_runs(demo_config_dir: Path, tmp_path: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
     data = tmp_path / "data"
-    planned = _clcg("plan", "--config", str(demo_config_dir), "--data", str(data), env=env, cwd=tmp_path)
+    planned = run_clcg("plan", "--config", str(demo_config_dir), "--data", str(data), env=env, cwd=tmp_path)
     assert planned.returncode == 0, planned.stderr
     total = next(line for line in planned.stdout.splitlines() if "TOTAL" in line)
     cells = [cell.strip() for cell in total.split("│") if cell.strip()]
@@ -165,7 +153,7 @@ def test_budget_stops_cleanly_with_partial_results(
     )
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "COLUMNS": "160"}
     data = tmp_path / "data"
-    ran = _clcg(
+    ran = run_clcg(
         "run", "--config", str(demo_config_dir), "--data", str(data), "--budget", "2.5", env=env, cwd=tmp_path
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
@@ -179,7 +167,7 @@ def test_budget_stops_cleanly_with_partial_results(
     assert (data / "study_results.json").exists()  # the analysis still ran on what was paid for
 
     # The report can be rendered again from the results alone.
-    report = _clcg(
+    report = run_clcg(
         "report", "--data", str(data), "--out", str(tmp_path / "again.html"), env=env, cwd=tmp_path
     )
     assert report.returncode == 0, report.stderr
@@ -283,6 +271,8 @@ def test_report_on_a_read_only_folder_is_one_line(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Permission denied" in err and str(data) in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    # The file the user asked for, not the temporary file beside it.
+    assert str(data / "report.html") in err and ".tmp" not in err
 
 
 def test_report_and_query_take_a_file_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
@@ -308,7 +298,7 @@ def test_query_table_prints_lists_and_integer_counts(tmp_path: Path, capsys) -> 
 
     data = tmp_path / "data"
     items = pd.DataFrame(
-        {"item_id": ["a", "b"], "options": [["yes", "no"], None], "rep": [3, 4], "score": [0.5, None]}
+        {"item_id": ["a", "b[bold]"], "options": [["yes", "no"], None], "rep": [3, 4], "score": [0.5, None]}
     )
     write_frame(partition_dir(data, "items", None) / "data.parquet", items)
     build_catalog(data)
@@ -316,7 +306,7 @@ def test_query_table_prints_lists_and_integer_counts(tmp_path: Path, capsys) -> 
     assert main(["query", "--data", str(data), f"{sql} ORDER BY item_id"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("│")]
     cells = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines]
-    assert cells == [["a", '["yes", "no"]', "3", "0.5000"], ["b", "", "4", ""]]
+    assert cells == [["a", '["yes", "no"]', "3", "0.5000"], ["b[bold]", "", "4", ""]]
 
 
 def test_errors_name_the_problem_not_the_class() -> None:
@@ -328,3 +318,76 @@ def test_errors_name_the_problem_not_the_class() -> None:
     assert error_message(failure) == "corpus_job [ka] failed: ka.jsonl line 3: field 'question'"
     denied = PermissionError(13, "Permission denied", "/data/report.html")
     assert error_message(denied) == "/data/report.html: Permission denied"
+
+
+def test_unknown_model_in_plan_is_one_line(config_dir: Path, tmp_path: Path, capsys) -> None:
+    from clcg_pipeline.cli import main
+
+    assert main(["plan", "--config", str(config_dir), "--data", str(tmp_path), "--models", "nope"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("error: --models: unknown nope")
+
+
+def test_interrupt_inside_a_dagster_run_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from dagster._core.errors import DagsterExecutionInterruptedError
+
+    import clcg_pipeline.cli as cli
+
+    def interrupted(args: object) -> int:
+        raise DagsterExecutionInterruptedError("Execution was interrupted")
+
+    monkeypatch.setattr(cli, "cmd_report", interrupted)
+    assert cli.main(["report"]) == 130
+    # The wording issue 8 asks for, as the line's start.
+    assert capsys.readouterr().err == "interrupted; run again to resume (completed calls are cached)\n"
+
+
+def test_ctrl_c_outside_a_dagster_run_is_the_same_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import clcg_pipeline.cli as cli
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_report", interrupted)
+    assert cli.main(["report"]) == 130
+    assert capsys.readouterr().err == "interrupted; run again to resume (completed calls are cached)\n"
+
+
+def test_warnings_are_one_line_without_our_source(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """A corpus warning (e.g. bytes that are not UTF-8) reads as one ``warning:`` line, not Python's
+    default ``/path/clcg_pipeline/corpus/_sources.py:39: CorpusWarning:`` plus a line of our code."""
+    import warnings
+
+    import clcg_pipeline.cli as cli
+    from clcg_pipeline.corpus import CorpusWarning
+
+    def warns(args: object) -> int:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn(
+                "1 field(s) were not valid UTF-8: swh_Latn.jsonl:2: field 'question'",
+                CorpusWarning,
+                stacklevel=2,
+            )
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_report", warns)
+    assert cli.main(["report"]) == 0
+    err = capsys.readouterr().err
+    assert err == "warning: 1 field(s) were not valid UTF-8: swh_Latn.jsonl:2: field 'question'\n"
+
+
+def test_estimate_full_with_too_few_articles_says_so(demo_config_dir: Path, tmp_path: Path, capsys) -> None:
+    """Below study.min_articles the interval is withheld: the summary line says why, no traceback."""
+    from clcg_pipeline.cli import main
+
+    single = tmp_path / "scores.parquet"
+    _band_scores(demo_config_dir, "lexical-reader", {"en": 0.8, "pt": 0.7, "ka": 0.5}, n_docs=3).to_parquet(
+        single, index=False
+    )
+    out = tmp_path / "full.json"
+    args = ["estimate", "--config", str(demo_config_dir), "--replicates", "20", "--full"]
+    assert main([*args, "--scores", str(single), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "not identifiable" in printed and "too few articles" in printed
+    assert json.loads(out.read_text(encoding="utf-8"))["h1"]["h1_micro"]["ci_low"] is None

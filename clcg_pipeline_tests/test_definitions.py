@@ -3,8 +3,10 @@
 from pathlib import Path
 
 import dagster as dg
+import yaml
 
 from clcg_pipeline.definitions import build_definitions
+from clcg_pipeline.jobs import CODE_LOCATION
 
 LANGUAGE = "language"
 GRID = "language x model"
@@ -42,9 +44,27 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
 }
 EXPECTED_CHECKS = {
     ("corpus_audit", "alignment_coverage"),
+    ("paragraphs", "language_has_paragraphs"),
+    ("scores", "has_scores"),
     ("items", "item_bank_not_empty"),
     ("predictions", "one_row_per_slot"),
     ("predictions", "parse_failure_rate"),
+}
+
+
+# The daemon's condition per asset (clcg_pipeline/automation.py): corpus and responses are built
+# once per partition, cheap study inputs follow their upstream, whole-study outputs wait for
+# every upstream partition.
+ONCE, FOLLOW, AFTER_ALL = "build_once", "follow_upstream", "after_every_partition"
+EXPECTED_AUTOMATION = {
+    **dict.fromkeys(["articles", "paragraphs", "corpus_audit", "item_translations"], ONCE),
+    **dict.fromkeys(["predictions", "calls", "scores"], ONCE),
+    **dict.fromkeys(
+        ["languages", "study_sample", "tokenizer_fertility_by_language", "items", "item_rejections"], FOLLOW
+    ),
+    "item_level_audit": FOLLOW,
+    "report": FOLLOW,
+    **dict.fromkeys(["estimates", "study_results", "duckdb_catalog"], AFTER_ALL),
 }
 
 
@@ -71,7 +91,7 @@ def test_graph_snapshot(demo_config_dir: Path, tmp_path: Path) -> None:
     assert actual == EXPECTED_ASSETS
     checks = {(key.asset_key.to_user_string(), key.name) for key in graph.asset_check_keys}
     assert checks == EXPECTED_CHECKS
-    assert {s.name for s in defs.sensors or []} >= {"model_partitions_sensor"}
+    assert {s.name for s in defs.sensors or []} == {"model_partitions_sensor", "study_automation_sensor"}
     assert {s.name for s in defs.schedules or []} == {"missing_partitions_schedule"}
     jobs = {job.name for job in defs.resolve_all_job_defs() if not job.name.startswith("__")}
     assert jobs == {"corpus_job", "study_inputs_job", "responses_job", "analysis_job"}
@@ -89,3 +109,44 @@ def test_module_import_does_no_io() -> None:
 
     module = importlib.import_module("clcg_pipeline.definitions")
     assert callable(module.build_definitions)
+
+
+def test_the_daemon_automates_every_asset(demo_config_dir: Path, tmp_path: Path) -> None:
+    defs = build_definitions(demo_config_dir, tmp_path / "data")
+    graph = defs.resolve_asset_graph()
+    labels = {
+        node.key.to_user_string(): node.automation_condition.get_label()
+        if node.automation_condition
+        else None
+        for node in graph.asset_nodes
+    }
+    assert labels == EXPECTED_AUTOMATION
+    sensor = next(s for s in defs.sensors or [] if s.name == "study_automation_sensor")
+    assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
+    # Running as soon as the daemon starts: nobody has to switch it on in the UI.
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert sensor.asset_selection.resolve(graph) == set(graph.materializable_asset_keys)
+
+
+def test_checks_report_per_partition(demo_config_dir: Path, tmp_path: Path) -> None:
+    """A check on a partitioned asset has a result per partition (a pass on one language must
+    not hide a failure on another)."""
+    graph = build_definitions(demo_config_dir, tmp_path / "data").resolve_asset_graph()
+    for check_key in graph.asset_check_keys:
+        asset = graph.get(check_key.asset_key)
+        spec = graph.get_check_spec(check_key)
+        assert spec.partitions_def == asset.partitions_def, check_key
+
+
+def test_runs_execute_in_process(demo_config_dir: Path, tmp_path: Path) -> None:
+    """No process per step: the steps of a launched run share the run worker."""
+    defs = build_definitions(demo_config_dir, tmp_path / "data")
+    # Every job, the implicit one the daemon's automation runs included.
+    assert {job.executor_def.name for job in defs.resolve_all_job_defs()} == {"in_process"}
+
+
+def test_workspace_names_the_code_location_runs_are_filed_under() -> None:
+    """``clcg run`` files its runs under CODE_LOCATION; make dev must load it under that name."""
+    root = Path(__file__).resolve().parents[1]
+    workspace = yaml.safe_load((root / "workspace.yaml").read_text(encoding="utf-8"))
+    assert [entry["python_module"]["location_name"] for entry in workspace["load_from"]] == [CODE_LOCATION]

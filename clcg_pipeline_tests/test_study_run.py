@@ -95,7 +95,10 @@ def test_results_show_a_gap_for_the_english_centric_reader(finished_study: dict)
     results = json.loads((finished_study["data_dir"] / "study_results.json").read_text())
     h1 = results["h1"]
     assert h1["h1_micro"]["estimate"] > 0
-    assert h1["h1_micro"]["ci_low"] <= h1["h1_micro"]["estimate"] <= h1["h1_micro"]["ci_high"]
+    # 6 demo articles < study.min_articles (10): the interval is withheld, with the reason (issue 9).
+    micro = h1["h1_micro"]
+    assert micro["identifiable"] is False and "too few articles" in micro["reason"]
+    assert micro["ci_low"] is None
     assert set(h1["by_language"]) == {"is", "mt", "ka", "ht", "sw"}
     assert results["excluded_versions"] == []  # every demo translation is complete
     assert h1["macro_net"]["estimate"] == pytest.approx(h1["macro"]["estimate"] - h1["pt_gap"]["estimate"])

@@ -21,9 +21,11 @@ from clcg_pipeline_tests.conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 
+# Only what a wheel is built from (tests, benchmarks and local state would just slow the copy).
 _SKIP = shutil.ignore_patterns(
-    ".venv", ".git", "build", "dist", "*.egg-info", "clcg_data", ".dagster_home", "__pycache__", ".*cache"
-)
+    ".venv", ".git", "build", "dist", "*.egg-info", "clcg_data", ".dagster_home", "__pycache__", ".*cache",
+    "clcg_pipeline_tests", "bench", "docs",
+)  # fmt: skip
 
 
 def _run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -36,8 +38,8 @@ def test_wheel_ships_queries_config_and_dagster_yaml(tmp_path: Path) -> None:
     source = tmp_path / "src"
     shutil.copytree(PROJECT_ROOT, source, ignore=_SKIP)
     dist = tmp_path / "dist"
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), ".",
-         cwd=source)  # fmt: skip
+    build = ("wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), ".")
+    _run(sys.executable, "-m", "pip", *build, cwd=source)
     (wheel,) = dist.glob("clcg_pipeline-*.whl")
 
     venv = tmp_path / "venv"
@@ -68,7 +70,8 @@ def test_wheel_ships_queries_config_and_dagster_yaml(tmp_path: Path) -> None:
         "config = load_config()\n"
         "print(json.dumps({'package': clcg_pipeline.__file__, 'config': str(default_config_dir()),\n"
         "  'sql': str(SQL_DIR), 'dagster_yaml': str(project_path('dagster.yaml')),\n"
-        "  'yaml_exists': project_path('dagster.yaml').is_file(), 'languages': len(config.languages.isos)}))\n"
+        "  'yaml_exists': project_path('dagster.yaml').is_file(),\n"
+        "  'languages': len(config.languages.isos)}))\n"
     )
     found = json.loads(_run(str(python), "-c", probe, cwd=outside, env=env).stdout)
     installed = str(site / "clcg_pipeline")

@@ -268,7 +268,7 @@ DEFINITIONS: dict[str, dict[str, str]] = {
         "n": "full_body rows of the language plus closed_book rows of the matched pairs",
     },
     "context_gain_class": {
-        "definition": "context gain of the Joshi class in `group`: mean over the matched pairs of its "
+        "definition": "context gain of the Joshi class in `group`: mean of the context gains of its "
         "languages with data (Portuguese in class 4; unclassified left out)",
         "direction": "higher = the article helps more",
         "sided": "none",
@@ -350,6 +350,61 @@ DEFINITIONS: dict[str, dict[str, str]] = {
         "n": N_ROWS,
     },
 }
+
+
+# Which rows ``n`` counts, per family (``N_ROWS`` made concrete); the rest keep their own text.
+_EN_TG = "scored rows entering the contrast: English rows plus target-language rows"
+_EN_PT = "scored rows entering the contrast: English rows plus Portuguese rows"
+_EN_PT_TG = "scored rows entering the contrast: English, Portuguese and target-language rows"
+_EN_CLASS = "scored rows entering the contrast: English rows plus the class languages' rows"
+_EN_PT_CLASS = "scored rows entering the contrast: English, Portuguese and the class languages' rows"
+_ROWS = {
+    **dict.fromkeys(
+        [
+            "h1_micro",
+            "macro",
+            "h1_micro_model",
+            "clcg_repetition",
+            "h4_clcg",
+            "h4_difference",
+            "h2_clcg_memorizable",
+            "h2_clcg_new",
+            "h2_difference",
+            "h2_difference_model",
+            "h3_standardized_clcg",
+            "h3_raw_clcg_descriptive",
+            "h3_slope",
+            "context_scope_difference",
+            "h1_micro_rule_b",
+            "macro_rule_b",
+            "h1_micro_metric",
+            "macro_metric",
+            "mixed_h1",
+            "mixed_h2",
+            "replication_h1_micro",
+        ],
+        _EN_TG,
+    ),
+    **dict.fromkeys(["pt_gap", "pt_gap_model", "pt_gap_rule_b", "pt_gap_metric", "tost_en_pt"], _EN_PT),
+    **dict.fromkeys(
+        [
+            "macro_net",
+            "micro_net",
+            "macro_net_model",
+            "macro_net_rule_b",
+            "micro_net_rule_b",
+            "macro_net_metric",
+            "micro_net_metric",
+        ],
+        _EN_PT_TG,
+    ),
+    "clcg_language": "scored rows entering the contrast: English rows plus the language's rows",
+    "net_language": "scored rows entering the contrast: English, Portuguese and the language's rows",
+    **dict.fromkeys(["class_raw_primary", "class_raw_sensitivity", "h2_difference_class"], _EN_CLASS),
+    **dict.fromkeys(["class_net_primary", "class_net_sensitivity"], _EN_PT_CLASS),
+}
+for _name, _text in _ROWS.items():
+    DEFINITIONS[_name]["n"] = _text
 
 
 def definition_of(estimand: str, group: str, band_metric: str) -> dict[str, str]:

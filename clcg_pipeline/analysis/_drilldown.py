@@ -21,7 +21,7 @@ def _answers(predictions: pd.DataFrame, language: str) -> dict[tuple[str, ...], 
     if rows.empty:
         return {}
     rows = rows.sort_values("rep", kind="stable")
-    counts = rows.groupby([*_KEYS, "answer"], dropna=False, sort=False).agg(
+    counts = rows.groupby([*_KEYS, "answer"], dropna=False, sort=False, observed=True).agg(
         count=("rep", "size"), first=("rep", "min")
     )
     counts = counts.reset_index().sort_values(
@@ -32,6 +32,14 @@ def _answers(predictions: pd.DataFrame, language: str) -> dict[tuple[str, ...], 
         tuple(str(v) for v in key): (None if pd.isna(answer) else str(answer))
         for *key, answer in best[[*_KEYS, "answer"]].itertuples(index=False, name=None)
     }
+
+
+def _as_strings(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in columns:
+        if isinstance(frame[column].dtype, pd.CategoricalDtype):
+            frame[column] = frame[column].astype(object)
+    return frame
 
 
 def _clean(value: object) -> Any:
@@ -92,15 +100,19 @@ def drilldown(
     rows = rows[rows[metric].notna()]
     if rows.empty:
         return out
+    # Plain strings: categorical keys would make every groupby/merge below a cartesian product.
+    rows = _as_strings(rows, ["language", *_KEYS, "level"])
     means = (
-        rows.groupby(["language", *_KEYS, "level"], dropna=False, sort=False)
+        rows.groupby(["language", *_KEYS, "level"], dropna=False, sort=False, observed=True)
         .agg(score=(metric, "mean"), reps=("rep", "nunique"))
         .reset_index()
     )
     english = means[means["language"] == reference].drop(columns="language")
     if english.empty:
         return out
-    pred = predictions if predictions is not None and not predictions.empty else None
+    pred = None
+    if predictions is not None and not predictions.empty:
+        pred = _as_strings(predictions, ["language", *_KEYS])
     item_info: Mapping[str, Mapping[str, Any]] = {}
     if items is not None and not items.empty and "item_id" in items.columns:
         item_info = items.drop_duplicates("item_id").set_index("item_id").to_dict(orient="index")

@@ -74,7 +74,13 @@ def h1_core(
     for lang in panel.present_targets():
         vec = panel.clcg(lang)
         vectors[f"clcg/{lang}"] = vec
-        by_language[lang] = {**summarize(vec, conf), "n": panel.n(language=lang)}
+        # n: rows entering CLCG_l (English plus the language), as everywhere in the suite.
+        pair = [roles.reference, lang]
+        by_language[lang] = {
+            **summarize(vec, conf),
+            "n": panel.n(language=pair),
+            "n_articles": panel.n_articles(language=pair),
+        }
     result["by_language"] = by_language
 
     by_model: dict[str, Any] = {}

@@ -1,5 +1,7 @@
 """Dagster wrappers of the analysis stage: the estimates table and study_results.json."""
 
+from typing import Any
+
 import dagster as dg
 import duckdb
 import pandas as pd
@@ -44,6 +46,36 @@ def drop_incomplete_versions(scores: pd.DataFrame, audit: pd.DataFrame) -> tuple
     return scores[~drop].reset_index(drop=True), incomplete.sort_values(columns[:2]).reset_index(drop=True)
 
 
+def explain_missing_languages(
+    results: dict[str, Any], audit: pd.DataFrame, excluded: pd.DataFrame, items: pd.DataFrame | None = None
+) -> None:
+    """Say why each panel language without scored rows has none: no corpus version, every version
+    excluded as incomplete, an empty item bank, or nothing scored yet (in both lists of
+    ``study_results.json``)."""
+    has_version = set(audit["language"].astype(str)) if len(audit) else set()
+    all_excluded = set()
+    if len(audit):
+        complete = audit.groupby(audit["language"].astype(str))["complete"].apply(
+            lambda s: s.astype(bool).any()
+        )
+        all_excluded = set(complete.index[~complete.to_numpy()])
+    entries = results.get("languages_without_data", [])
+    for entry in entries:
+        iso = entry["iso"]
+        if iso not in has_version:
+            entry["reason"] = "no corpus version (the source has no text in this language)"
+        elif iso in all_excluded:
+            entry["reason"] = "every version below the completeness threshold (see excluded_versions)"
+        elif items is not None and items.empty:
+            entry["reason"] = (
+                "no items: the item bank is empty (the source has no frozen bank and "
+                "study.item_generator is null, or generation produced none)"
+            )
+        else:
+            entry["reason"] = "no scored rows (nothing scored yet for this language)"
+    results.setdefault("settings", {})["languages_without_data"] = entries
+
+
 def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
     reference = config.languages.reference
 
@@ -56,12 +88,14 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         },
         outs={
             "estimates": dg.AssetOut(
+                kinds={"parquet"},
+                owners=["team:clcg"],
                 description="Every estimand: estimate, interval, p, adjusted p, n.",
-                automation_condition=dg.AutomationCondition.eager(),
             ),
             "study_results": dg.AssetOut(
+                kinds={"json"},
+                owners=["team:clcg"],
                 description="study_results.json: the single source of truth for reports.",
-                automation_condition=dg.AutomationCondition.eager(),
             ),
         },
     )
@@ -80,9 +114,8 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
                 scores["model"].isin([m.id for m in cfg.models.models])
                 & scores["language"].isin(cfg.languages.isos)
             ].reset_index(drop=True)
-        scores, excluded = drop_incomplete_versions(
-            scores, read_all_partitions(study.data_dir, "corpus_audit")
-        )
+        audit = read_all_partitions(study.data_dir, "corpus_audit")
+        scores, excluded = drop_incomplete_versions(scores, audit)
         context.log.info(
             f"estimating over {len(scores)} scored rows; {len(excluded)} incomplete versions left out"
         )
@@ -106,11 +139,13 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             ],
         )
         result.results["excluded_versions"] = excluded.to_dict(orient="records")
+        items = read_all_partitions(study.data_dir, "items")
+        explain_missing_languages(result.results, audit, excluded, items)
         # Item-level evidence for the report: where English and each language disagree most.
         result.results["drilldown"] = drilldown(
             scores,
             read_all_partitions(study.data_dir, "predictions"),
-            read_all_partitions(study.data_dir, "items"),
+            items,
             reference=reference,
             metric=cfg.study.band.metric,
             levels=cfg.study.band.levels,

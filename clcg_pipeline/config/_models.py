@@ -197,6 +197,12 @@ class StudyConfig(_Strict):
     sampling: Sampling = Sampling()
     completeness_threshold: float = Field(default=0.9, ge=0, le=1)
     max_parse_failure_rate: float = Field(default=0.2, ge=0, le=1)
+    budget_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="Most USD the study's new model calls may cost in all, whoever launches the runs "
+        "(clcg run, the UI, a backfill, the daemon): a spend ledger beside the call cache; null = no limit.",
+    )
     equivalence_bounds: tuple[float, float] = (-0.02, 0.02)
     fertility: Fertility = Fertility()
     item_generator: str | None = Field(default=None, description="Model id that writes the item bank.")

@@ -186,8 +186,13 @@ def _read_metadata(fs: Any, file: str, found: list[str]) -> list[_Meta]:
 def _plus_records(fs: Any, file: str, found: list[str]) -> list[tuple[int, dict[str, Any]]]:
     """(line or row number, record) of one FLORES+ file."""
     if file.endswith(".parquet"):
-        with fs.open(file, "rb") as handle:
-            frame = pd.read_parquet(handle)
+        if file_size(fs, file) == 0:
+            return []  # the caller's one rule for empty language files names the language
+        try:
+            with fs.open(file, "rb") as handle:
+                frame = pd.read_parquet(handle)
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            raise CorpusError(f"{file}: not a readable Parquet file ({exc})") from None
         missing = [c for c in PLUS_FIELDS if c not in frame.columns]
         if missing:
             raise CorpusError(f"{file}: column(s) {missing} missing (found {list(frame.columns)})")

@@ -12,6 +12,9 @@ from fsspec import AbstractFileSystem
 
 from clcg_pipeline.corpus._errors import CorpusError, where
 
+_INDEX = re.compile(r"\[\d+\]")  # list positions in a field path, for matching ``raw`` names
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 def filesystem(path: str) -> tuple[AbstractFileSystem, str]:
     """The filesystem holding ``path`` and the path inside it."""
@@ -48,15 +51,8 @@ def clean(text: str) -> str:
     """Text safe for Parquet: undecodable bytes and lone surrogates become U+FFFD."""
     if is_valid_utf8(text):
         return text
-    try:
-        # Bytes that ``decode`` escaped come back as themselves: one U+FFFD per bad byte.
-        raw = text.encode("utf-8", errors="surrogateescape")
-    except UnicodeEncodeError:  # a lone surrogate from a JSON escape such as "\ud800"
-        raw = text.encode("utf-8", errors="surrogatepass")
-    return raw.decode("utf-8", errors="replace")
-
-
-_INDEX = re.compile(r"\[\d+\]")
+    # One U+FFFD per undecodable byte (escaped by ``decode``) or lone surrogate (a JSON "\ud800").
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def scrub(

@@ -78,14 +78,30 @@ def languages_frame(config: ProjectConfig) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def alignment_coverage(audit: pd.DataFrame) -> dg.AssetCheckResult:
-    """Warn (not fail) when a language version is below the completeness threshold."""
+def no_articles(language: str | None) -> str:
+    return f"{language or 'this language'}: the primary source has no articles in this language"
+
+
+def alignment_coverage(audit: pd.DataFrame, language: str | None = None) -> dg.AssetCheckResult:
+    """Warn (not fail) when a language version is below the completeness threshold.
+
+    A language with no version at all warns too, naming it: an empty partition is not green.
+    """
     incomplete = audit[~audit["complete"].astype(bool)] if len(audit) else audit
+    if len(audit) == 0:
+        description = no_articles(language)
+    elif len(incomplete):
+        description = (
+            f"{language}: {len(incomplete)} of {len(audit)} versions below the completeness threshold"
+        )
+    else:
+        description = None
     return dg.AssetCheckResult(
         asset_key="corpus_audit",
         check_name="alignment_coverage",
-        passed=len(incomplete) == 0,
+        passed=len(audit) > 0 and len(incomplete) == 0,
         severity=dg.AssetCheckSeverity.WARN,
+        description=description,
         metadata={
             "versions": len(audit),
             "incomplete": len(incomplete),
@@ -96,26 +112,52 @@ def alignment_coverage(audit: pd.DataFrame) -> dg.AssetCheckResult:
     )
 
 
+def language_has_paragraphs(paragraphs: pd.DataFrame, language: str | None = None) -> dg.AssetCheckResult:
+    """Warn when the partition's language has no paragraph: the source does not cover it."""
+    return dg.AssetCheckResult(
+        asset_key="paragraphs",
+        check_name="language_has_paragraphs",
+        passed=len(paragraphs) > 0,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=None if len(paragraphs) else no_articles(language),
+        metadata={"paragraphs": len(paragraphs), "language": language or ""},
+    )
+
+
 def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
     by_language = language_partitions(config.languages)
     reference = config.languages.reference
 
-    @dg.asset(group_name=GROUP, automation_condition=dg.AutomationCondition.eager())
+    @dg.asset(
+        group_name=GROUP,
+        kinds={"parquet"},
+        owners=["team:clcg"],
+    )
     def languages(study: StudyResource) -> pd.DataFrame:
-        """The language panel of ``languages.yaml`` (roles, scripts, Joshi classes)."""
+        """The language panel of languages.yaml (roles, scripts, Joshi classes)."""
         return languages_frame(study.load())
 
     @dg.multi_asset(
         group_name=GROUP,
         partitions_def=by_language,
         outs={
-            "articles": dg.AssetOut(description="One row per article in this language."),
-            "paragraphs": dg.AssetOut(description="Body paragraphs, aligned across languages by pid."),
+            "articles": dg.AssetOut(
+                description="One row per article in this language.", kinds={"parquet"}, owners=["team:clcg"]
+            ),
+            "paragraphs": dg.AssetOut(
+                description="Body paragraphs, aligned across languages by pid.",
+                kinds={"parquet"},
+                owners=["team:clcg"],
+            ),
             "corpus_audit": dg.AssetOut(
-                description="Completeness of each article's version against English."
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="Completeness of each article's version against English.",
             ),
             "item_translations": dg.AssetOut(
-                description="Questions in the passage's own language where the source has them (Belebele)."
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="Questions in the passage's own language where the source has them (Belebele).",
             ),
         },
         # Checked inside the asset: a standalone check on a partitioned asset would load every partition.
@@ -126,7 +168,13 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
                 description="Language versions below the completeness threshold (excluded from estimates).",
                 # Results per language: a later pass on one language must not hide a failure in another.
                 partitions_def=by_language,
-            )
+            ),
+            dg.AssetCheckSpec(
+                "language_has_paragraphs",
+                asset="paragraphs",
+                description="Warns when the primary source has no article in this language.",
+                partitions_def=by_language,
+            ),
         ],
     )
     def corpus(context: dg.AssetExecutionContext, study: StudyResource):  # type: ignore[no-untyped-def]
@@ -181,10 +229,13 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
             yield dg.Output(
                 frame, output_name=name, metadata=utf8_metadata if name == "corpus_audit" else None
             )
-        yield alignment_coverage(audit)
+        yield alignment_coverage(audit, language)
+        yield language_has_paragraphs(paragraphs, language)
 
     @dg.asset(
         group_name=GROUP,
+        kinds={"parquet"},
+        owners=["team:clcg"],
         ins={"articles": dg.AssetIn(partition_mapping=dg.SpecificPartitionsPartitionMapping([reference]))},
     )
     def study_sample(
@@ -200,7 +251,7 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
         )
         return sample
 
-    @dg.asset(group_name=GROUP, deps=["paragraphs"])
+    @dg.asset(group_name=GROUP, kinds={"parquet"}, owners=["team:clcg"], deps=["paragraphs"])
     def tokenizer_fertility_by_language(study: StudyResource) -> pd.DataFrame:
         """Tokens in each language per token in English, over parallel paragraphs."""
         cfg = study.load()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -28,10 +29,12 @@ from clcg_pipeline.inference._calls import (
     estimate_cost,
     split_cached,
 )
-from clcg_pipeline.inference._coord import WAIT, SpendLedger, coord_root
+from clcg_pipeline.inference._coord import COORD_ENV, WAIT, SpendLedger, coord_root
 from clcg_pipeline.inference._credentials import api_key, check_credentials
 from clcg_pipeline.inference._prompts import ChatRequest, model_key
 from clcg_pipeline.inference._providers._base import ModelOutput, ProviderError
+
+log = logging.getLogger(__name__)
 
 BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
 _CONTROL_RETRIES = 3
@@ -257,28 +260,39 @@ def run_batch(
         name = _meta_name(model)
         pending: list[dict[str, Any]] = (cache.get_meta(name) or {}).get("pending", [])
         covered = {cid for batch in pending for cid in batch["call_ids"]}
-        budget = Budget(budget_usd)
         root = coord_root(cache_dir)
         ledger = SpendLedger(root) if root is not None else None
         study_limit = study_budget_usd if ledger is not None else None
+        if ledger is None and study_budget_usd is not None:
+            log.warning(
+                "cache %s is not a local folder and %s is unset: the study budget binds this run only",
+                cache_dir,
+                COORD_ENV,
+            )
+            budget_usd = min(b for b in (budget_usd, study_budget_usd) if b is not None)
+        budget = Budget(budget_usd)
         reservations: list[str] = []
+        study_stopped = False
         fresh: list[ChatRequest] = []
         for cid, request in todo.items():
             if cid in covered:
                 continue
-            estimate = estimate_cost(model, request) if budget_usd or study_limit is not None else 0.0
-            rid = None
-            if budget.reserve(estimate) and (
-                study_limit is None
-                # A pending answer (WAIT) counts as no: nothing in flight here settles before submission.
-                or (ledger is not None and (rid := ledger.reserve(estimate, study_limit)) not in (None, WAIT))
-            ):
+            budgeted = budget_usd is not None or study_limit is not None
+            estimate = estimate_cost(model, request) if budgeted else 0.0
+            rid: str | None = None
+            reason: str | None = None
+            if not budget.reserve(estimate):
+                reason = "BudgetExceeded"
+            elif study_limit is not None and ledger is not None:
+                # WAIT counts as no: nothing of this run settles before the batch is submitted.
+                rid = None if study_stopped else ledger.reserve(estimate, study_limit)
+                if rid is None or rid == WAIT:
+                    reason, rid, study_stopped = "StudyBudgetExceeded", None, True
+            if reason is None:
                 fresh.append(request)
                 if rid is not None:
                     reservations.append(rid)
             else:
-                reason = "BudgetExceeded" if budget.stopped else "StudyBudgetExceeded"
-                budget.stopped = True
                 results[cid] = CallResult(cid, None, None, "skipped_budget", reason, 0, 0, 0.0, 0.0, 0, False)
         if fresh:
             batch_id = backend.submit(fresh)
@@ -330,6 +344,7 @@ def run_batch(
             # Collected calls are settled above; what is still pending stops holding budget.
             for rid in reservations:
                 ledger.release(rid)
+            ledger.close()
         for cid in todo:
             if cid not in results:
                 results[cid] = CallResult(

@@ -2,22 +2,23 @@
 
 Three things hold across processes, not only inside one run:
 
-* a **claim** on a call in flight: the first process to miss the cache for a call id holds
-  ``claims/<id[:2]>/<id>.lock``; another process that misses the same call waits for the
-  holder's cache entry instead of paying for it again;
+* a **claim** on a call in flight: the first process to miss the cache for a call id locks
+  a byte of ``claims.lock`` named by the id; another process that misses the same call
+  waits for the holder's cache entry instead of paying for it again;
 * the model's **concurrency limit**: ``slots/<model key>/<n>.lock`` files, one per allowed
   request in flight, shared by every process calling that model;
 * the **study budget**: ``spend.jsonl``, an append-only ledger of reservations and actual
   costs of new calls, read and appended under a lock, so a budget in study.yaml binds
   whoever launches the runs (``clcg run``, the UI, a backfill, the daemon).
 
-All three are ``flock`` locks on files under ``<cache>/_coord`` (or ``$CLCG_COORD_DIR``).
-Hand-written on ``fcntl.flock`` rather than a lock library because the kernel drops a
-dead holder's lock with its process: a killed run leaves no claim or slot that others must
-guess is stale (filelock/portalocker wrap the same call but not the non-blocking polling
-from an event loop needed here). ``flock`` works on local disks and on NFS (emulated with
-POSIX locks); an object-store cache (``s3://``) has no locks, so coordination is off there
-unless ``CLCG_COORD_DIR`` names a shared folder, and a warning says so.
+All three are kernel file locks on files under ``<cache>/_coord`` (or ``$CLCG_COORD_DIR``),
+so a dead holder's locks go with its process: a killed run leaves no claim, slot or
+reservation that others must guess is stale. Written on ``fcntl`` directly, not filelock or
+portalocker: those lock whole files, one file per lock, and a claim per call as a file costs
+a create and an unlink (~0.5 ms each on overlay filesystems) where a byte-range lock costs two
+system calls. The locks work on local disks and NFS; an object-store cache (``s3://``) has
+none, so coordination is off there unless ``CLCG_COORD_DIR`` names a shared folder, and a
+warning says so.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ import os
 import random
 import resource
 import socket
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -79,44 +82,54 @@ def _raise_fd_limit(wanted: int) -> None:
 
 @dataclass
 class Claim:
-    path: Path
-    fd: int
+    call_id: str
+    offset: int
+
+
+# POSIX record locks belong to the process, not to a descriptor, and closing any descriptor of
+# the file drops them all: so one descriptor per claims file for the whole process, and a set
+# of the call ids this process holds (two tasks or threads of one process never share a claim).
+_CLAIM_FILES: dict[Path, int] = {}
+_HELD: set[tuple[Path, str]] = set()
+_REGISTRY = threading.Lock()
 
 
 class CallClaims:
-    """Claims on calls in flight, one lock file per call id."""
+    """Claims on calls in flight: a one-byte record lock per call id in one shared file.
+
+    A byte at an offset drawn from the call id (60 bits of it) stands for the call, so a claim
+    creates no file: taking and dropping one is two system calls, which matters at hundreds of
+    calls a second. A claim dies with its process (the kernel drops the lock).
+    """
 
     def __init__(self, root: Path) -> None:
-        self.root = root / "claims"
-        self._made: set[Path] = set()
-
-    def _path(self, call_id: str) -> Path:
-        return self.root / call_id[:2] / f"{call_id}.lock"
+        root.mkdir(parents=True, exist_ok=True)
+        self.path = root / "claims.lock"
+        with _REGISTRY:
+            if self.path not in _CLAIM_FILES:
+                _CLAIM_FILES[self.path] = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd = _CLAIM_FILES[self.path]
 
     def try_claim(self, call_id: str) -> Claim | None:
-        """The claim, or None while another process (or task) holds it."""
-        path = self._path(call_id)
-        if path.parent not in self._made:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._made.add(path.parent)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if _try_lock(fd):
-            return Claim(path, fd)
-        os.close(fd)
-        return None
+        """The claim, or None while another process, or another task of this one, holds it."""
+        key = (self.path, call_id)
+        offset = int(call_id[:15], 16)
+        with _REGISTRY:
+            if key in _HELD:
+                return None
+            try:
+                fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)
+            except OSError as exc:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    return None
+                raise
+            _HELD.add(key)
+        return Claim(call_id, offset)
 
-    def release(self, claim: Claim, *, done: bool) -> None:
-        """Release a claim; ``done`` when the result is in the cache (the lock file goes too).
-
-        The file is removed before the lock is dropped: a waiter that opened it earlier then
-        locks a removed file, and one that opens it later creates a new one; either way it
-        checks the cache first and finds the result. After a failure the file stays, so the
-        next process to try locks the same file and does the call itself.
-        """
-        if done:
-            with contextlib.suppress(FileNotFoundError):
-                claim.path.unlink()
-        os.close(claim.fd)  # closing the last descriptor drops the flock
+    def release(self, claim: Claim) -> None:
+        with _REGISTRY:
+            fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, claim.offset, os.SEEK_SET)
+            _HELD.discard((self.path, claim.call_id))
 
 
 class SharedSlots:
@@ -236,19 +249,29 @@ class SpendLedger:
         self.path = root / "spend.jsonl"
         self._state = _LedgerState()
         self._pid = os.getpid()
+        self._handle: IO[bytes] | None = None
 
-    def _locked(self) -> contextlib.AbstractContextManager[IO[bytes]]:
-        @contextlib.contextmanager
-        def manager():  # type: ignore[no-untyped-def]
-            with open(self.path, "a+b") as handle:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # held for microseconds: a read and an append
-                try:
-                    self._catch_up(handle)
-                    yield handle
-                finally:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    def _file(self) -> IO[bytes]:
+        # One handle for the run: a call's settle line costs a lock and one write, no open().
+        if self._handle is None:
+            self._handle = open(self.path, "a+b")  # noqa: SIM115 (closed by close())
+        return self._handle
 
-        return manager()
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    @contextlib.contextmanager
+    def _locked(self, *, read: bool = True) -> Iterator[IO[bytes]]:
+        handle = self._file()
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # held for microseconds: a read and an append
+        try:
+            if read:
+                self._catch_up(handle)
+            yield handle
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def _catch_up(self, handle: IO[bytes]) -> None:
         state = self._state
@@ -309,7 +332,7 @@ class SpendLedger:
         line: dict[str, object] = {"op": "settle", "usd": usd, "model": model, "call_id": call_id}
         if rid:
             line["id"] = rid
-        with self._locked() as handle:
+        with self._locked(read=False) as handle:  # appending needs no view of the others
             self._append(handle, {**line, "t": time.time()})
 
     def release(self, rid: str) -> None:
@@ -343,3 +366,5 @@ class Coordinator:
     def close(self) -> None:
         if self.slots is not None:
             self.slots.close()
+        if self.ledger is not None:
+            self.ledger.close()

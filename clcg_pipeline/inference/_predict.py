@@ -11,6 +11,7 @@ from pandas.api.types import is_list_like
 
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference._cache import CallCache
+from clcg_pipeline.inference._calls import CallResult, bind, cost_usd
 from clcg_pipeline.inference._parse import parse_answers
 from clcg_pipeline.inference._prompts import (
     PROMPT_VERSIONS,
@@ -20,7 +21,7 @@ from clcg_pipeline.inference._prompts import (
     render_request,
     resolve_settings,
 )
-from clcg_pipeline.inference._runner import CallResult, RetryPolicy, bind, cost_usd, run_requests
+from clcg_pipeline.inference._runner import RetryPolicy, run_requests
 from clcg_pipeline.inference._tokens import TOKENIZER, estimate_input_tokens, estimate_output_tokens
 from clcg_pipeline.storage._tables import TABLES
 
@@ -295,13 +296,16 @@ def predict_partition(
     conditions: Mapping[str, ConditionSettings],
     cache_dir: str,
     budget_usd: float | None = None,
+    study_budget_usd: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     mode: Literal["online", "batch"] = "online",
     policy: RetryPolicy | None = None,
 ) -> InferenceResult:
     """Answer every item of every planned article x repetition x condition for one language.
 
-    ``policy`` overrides the retry backoff (tests shorten it); it never changes a call id.
+    ``budget_usd`` bounds this partition's new spend; ``study_budget_usd`` the whole study's,
+    across every process sharing the cache. ``policy`` overrides the retry backoff (tests
+    shorten it); it never changes a call id.
     """
     slots = _plan(
         model=model, language=language, paragraphs=paragraphs, items=items, reps=reps, conditions=conditions
@@ -311,6 +315,7 @@ def predict_partition(
         [s.request for s in slots],
         cache_dir=cache_dir,
         budget_usd=budget_usd,
+        study_budget_usd=study_budget_usd,
         progress=progress,
         mode=mode,
         policy=policy,

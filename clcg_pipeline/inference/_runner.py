@@ -159,7 +159,7 @@ class _Run:
         self.study_stopped = False
         self.shared_waits = 0  # calls that waited for another process's result
         # Calls in progress (claimed, in flight or backing off): twice the limit keeps the
-        # limiter busy while some calls back off, and bounds the claims' descriptors.
+        # limiter busy while some calls back off, and bounds the claims this process holds.
         self.gate = asyncio.Semaphore(2 * model.concurrency)
 
     def _final(self, call_id: str, output: ModelOutput, latency: float, attempts: int) -> CallResult:
@@ -193,20 +193,17 @@ class _Run:
             async with self.gate:
                 claim = claims.try_claim(call_id)
                 if claim is not None:
-                    done = False
                     try:
                         # Another process may have written the result since this run read the
-                        # cache (it held the claim then, or finished before this try).
-                        entry = await asyncio.to_thread(self.cache.get, call_id)
+                        # cache (it held the claim then, or finished before this try). Claims
+                        # exist only for a local cache, where a missing file is cheap to look up.
+                        entry = self.cache.get(call_id)
                         if entry is not None:
-                            done = True
                             self.shared_waits += 1
                             return from_cache(call_id, entry)
-                        result = await self.call(request)
-                        done = result.outcome in CACHEABLE
-                        return result
+                        return await self.call(request)
                     finally:
-                        claims.release(claim, done=done)
+                        claims.release(claim)
             # Claimed elsewhere: wait for its result. A holder that fails without a cacheable
             # result, or dies, drops its lock and the next try here takes the call over.
             await asyncio.sleep(delay)
@@ -341,6 +338,9 @@ async def arun_requests(
             api = get_api(model)
         assert api is not None
         coord = Coordinator(cache_dir, model_key=model_key(model), concurrency=model.concurrency)
+        if coord.ledger is None and study_budget_usd is not None:
+            # No shared ledger (the Coordinator warned): the study budget binds this run at least.
+            budget_usd = min(b for b in (budget_usd, study_budget_usd) if b is not None)
         run = _Run(model, api, cache, Budget(budget_usd), policy or RetryPolicy(), coord, study_budget_usd)
         multiplicity = {cid: 0 for cid in todo}
         for request in bound:

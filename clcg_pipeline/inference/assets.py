@@ -19,12 +19,32 @@ class InferenceConfig(dg.Config):
     budget_usd: float | None = None
     """Stop issuing calls before this partition's spend would exceed it; partial results are kept."""
     mode: Literal["online", "batch"] = "online"
-    """``batch`` submits through the provider's batch API (cheaper, slower; resumable)."""
+    """batch submits through the provider's batch API (cheaper, slower; resumable)."""
 
 
-def one_row_per_slot(predictions: pd.DataFrame, items: pd.DataFrame) -> dg.AssetCheckResult:
-    duplicated = int(predictions.duplicated(SLOT_KEY).sum()) if len(predictions) else 0
-    unknown = int((~predictions["item_id"].isin(items["item_id"])).sum()) if len(predictions) else 0
+def no_predictions(partition: str | None, items: pd.DataFrame) -> str:
+    """Why a responses partition has no row, in a sentence naming it."""
+    where = partition or "this partition"
+    if len(items) == 0:
+        return f"{where}: no predictions: the item bank has no item for the sampled articles"
+    return f"{where}: no predictions: the primary source has no sampled article in this language"
+
+
+def one_row_per_slot(
+    predictions: pd.DataFrame, items: pd.DataFrame, partition: str | None = None
+) -> dg.AssetCheckResult:
+    """Every planned slot answered once, every item known; an empty partition warns (not green)."""
+    if len(predictions) == 0:
+        return dg.AssetCheckResult(
+            asset_key="predictions",
+            check_name="one_row_per_slot",
+            passed=False,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=no_predictions(partition, items),
+            metadata={"rows": 0, "duplicated_slots": 0, "unknown_items": 0},
+        )
+    duplicated = int(predictions.duplicated(SLOT_KEY).sum())
+    unknown = int((~predictions["item_id"].isin(items["item_id"])).sum())
     return dg.AssetCheckResult(
         asset_key="predictions",
         check_name="one_row_per_slot",
@@ -33,14 +53,21 @@ def one_row_per_slot(predictions: pd.DataFrame, items: pd.DataFrame) -> dg.Asset
     )
 
 
-def parse_failure_rate(predictions: pd.DataFrame, limit: float) -> dg.AssetCheckResult:
+def parse_failure_rate(
+    predictions: pd.DataFrame, limit: float, partition: str | None = None, items: pd.DataFrame | None = None
+) -> dg.AssetCheckResult:
+    """Warn above the configured failure rate, and on an empty partition (no rate to speak of)."""
     failed = int((predictions["status"] != "ok").sum()) if len(predictions) else 0
     rate = failed / len(predictions) if len(predictions) else 0.0
+    empty = len(predictions) == 0
     return dg.AssetCheckResult(
         asset_key="predictions",
         check_name="parse_failure_rate",
-        passed=rate <= limit,
+        passed=not empty and rate <= limit,
         severity=dg.AssetCheckSeverity.WARN,
+        description=no_predictions(partition, items if items is not None else pd.DataFrame())
+        if empty
+        else None,
         metadata={"rows": len(predictions), "failed": failed, "rate": rate, "limit": limit},
     )
 
@@ -64,8 +91,16 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
             "study_sample": dg.AssetIn(),
         },
         outs={
-            "predictions": dg.AssetOut(description="One row per planned item x repetition x condition."),
-            "calls": dg.AssetOut(description="One row per provider request: outcome, tokens, cost, latency."),
+            "predictions": dg.AssetOut(
+                description="One row per planned item x repetition x condition.",
+                kinds={"parquet"},
+                owners=["team:clcg"],
+            ),
+            "calls": dg.AssetOut(
+                description="One row per provider request: outcome, tokens, cost, latency.",
+                kinds={"parquet"},
+                owners=["team:clcg"],
+            ),
         },
         # Checked inside the asset: a standalone check on a partitioned asset would load every partition.
         check_specs=[
@@ -116,6 +151,7 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
             conditions=cfg.study.conditions,
             cache_dir=study.cache_dir,
             budget_usd=config.budget_usd,
+            study_budget_usd=cfg.study.budget_usd,
             progress=progress,
             mode=config.mode,
         )
@@ -138,7 +174,8 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
                 "outcomes": dg.MetadataValue.json(_counts(calls["outcome"]) if len(calls) else {}),
             },
         )
-        yield one_row_per_slot(predictions, items)
-        yield parse_failure_rate(predictions, cfg.study.max_parse_failure_rate)
+        where = f"{language} / {model_id}"
+        yield one_row_per_slot(predictions, items, where)
+        yield parse_failure_rate(predictions, cfg.study.max_parse_failure_rate, where, items)
 
     return dg.Definitions(assets=[responses])

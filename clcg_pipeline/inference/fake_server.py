@@ -74,6 +74,11 @@ class _State:
     auth_seen: set[str] = field(default_factory=set)
     in_flight: int = 0
     max_in_flight: int = 0
+    # For benchmarks: when calls were in flight (first arrival, last departure, busy seconds).
+    first_t: float | None = None
+    last_t: float | None = None
+    busy_s: float = 0.0
+    busy_since: float = 0.0
     batches: dict[str, dict[str, Any]] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
     bodies: dict[str, dict[str, Any]] = field(default_factory=dict)  # last body per call id
@@ -395,6 +400,8 @@ class _App(_BatchMixin):
                 "injected": dict(s.injected),
                 "auth_seen": sorted(s.auth_seen),
                 "max_in_flight": s.max_in_flight,
+                "busy_s": s.busy_s,
+                "calling_span_s": (s.last_t - s.first_t) if s.first_t and s.last_t else 0.0,
                 "total_requests": sum(s.requests.values()),
                 "batch_creates": s.batch_creates,
                 "batch_requests": dict(s.batch_requests),
@@ -461,6 +468,11 @@ class _App(_BatchMixin):
         auth = auth or request.headers.get("x-goog-api-key", "")
         s.auth_seen.add(auth)
         s.requests[request.headers.get(CALL_ID_HEADER, "-")] += 1
+        now = time.monotonic()
+        if s.in_flight == 0:
+            s.busy_since = now
+        if s.first_t is None:
+            s.first_t = now
         s.in_flight += 1
         s.max_in_flight = max(s.max_in_flight, s.in_flight)
         if s.faults.latency_s:
@@ -469,6 +481,13 @@ class _App(_BatchMixin):
 
     def _done(self, call_id: str) -> None:
         self.state.completed[call_id] += 1
+
+    def _leave(self) -> None:
+        s = self.state
+        s.in_flight -= 1
+        s.last_t = time.monotonic()
+        if s.in_flight == 0:
+            s.busy_s += s.last_t - s.busy_since
 
     # -- APIs ----------------------------------------------------------------------------
     async def openai(self, request: Request) -> Response:
@@ -501,7 +520,7 @@ class _App(_BatchMixin):
                 }
             )
         finally:
-            self.state.in_flight -= 1
+            self._leave()
 
     def anthropic_message(self, body: dict[str, Any], call_id: str) -> dict[str, Any]:
         prompt = str(body.get("system", "")) + "\n" + "\n".join(str(m["content"]) for m in body["messages"])
@@ -530,7 +549,7 @@ class _App(_BatchMixin):
             self._done(call_id)
             return JSONResponse(self.anthropic_message(body, call_id))
         finally:
-            self.state.in_flight -= 1
+            self._leave()
 
     async def gemini(self, request: Request) -> Response:
         call_id = await self._enter(request)
@@ -559,7 +578,7 @@ class _App(_BatchMixin):
                 }
             )
         finally:
-            self.state.in_flight -= 1
+            self._leave()
 
 
 def _error_body(api: str, status: int) -> dict[str, Any]:

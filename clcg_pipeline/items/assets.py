@@ -35,9 +35,15 @@ def build_items_defs(config: ProjectConfig) -> dg.Definitions:
             "study_sample": dg.AssetIn(),
         },
         outs={
-            "items": dg.AssetOut(description="The frozen question bank: llm and human items, validated."),
+            "items": dg.AssetOut(
+                description="The frozen question bank: llm and human items, validated.",
+                kinds={"parquet"},
+                owners=["team:clcg"],
+            ),
             "item_rejections": dg.AssetOut(
-                description="Items rejected by deterministic validation, with the rule."
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="Items rejected by deterministic validation, with the rule.",
             ),
         },
         check_specs=[
@@ -136,6 +142,8 @@ def build_items_defs(config: ProjectConfig) -> dg.Definitions:
 
     @dg.asset(
         group_name=GROUP,
+        kinds={"parquet"},
+        owners=["team:clcg"],
         ins={
             "items": dg.AssetIn(),
             "paragraphs": dg.AssetIn(partition_mapping=dg.SpecificPartitionsPartitionMapping([reference])),

@@ -95,7 +95,7 @@ LABELS: dict[str, str] = {
     "by_model": "Per model",
     "by_language": "Per language",
     "by_class": "Per Joshi class",
-    "by_class_sensitivity": "Per Joshi class (sensitivity mapping)",
+    "by_class_sensitivity": "Per Joshi class (primary mapping, pooled class rows)",
     "pooled": "Pooled over models",
     "memorizable": "Memorizable articles",
     "new": "New articles",
@@ -121,6 +121,9 @@ LABELS: dict[str, str] = {
     "n_cells": "cells",
     "n_models": "models",
     "p_sided": "p sidedness",
+    "n_pairs": "pairs",
+    "non_latin": "Non-Latin script",
+    "valid_resamples": "valid resamples",
     "mean_pairwise_spearman": "Mean pairwise Spearman",
     "spearman": "Spearman correlation with the language CLCG",
     "partial_spearman_on_joshi": "Partial Spearman, controlling for Joshi class",
@@ -141,6 +144,10 @@ LABELS: dict[str, str] = {
     "B": "Rule B (parse failures dropped)",
     "difference_h1_micro": "Difference in H1 micro (A \u2212 B)",
     "variance_components": "Variance components",
+    "band_metric": "metric of the band",
+    "token_f1": "Token-F1",
+    "rouge_l": "ROUGE-L",
+    "semsim": "semantic similarity",
     "h1": "H1 model",
     "h2": "H2 model",
 }
@@ -236,7 +243,11 @@ def flags_of(block: Mapping[str, Any]) -> list[str]:
     if isinstance(raw, str):
         raw = [raw]
     if isinstance(raw, list | tuple):
-        flags.extend(str(f) for f in raw if str(f) and str(f) not in flags)
+        # A p at the bootstrap's floor is shown as "<=p" in its cell: a label, not a reason to distrust.
+        bound = bool(block.get("p_bound"))
+        flags.extend(
+            str(f) for f in raw if str(f) and str(f) not in flags and not (bound and _is_p_bound_note(str(f)))
+        )
     value = next((as_float(block.get(k)) for k in _VALUE_KEYS if k in block), None)
     low, high = as_float(block.get("ci_low")), as_float(block.get("ci_high"))
     if value is not None and low is not None and high is not None:
@@ -246,8 +257,18 @@ def flags_of(block: Mapping[str, Any]) -> list[str]:
     return flags
 
 
+def _is_p_bound_note(flag: str) -> bool:
+    text = flag.lower()
+    return ("smallest" in text and "p" in text) or "1/(b+1)" in text
+
+
 def _p_cell(block: Mapping[str, Any]) -> str:
     return fmt_p(block.get("p", block.get("p_value")), bound=bool(block.get("p_bound")))
+
+
+def _plain(text: object) -> str:
+    """Definition text without the Markdown code marks it keeps for docs/ESTIMANDS.md."""
+    return str(text).replace("`", "")
 
 
 def _definition(definitions: Mapping[str, Any], *names: str) -> str:
@@ -255,13 +276,13 @@ def _definition(definitions: Mapping[str, Any], *names: str) -> str:
     for name in names:
         entry = definitions.get(name)
         if isinstance(entry, Mapping) and entry.get("definition"):
-            parts = [str(entry["definition"])]
+            parts = [_plain(entry["definition"])]
             for key, label in (("direction", "direction"), ("sided", "p"), ("metric", "metric")):
                 if entry.get(key):
-                    parts.append(f"{label}: {entry[key]}")
+                    parts.append(f"{label}: {_plain(entry[key])}")
             return "; ".join(parts)
         if isinstance(entry, str) and entry:
-            return entry
+            return _plain(entry)
     return ""
 
 
@@ -344,10 +365,13 @@ def _table_like(value: Mapping[str, Any]) -> bool:
 class _SectionBuilder:
     """Turns any nested results value into headed fact lists and estimate tables."""
 
-    def __init__(self, label: _Labeller, definitions: Mapping[str, Any], ci_label: str) -> None:
+    def __init__(
+        self, label: _Labeller, definitions: Mapping[str, Any], ci_label: str, replicates: int | None = None
+    ) -> None:
         self.label = label
         self.definitions = definitions
         self.ci_label = ci_label
+        self.replicates = replicates
 
     @property
     def estimate_columns(self) -> list[str]:
@@ -357,8 +381,12 @@ class _SectionBuilder:
         value = next((block.get(k) for k in _VALUE_KEYS if k in block), None)
         flags = flags_of(block)
         notes = []
-        if block.get("valid_replicates") is not None:
-            notes.append(f"valid replicates: {fmt_value(block['valid_replicates'])}")
+        valid = as_float(block.get("valid_replicates"))
+        if valid is not None and (self.replicates is None or valid < self.replicates):
+            # Only worth a note when some replicates were dropped (or the planned count is unknown).
+            notes.append(
+                f"valid replicates: {fmt_int(valid)}" + (f" of {self.replicates}" if self.replicates else "")
+            )
         for k, v in block.items():
             if k in _ESTIMATE_FIELDS:
                 continue
@@ -499,6 +527,8 @@ def _pruned(part: Part) -> Part:
         i
         for i, column in enumerate(part.columns)
         if i < 2
+        or column == "estimate"
+        or column.endswith("CI")  # an empty interval column says "withheld", keep it
         or any(row.cells[i] not in ("", MISSING) for row in part.rows)
         or (column.startswith("flags") and any(row.flags for row in part.rows))
     ]
@@ -528,6 +558,18 @@ def _languages(
 def _joshi(value: object) -> int | None:
     number = as_float(value)
     return None if number is None else int(number)
+
+
+def band_text(band: Mapping[str, Any]) -> str:
+    """The analysis band in words (metric, levels, item source, context), for the header and the CLI."""
+    parts = [f"metric {band.get('metric', 'token_f1')}"]
+    if band.get("levels"):
+        parts.append("levels " + ", ".join(str(v) for v in band["levels"]))
+    if band.get("item_source"):
+        parts.append(f"{band['item_source']} items")
+    if band.get("context_scope"):
+        parts.append(f"context {band['context_scope']}")
+    return "; ".join(parts)
 
 
 def _settings_of(results: Mapping[str, Any]) -> dict[str, Any]:
@@ -660,19 +702,25 @@ def _header(
         facts.append(("languages without data", "none: every panel language has data"))
     band = settings.get("band")
     if isinstance(band, Mapping):
-        parts = [f"metric {band.get('metric', 'token_f1')}"]
-        if band.get("levels"):
-            parts.append("levels " + ", ".join(str(v) for v in band["levels"]))
-        if band.get("item_source"):
-            parts.append(f"{band['item_source']} items")
-        if band.get("context_scope"):
-            parts.append(f"context {band['context_scope']}")
-        facts.append(("analysis band", "; ".join(parts)))
+        facts.append(("analysis band", band_text(band)))
     facts.append(("generated", str(settings.get("generated_at") or "not recorded")))
-    facts.append(("code version", str(settings.get("code_version") or "not recorded")))
+    facts.append(("code version", _version(settings.get("code_version"))))
     if settings.get("config_hash"):
         facts.append(("config hash", str(settings["config_hash"])[:16]))
     return facts, missing
+
+
+def _version(value: object) -> str:
+    """``"0.1.0"`` or ``{"package": "0.1.0", "git_commit": "03f3..."}`` as one line."""
+    if isinstance(value, Mapping):
+        package = value.get("package") or value.get("version")
+        commit = value.get("git_commit") or value.get("commit")
+        dirty = " (uncommitted changes)" if value.get("dirty") else ""
+        text = " ".join(
+            part for part in (str(package or ""), f"git {str(commit)[:12]}" if commit else "") if part
+        )
+        return (text + dirty) or "not recorded"
+    return str(value) if value else "not recorded"
 
 
 def _warnings(results: Mapping[str, Any]) -> list[str]:
@@ -828,6 +876,54 @@ def _class_section(
         section.parts.append(Part("heading", text=builder.label(mapping, key)))
         section.parts.append(_class_table(classes, builder))
     builder.walk(rest, [], section.parts, key, key)
+    return section
+
+
+_METRIC_NAMES = {
+    "token_f1": "Token-F1",
+    "rouge_l": "ROUGE-L",
+    "semsim": "semantic similarity",
+    "exact_match": "exact match",
+}
+
+
+def _metric_section(
+    key: str, title: str, value: Mapping[str, Any], builder: _SectionBuilder, caption: str
+) -> Section:
+    """H1 summary estimands under each metric, side by side (one column pair per metric)."""
+    section = Section(key=key, title=title, caption=caption)
+    metrics = value.get("metrics")
+    if not isinstance(metrics, Mapping) or not metrics:
+        builder.walk(value, [], section.parts, key, key)
+        return section
+    band_metric = value.get("band_metric")
+    names = sorted(metrics, key=lambda m: (m != band_metric, m))  # the band's metric first
+    columns = ["estimand"]
+    for name in names:
+        label = _METRIC_NAMES.get(name, name) + (" (band)" if name == band_metric else "")
+        columns += [label, builder.ci_label]
+    columns.append("flags")
+    rows = []
+    for estimand, label in H1_SUMMARY:
+        cells, flags = [label], []
+        for name in names:
+            block = metrics[name] if isinstance(metrics[name], Mapping) else {}
+            est = estimate_of(block.get(estimand))
+            cells += [fmt_num(est.get("estimate")), fmt_ci(est.get("ci_low"), est.get("ci_high"))]
+            flags += [f"{_METRIC_NAMES.get(name, name)}: {f}" for f in flags_of(est)]
+        cells.append("")
+        rows.append(Row(cells=cells, flags=flags))
+    section.parts.append(Part("table", columns=columns, rows=rows))
+    not_computed = [
+        f"{_METRIC_NAMES.get(name, name)}: {block.get('reason') or block.get('status')}"
+        for name, block in metrics.items()
+        if isinstance(block, Mapping) and block.get("computed") is False
+    ]
+    if not_computed:
+        section.parts.append(Part("flags", rows=[Row(cells=[], flags=not_computed)]))
+    facts = [(builder.label(k, key), _fact(v)) for k, v in value.items() if _is_scalar(v) or _scalar_list(v)]
+    if facts:
+        section.parts.append(Part("facts", facts=facts))
     return section
 
 
@@ -1106,14 +1202,14 @@ def _definitions_table(definitions: Mapping[str, Any]) -> list[list[str]]:
             rows.append(
                 [
                     str(name),
-                    str(entry.get("definition") or ""),
-                    str(entry.get("direction") or ""),
-                    str(entry.get("sided") or ""),
-                    str(entry.get("metric") or ""),
+                    _plain(entry.get("definition") or ""),
+                    _plain(entry.get("direction") or ""),
+                    _plain(entry.get("sided") or ""),
+                    _plain(entry.get("metric") or ""),
                 ]
             )
         elif isinstance(entry, str):
-            rows.append([str(name), entry, "", "", ""])
+            rows.append([str(name), _plain(entry), "", "", ""])
     return rows
 
 
@@ -1182,6 +1278,8 @@ def _sections(
                 )
             elif name in ("joshi_class", "by_class", "per_class", "classes") and isinstance(value, Mapping):
                 sections.append(_class_section(name, title, value, builder, caption))
+            elif name in ("metric_sensitivity", "metrics") and isinstance(value, Mapping):
+                sections.append(_metric_section(name, title, value, builder, caption))
             elif name in ("h3", "level_profile") and isinstance(value, Mapping):
                 sections.append(_level_section(name, title, value, builder, caption))
             else:
@@ -1233,7 +1331,10 @@ def render_report(
     definitions = results.get("definitions") if isinstance(results.get("definitions"), Mapping) else {}
     ci_label = _ci_label(settings)
     metric = _metric(settings)
-    builder = _SectionBuilder(_Labeller(langs), definitions, ci_label)
+    replicates = as_float(settings.get("replicates", settings.get("bootstrap_replicates")))
+    builder = _SectionBuilder(
+        _Labeller(langs), definitions, ci_label, int(replicates) if replicates is not None else None
+    )
     header, missing = _header(results, langs, settings)
 
     summary = [
@@ -1266,7 +1367,7 @@ def render_report(
         estimate_columns.append("articles")
     estimate_columns.append("flags")
     warnings = _warnings(results)
-    if missing:
+    if missing and not any(all(e["iso"] in w for e in missing) for w in warnings):
         warnings.insert(
             0,
             f"{len(missing)} panel language(s) have no data and no estimate: "
@@ -1322,7 +1423,10 @@ def write_report(html: str, path: str | os.PathLike[str]) -> None:
     target = target.removeprefix("file://")
     folder = os.path.dirname(os.path.abspath(target))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".report-", suffix=".html.tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".report-", suffix=".html.tmp")
+    except OSError as exc:  # name the report, not the temporary file
+        raise OSError(exc.errno, exc.strerror, target) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(html)

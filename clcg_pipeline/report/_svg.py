@@ -78,7 +78,19 @@ def bar_chart_svg(
     label_w = min(max(120, int(longest * FONT_SIZE * 0.55) + 16), 380)
     value_w = 185  # the estimate and interval as text, right of the plot
     plot_w = WIDTH - label_w - value_w - 16
-    row_h, top, bottom = 30, 14, 58 + (30 if legend else 0)
+    row_h, top, bottom = 30, 14, 58
+    # Legend entries flow left to right and wrap, so no name runs past the right edge.
+    entries: list[tuple[float, int, int | None]] = []  # x, legend row, class
+    if legend:
+        lx, line = float(label_w), 0
+        for joshi_class in sorted({b.joshi_class for b in bars}, key=lambda c: (c is None, c or 0)):
+            name = "unclassified" if joshi_class is None else f"Joshi class {joshi_class}"
+            width = 20 + FONT_SIZE * 0.62 * len(name) + 24  # swatch, text (generous), gap
+            if lx + width > WIDTH and lx > label_w:
+                lx, line = float(label_w), line + 1
+            entries.append((lx, line, joshi_class))
+            lx += width
+        bottom += 30 * (entries[-1][1] + 1) if entries else 0
     height = top + row_h * len(bars) + bottom
     values = [b.value for b in bars]
     values += [v for b in bars for v in (b.low, b.high) if v is not None]
@@ -137,17 +149,13 @@ def bar_chart_svg(
     out.append(
         f'<text x="{label_w + plot_w / 2:.1f}" y="{plot_bottom + 42}" class="axis">{escape(x_label)}</text>'
     )
-    if legend:
-        classes = sorted({b.joshi_class for b in bars}, key=lambda c: (c is None, c or 0))
-        lx = label_w
-        for joshi_class in classes:
-            name = "unclassified" if joshi_class is None else f"Joshi class {joshi_class}"
-            colour = _colour(joshi_class)
-            out.append(
-                f'<rect x="{lx}" y="{plot_bottom + 60}" width="14" height="14" fill="{colour}" '
-                'class="swatch"/>'
-                f'<text x="{lx + 20}" y="{plot_bottom + 72}" class="legend">{escape(name)}</text>'
-            )
-            lx += 40 + int(FONT_SIZE * 0.55 * len(name))
+    for lx, line, joshi_class in entries:
+        name = "unclassified" if joshi_class is None else f"Joshi class {joshi_class}"
+        ly = plot_bottom + 60 + 30 * line
+        out.append(
+            f'<rect x="{lx:.1f}" y="{ly}" width="14" height="14" fill="{_colour(joshi_class)}" '
+            'class="swatch"/>'
+            f'<text x="{lx + 20:.1f}" y="{ly + 12}" class="legend">{escape(name)}</text>'
+        )
     out.append("</svg>")
     return "".join(out)

@@ -15,6 +15,8 @@ from clcg_pipeline.report._render import (
     _lang_name,
     _languages,
     _settings_of,
+    band_text,
+    flags_of,
     languages_without_data,
 )
 
@@ -25,14 +27,7 @@ def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]])
     lines = []
     band = settings.get("band")
     if isinstance(band, Mapping):
-        parts = [f"metric {band.get('metric', 'token_f1')}"]
-        if band.get("levels"):
-            parts.append("levels " + ", ".join(str(v) for v in band["levels"]))
-        if band.get("item_source"):
-            parts.append(f"{band['item_source']} items")
-        if band.get("context_scope"):
-            parts.append(f"context {band['context_scope']}")
-        lines.append("measured: " + "; ".join(parts))
+        lines.append("measured: " + band_text(band))
     else:
         lines.append("measured: metric and band not recorded")
     sources = settings.get("sources") or results.get("sources")
@@ -55,6 +50,13 @@ def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]])
             f"[yellow]no data ({len(missing)} panel language{'s' if len(missing) != 1 else ''}): "
             f"{escape(names)}[/yellow]"
         )
+        # Say why (e.g. an empty item bank), one line per reason, so an empty table explains itself.
+        by_reason: dict[str, list[str]] = {}
+        for entry in missing:
+            if entry["reason"]:
+                by_reason.setdefault(entry["reason"], []).append(entry["iso"])
+        for reason, isos in by_reason.items():
+            lines.append(f"[yellow]  {escape(', '.join(isos))}: {escape(reason)}[/yellow]")
     elif missing is not None:
         lines.append("no data: none (every panel language has data)")
     return "\n".join(line if line.startswith("[yellow]") else escape(line) for line in lines)
@@ -86,6 +88,14 @@ def format_h1_table(
     table.add_column("95% CI", justify="right")
     table.add_column("n", justify="right")
     rows = []
+    reasons: list[str] = []
+
+    def flag(est: Mapping[str, Any]) -> str:
+        """A short mark per row; the full reasons go once under the table."""
+        found = flags_of(est)
+        reasons.extend(f for f in found if f not in reasons)
+        return ", ".join(f.split(":")[0] for f in found)
+
     for iso, block in (h1.get("by_language") or {}).items():
         est = estimate_of(block)
         info = meta.get(str(iso), {})
@@ -100,22 +110,35 @@ def format_h1_table(
                     fmt_num(est.get("estimate")),
                     fmt_ci(est.get("ci_low"), est.get("ci_high")),
                     fmt_int(est.get("n")),
+                    flag(est),
                 ],
             )
+        )
+    summary = []
+    for key, label in H1_SUMMARY:
+        est = estimate_of(h1.get(key))
+        summary.append(
+            [
+                "",
+                label,
+                "",
+                fmt_num(est.get("estimate")),
+                fmt_ci(est.get("ci_low"), est.get("ci_high")),
+                "",
+                flag(est),
+            ]
+        )
+    flagged = bool(reasons)
+    if flagged:
+        table.add_column("flag", style="yellow")
+        table.caption = (
+            (table.caption or "") + "\n" + "\n".join(f"[yellow]flag: {escape(r)}[/yellow]" for r in reasons)
         )
     rows.sort(key=lambda r: (r[0] is None, -(r[0] or 0.0), r[1][0]))
     for _, cells in rows:
         # Names come from data: escape rich markup so "[bold]" in a name prints literally.
-        table.add_row(*(escape(c) for c in cells))
+        table.add_row(*(escape(c) for c in (cells if flagged else cells[:-1])))
     table.add_section()
-    for key, label in H1_SUMMARY:
-        est = estimate_of(h1.get(key))
-        table.add_row(
-            "",
-            label,
-            "",
-            fmt_num(est.get("estimate")),
-            escape(fmt_ci(est.get("ci_low"), est.get("ci_high"))),
-            "",
-        )
+    for cells in summary:
+        table.add_row(*(escape(c) for c in (cells if flagged else cells[:-1])))
     return table

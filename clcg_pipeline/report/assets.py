@@ -10,7 +10,11 @@ GROUP = "report"
 REPORT_FILE = "report.html"
 
 
-@dg.asset(group_name=GROUP, automation_condition=dg.AutomationCondition.eager())
+@dg.asset(
+    group_name=GROUP,
+    kinds={"html"},
+    owners=["team:clcg"],
+)
 def report(study: StudyResource, study_results: dict, estimates: pd.DataFrame) -> dg.MaterializeResult:
     """The HTML report, rendered from study_results.json and the estimates table only."""
     path = study.path(REPORT_FILE)

@@ -65,12 +65,16 @@ def write_bytes_atomic(path: UPath | Path | str, payload: bytes) -> None:
         return
     local = Path(target.path)
     local.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=local.parent, prefix=f".{local.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=local.parent, prefix=f".{local.name}.", suffix=".tmp")
+    except OSError as exc:  # name the file the user asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(local)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; tables and results are meant to be read by others
         os.replace(tmp, local)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

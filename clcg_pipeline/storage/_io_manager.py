@@ -35,6 +35,14 @@ def partition_dims(key: str, partitions_def: dg.PartitionsDefinition | None) -> 
     return {"language": key}
 
 
+def _is_partitioned(context: dg.OutputContext) -> bool:
+    """Whether the output's asset has a partitions definition (Dagster raises when it has none)."""
+    try:
+        return context.asset_partitions_def is not None
+    except dg.DagsterInvariantViolationError:
+        return False
+
+
 class ParquetIOManager(dg.ConfigurableIOManager):
     """Stores DataFrames as Parquet (conformed to their data contract) and dicts as JSON."""
 
@@ -49,6 +57,13 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return
         asset = context.asset_key.path[-1]
         key = context.asset_partition_key if context.has_asset_partitions else None
+        if key is None and _is_partitioned(context):
+            # A run tagged only per dimension (dagster/partition/<dim>) gives the asset a key but
+            # its outputs none; an unpartitioned file beside the partitions breaks every read.
+            raise ValueError(
+                f"asset {asset!r} is partitioned but this run has no partition key: launch it with "
+                "the tag dagster/partition (e.g. 'en|<model id>' for language x model); nothing was written"
+            )
         folder = self._dir(asset, key, context.asset_partitions_def if key else None)
         if isinstance(obj, pd.DataFrame):
             path = folder / DATA_FILE

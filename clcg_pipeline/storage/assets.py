@@ -10,11 +10,12 @@ GROUP = "storage"
 
 @dg.asset(
     group_name=GROUP,
+    kinds={"duckdb"},
+    owners=["team:clcg"],
     deps=["languages", "articles", "paragraphs", "items", "predictions", "calls", "scores", "estimates"],
-    automation_condition=dg.AutomationCondition.eager(),
 )
 def duckdb_catalog(context: dg.AssetExecutionContext, study: StudyResource) -> dg.MaterializeResult:
-    """``clcg.duckdb``: a read-only view per table over its Parquet glob, plus ``sql/views``."""
+    """clcg.duckdb: a read-only view per table over its Parquet glob, plus the views in sql/views."""
     path = default_catalog_path(study.data_dir)
     counts = build_catalog(study.data_dir, path)
     context.log.info(f"catalog {path}: {len(counts)} views")

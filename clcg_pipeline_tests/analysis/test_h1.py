@@ -40,7 +40,11 @@ def test_point_estimates_match_direct_formulas(small_langs, study):
     assert res["micro_net"]["estimate"] == pytest.approx(micro - pt, abs=1e-12)
     for t in TARGETS:
         assert res["by_language"][t]["estimate"] == pytest.approx(mean["en"] - mean[t], abs=1e-12)
-        assert res["by_language"][t]["n"] == int((band.language == t).sum())
+        # n counts the rows entering CLCG_l: English plus the language (one n per estimand).
+        assert res["by_language"][t]["n"] == int(band.language.isin(["en", t]).sum())
+        assert (
+            res["by_language"][t]["n_articles"] == band.loc[band.language.isin(["en", t]), "doc_id"].nunique()
+        )
     for m, sub in band.groupby("model"):
         mm = sub.groupby("language")["y"].mean()
         exp = mm["en"] - sub[sub.language.isin(TARGETS)]["y"].mean()
@@ -58,7 +62,7 @@ def test_point_estimates_match_direct_formulas(small_langs, study):
 
 def test_micro_is_weighted_sum_of_language_gaps(small_langs, study):
     res = estimate_h1(make_scores(1), small_langs, study)
-    n = {t: res["by_language"][t]["n"] for t in TARGETS}
+    n = {t: res["by_language"][t]["n"] - res["n"]["english"] for t in TARGETS}  # target rows
     total = sum(n.values())
     weighted = sum(n[t] / total * res["by_language"][t]["estimate"] for t in TARGETS)
     assert res["h1_micro"]["estimate"] == pytest.approx(weighted, abs=1e-12)

@@ -115,6 +115,29 @@ def test_empty_language_file_is_the_same_error_for_every_source_kind(
         assert raised.value.language == iso
 
 
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "is empty (0 bytes); a language file that is present must hold records"),
+        (b"PAR1 junk", "not a readable Parquet file"),
+    ],
+    ids=["0-byte", "corrupt"],
+)
+def test_flores_plus_parquet_file_that_is_empty_or_broken_names_language_and_file(
+    fixtures: Path, languages: LanguagesConfig, tmp_path: Path, content: bytes, expected: str
+) -> None:
+    """Same rule as the JSONL files: not pyarrow's "ArrowInvalid: ... '<Buffer>'" naming no file."""
+    root = tmp_path / "fp"
+    shutil.copytree(fixtures / "floresplus", root)
+    (root / "dev" / "por_Latn.parquet").write_bytes(content)
+    with pytest.raises(CorpusError) as raised:
+        load_source(_src("flores", root, "dev"), languages)
+    message = str(raised.value)
+    assert message.startswith("language 'pt': "), message
+    assert str(root / "dev" / "por_Latn.parquet") in message and expected in message
+    assert raised.value.language == "pt"
+
+
 def test_bad_record_error_names_its_language(fixtures: Path, languages: LanguagesConfig) -> None:
     with pytest.raises(CorpusError, match=r"^language 'sw': .*swh_Latn\.jsonl:2: field 'correct_answer_num'"):
         load_source(_src("belebele", fixtures / "belebele_bad_answer"), languages)
@@ -122,3 +145,26 @@ def test_bad_record_error_names_its_language(fixtures: Path, languages: Language
         load_source(_src("flores", fixtures / "flores200_bad_counts", "dev"), languages)
     with pytest.raises(CorpusError, match=r"^language 'sw': .*swh_Latn\.jsonl:4: field 'url'"):
         load_source(_src("flores", fixtures / "floresplus_bad_field", "dev"), languages)
+
+
+def test_canonical_jsonl_bad_bytes_in_question_bank_and_title_are_storable(
+    fixtures: Path, languages: LanguagesConfig, tmp_path: Path
+) -> None:
+    shutil.copytree(fixtures / "canonical", tmp_path / "c")
+    en = tmp_path / "c" / "articles" / "en.jsonl"
+    _replace_bytes(en, b"How much money", b"How much m\xf6ney")  # a human question
+    _replace_bytes(tmp_path / "c" / "items.jsonl", b"Were the lamps", b"Were the l\xe2mps")  # frozen bank
+    pt = tmp_path / "c" / "articles" / "pt.jsonl"
+    _replace_bytes(pt, "Faróis do porto".encode(), b"Far\\ud800is do porto")  # a JSON-escaped lone surrogate
+    tables = load_source(_src("jsonl", tmp_path / "c"), languages)
+    conform("items", tables.items)  # raised UnicodeEncodeError (surrogates) before
+    conform("articles", tables.articles)
+    questions = " ".join(tables.items["question"])
+    assert "How much m\ufffdney" in questions and "Were the l\ufffdmps" in questions
+    assert "Far\ufffdis do porto reacesos" in set(tables.articles["title"])
+    en_locations = tables.invalid_utf8_for("en")
+    assert any(loc.endswith("en.jsonl:1: field 'questions[0].question'") for loc in en_locations), (
+        en_locations
+    )
+    assert any(loc.endswith("items.jsonl:1: field 'question'") for loc in en_locations)
+    assert any(loc.endswith("pt.jsonl:1: field 'title'") for loc in tables.invalid_utf8_for("pt"))

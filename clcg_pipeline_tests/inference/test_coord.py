@@ -116,8 +116,9 @@ def test_a_dead_holders_claim_is_taken_over(tmp_path: Path) -> None:
         holder.wait()
     claim = claims.try_claim(call_id)  # the kernel dropped the dead holder's lock
     assert claim is not None
-    claims.release(claim, done=True)
-    assert not claim.path.exists()
+    assert claims.try_claim(call_id) is None  # and this process holds it now, for one task
+    claims.release(claim)
+    assert claims.try_claim(call_id) is not None
 
 
 def test_ledger_ignores_reservations_of_dead_processes(tmp_path: Path) -> None:
@@ -165,3 +166,75 @@ def test_runner_and_batch_modules_do_not_import_each_other() -> None:
 
     cycles = sorted(m for m in graph if reaches(m, m, {m}))
     assert not cycles, f"import cycle through {cycles}"
+
+
+@pytest.mark.usefixtures("fake_key")
+def test_study_budget_binds_partition_after_partition(server: FakeServer, tmp_path: Path) -> None:
+    from clcg_pipeline.config import StudyConfig
+    from clcg_pipeline.inference import predict_partition
+    from clcg_pipeline_tests.inference.conftest import FAST, spec_for
+    from clcg_pipeline_tests.inference.test_predict import CONDITIONS, _items, _paragraphs
+
+    # study.yaml's optional field; a call is estimated at ~$0.0042 (1024 output tokens at $4/Mtok)
+    # and costs ~$0.00017: the budget pays for two calls, then the study stops for good
+    study = StudyConfig.model_validate({"budget_usd": 0.0045})
+    spec = spec_for("openai", server.url, concurrency=2)
+    docs = [f"d{i}" for i in range(4)]
+    spent = 0.0
+    outcomes: list[str] = []
+    for language in ("en", "pt"):  # two runs of the study, one partition each (as the daemon does)
+        calls = predict_partition(
+            model=spec,
+            language=language,
+            paragraphs=_paragraphs(language, docs),
+            items=_items(docs),
+            reps=dict.fromkeys(docs, 1),
+            conditions={"full_body": CONDITIONS["full_body"]},
+            cache_dir=str(tmp_path),
+            study_budget_usd=study.budget_usd,
+            policy=FAST,
+        ).calls
+        spent += float(calls.loc[~calls["cached"], "cost_usd"].sum())
+        outcomes += list(calls["outcome"])
+    assert 0 < spent <= 0.0045
+    assert outcomes[:4].count("ok") == 2 and outcomes[4:] == ["skipped_budget"] * 4
+    assert SpendLedger(tmp_path / "_coord").totals()[0] == pytest.approx(spent)
+
+
+@pytest.mark.usefixtures("fake_key")
+def test_without_a_shared_folder_the_study_budget_still_binds_the_run(
+    server: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    from clcg_pipeline.inference import run_requests
+    from clcg_pipeline_tests.inference.conftest import FAST, make_request, spec_for
+
+    spec = spec_for("openai", server.url, concurrency=1)
+    requests = [make_request(tag=f"url-{i}") for i in range(6)]
+    with caplog.at_level("WARNING"):
+        # An object-store cache has no locks: coordination is off, visibly, and the budget holds here.
+        results = run_requests(
+            spec, requests, cache_dir="memory://clcg-coord-test", policy=FAST, study_budget_usd=0.0012
+        )
+    assert "not coordinated" in caplog.text
+    outcomes = [r.outcome for r in results]
+    assert "ok" in outcomes and "skipped_budget" in outcomes
+    assert sum(r.cost_usd for r in results) <= 0.0012
+
+
+@pytest.mark.usefixtures("fake_key")
+def test_batch_mode_reserves_and_records_in_the_study_ledger(server: FakeServer, tmp_path: Path) -> None:
+    from clcg_pipeline.inference import run_requests
+    from clcg_pipeline_tests.inference.conftest import make_request, spec_for
+
+    spec = spec_for("openai", server.url)
+    requests = [make_request(tag=f"batch-{i}") for i in range(5)]
+    # Each request is reserved at ~$0.00095 until its batch is collected: two fit in $0.002.
+    results = run_requests(
+        spec, requests, cache_dir=str(tmp_path), mode="batch", batch_poll_s=0.01, study_budget_usd=0.002
+    )
+    outcomes = [r.outcome for r in results]
+    assert outcomes.count("ok") == 2 and outcomes.count("skipped_budget") == 3
+    assert {r.error for r in results if r.outcome == "skipped_budget"} == {"StudyBudgetExceeded"}
+    spent, outstanding = SpendLedger(tmp_path / "_coord").totals()
+    assert spent == pytest.approx(sum(r.cost_usd for r in results)) and spent > 0
+    assert outstanding == 0

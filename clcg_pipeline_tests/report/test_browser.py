@@ -69,7 +69,7 @@ def _browser_or_skip() -> Any:
 
 def _study(tmp_path: Path) -> tuple[dict[str, Any], pd.DataFrame, Path]:
     """study_results.json + estimates as the analysis asset writes them, and the report file."""
-    config = synthetic_config(load_config(CONFIG_DIR), n_models=2)
+    config = synthetic_config(load_config(CONFIG_DIR))
     scores = synthetic_scores(config.languages, n_articles=12, n_stability=2, seed=5)
     scores = scores[~scores["language"].isin(NO_DATA)].reset_index(drop=True)
     suite = run_suite(
@@ -129,6 +129,12 @@ for (const svg of document.querySelectorAll('svg.chart')) {
     drawnBars: bars.filter(b => b.width > 0 && b.height > 0).length,
     fontPx: parseFloat(svg.getAttribute('font-size')) * box.width / svg.viewBox.baseVal.width,
     labelHeight: label ? label.getBoundingClientRect().height : 0,
+    // Text drawn (partly) outside the chart is cut off on screen.
+    overflow: Array.from(svg.querySelectorAll('text')).filter(t => {
+      const r = t.getBoundingClientRect();
+      return r.left < box.left - 1 || r.right > box.right + 1
+        || r.top < box.top - 1 || r.bottom > box.bottom + 1;
+    }).map(t => t.textContent),
   });
 }
 for (const s of document.querySelectorAll('body > section, body > header')) {
@@ -198,6 +204,7 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
             assert chart["height"] > 50, chart
             assert chart["width"] >= 0.98 * chart["sectionWidth"], chart  # full width of the column
             assert chart["fontPx"] >= 15 and chart["labelHeight"] >= 15, chart
+            assert chart["overflow"] == [], chart
         assert measured["tableFontPx"] >= 14
 
         # The drill-down shows one language at a time, and the selector switches it.

@@ -160,7 +160,7 @@ def test_full_report_numbers_sections_and_figure() -> None:
     assert "Slope over levels 0.004 [0.001, 0.007] 0.004" in text
     assert "Levels Name Estimate L3 0.070" in text  # a list of records is a table with a header
     assert "Estimand p p (adj.) h1 <0.001 0.001 h4 0.500 0.550" in text  # BH: raw and adjusted p
-    assert "H1 model 0.070 \u26a0 not converged" in text
+    assert "H1 model 0.070 \u2014 \u26a0 not converged" in text
     assert "h4 -0.010 [-0.020, 0.000] 0.500" in text  # a section whose value is one estimate
     assert "Per model gpt-x not identifiable" in text
     assert "Kendall's W 0.930" in text
@@ -183,7 +183,7 @@ def test_sections_are_labelled_tables_not_json_paths() -> None:
     assert " / " not in text  # no "by_class_sensitivity / 0 / status" rows
     assert "by_class_sensitivity" not in text
     h2 = _text(_section_html(html, "result-h2"))
-    assert "Per Joshi class (sensitivity mapping)" in h2
+    assert "Per Joshi class (primary mapping, pooled class rows)" in h2
     assert "class 0 \u2014 \u2014 \u26a0 not identifiable" in h2
     assert "class 2 0.027 [-0.050, 0.090]" in h2
     assert "Per model \u203a gpt-x" in h2 and "Difference 0.030 [-0.010, 0.070] 0.200 804" in h2
@@ -293,7 +293,7 @@ def test_flagged_estimates_are_marked_in_every_table() -> None:
                     "ci_low": [0.08, 0.1],
                     "ci_high": [0.138, 0.1],
                     "p": [1e-13, 0.0005],
-                    "p_adj": [None, None],
+                    "p_adj": [float("nan"), float("nan")],
                     "n": [12, 100],
                 }
             ),
@@ -324,6 +324,20 @@ def test_definitions_are_shown_as_captions_and_tooltips() -> None:
     )
     assert definition in _text(_section_html(html, "h1"))  # the "what it is" column
     assert definition in _text(_section_html(html, "definitions"))
+
+
+def test_definitions_show_no_markdown_backticks() -> None:
+    """study_results.json keeps the docs' `code` marks; the page shows plain words."""
+    results = _described()
+    results["definitions"]["clcg_language"] = {
+        "definition": "language CLCG_l = mean_en - mean_l for the target language in `group`",
+        "direction": "higher = larger loss",
+        "sided": "none",
+        "metric": "the band metric (`study.band.metric`)",
+    }
+    html = render_report(results, _estimates())
+    assert "`" not in _text(html)
+    assert "for the target language in group" in _text(_section_html(html, "definitions"))
 
 
 def _chart_attrs(svg: str) -> dict[str, str]:
@@ -505,6 +519,8 @@ def test_format_h1_table_says_what_it_measured_and_which_languages_lack_data() -
     assert "corpus: demo (jsonl, primary)" in out
     assert "models: gpt-x, claude-y" in out
     assert "no data (2 panel languages): Maltese (mt), eu" in out
+    # ...and why, so an empty table explains itself (e.g. an empty item bank).
+    assert "eu: source has no Basque file" in out
     assert "sk-secret-123" not in out
     # Without the whole document (older callers): the panel still tells which targets had no data.
     console = Console(file=io.StringIO(), width=200, color_system=None)
@@ -512,3 +528,70 @@ def test_format_h1_table_says_what_it_measured_and_which_languages_lack_data() -
     out = console.file.getvalue()  # type: ignore[attr-defined]
     assert "no data (1 panel language): Maltese (mt)" in out
     assert "measured: metric token_f1; levels L3, L4, L5" in out
+
+
+def test_metric_sensitivity_side_by_side() -> None:
+    results = _full()
+    results["metric_sensitivity"] = {
+        "band_metric": "token_f1",
+        "metrics": {
+            "rouge_l": {
+                "computed": True,
+                "h1_micro": _est(0.119, 0.1, 0.13),
+                "pt_gap": _est(0.114, 0.1, 0.12),
+            },
+            "semsim": {
+                "computed": False,
+                "status": "not computed",
+                "reason": "the semsim extra is not installed",
+            },
+            "token_f1": {
+                "computed": True,
+                "h1_micro": _est(0.112, 0.09, 0.13),
+                "pt_gap": _est(0.107, 0.1, 0.11),
+            },
+        },
+    }
+    section = _section_html(render_report(results, None), "result-metric_sensitivity")
+    text = _text(section)
+    assert "estimand Token-F1 (band) 95% CI ROUGE-L 95% CI semantic similarity 95% CI" in text
+    assert "H1 micro CLCG 0.112 [0.090, 0.130] 0.119 [0.100, 0.130] \u2014 \u2014" in text
+    assert "\u26a0 semantic similarity: the semsim extra is not installed" in text
+
+
+def test_terminal_table_marks_flagged_estimates() -> None:
+    h1 = _h1()
+    h1["by_language"]["sw"] = _est(
+        0.065, None, None, n=1200, identifiable=False, reason="too few articles: 6 < 10"
+    )
+    console = Console(file=io.StringIO(), width=160, color_system=None)
+    table = format_h1_table(h1, LANGUAGES)
+    console.print(table)
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert [c.header for c in table.columns][-1] == "flag"
+    assert (
+        "not identifiable" in dict(zip(table.columns[0].cells, table.columns[-1].cells, strict=False))["sw"]
+    )
+    assert "flag: not identifiable: too few articles: 6 < 10" in out
+
+
+def test_header_reads_a_structured_code_version_and_keeps_withheld_intervals() -> None:
+    results = _described()
+    results["settings"]["code_version"] = {"package": "0.1.0", "git_commit": "03f342a1abf6709f00d6"}
+    results["h1"]["h1_micro"] = _est(0.112, None, None, n=684, identifiable=False, reason="too few articles")
+    html = render_report(results, None)
+    assert "code version 0.1.0 git 03f342a1abf6" in _text(html)
+    summary = _text(_section_html(html, "h1"))
+    # The interval column stays (as a dash) when every interval is withheld, so the gap is visible.
+    assert "H1 micro CLCG 0.112 \u2014" in summary and "95% CI" in summary
+
+
+def test_p_at_the_bootstrap_floor_is_a_bound_not_a_warning() -> None:
+    results = _full()
+    note = "p is the smallest attainable with 40 replicates: p <= 0.0244"
+    results["h1"]["h1_micro"] = _est(0.093, 0.084, 0.103, p=0.0244, p_bound=True, flags=[note])
+    results["h1"]["pt_gap"] = _est(0.05, 0.04, 0.06, flags=["estimate outside its own percentile interval"])
+    summary = _section_html(render_report(results, None), "h1")
+    rows = {_text(m)[:14]: m for m in re.findall(r"<tr[^>]*>.*?</tr>", summary, re.S)}
+    assert "\u22640.024" in _text(rows["H1 micro CLCG "]) and 'class="flagged"' not in rows["H1 micro CLCG "]
+    assert 'class="flagged"' in rows["Portuguese gap"]  # a real flag still marks its row

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.config import ProjectConfig, load_config
+from clcg_pipeline.partitions import response_key
 from clcg_pipeline.scoring import _semsim
 from clcg_pipeline.scoring.assets import build_scoring_defs
 from clcg_pipeline.storage._tables import conform
@@ -27,7 +28,7 @@ def _config(config_dir: Path, semsim: str | None) -> ProjectConfig:
 
 def _run(config: ProjectConfig) -> tuple[pd.DataFrame, dict[str, Any]]:
     (scores,) = build_scoring_defs(config).assets  # type: ignore[misc]
-    context = dg.build_asset_context()
+    context = dg.build_asset_context(partition_key=response_key("sw", "m1"))
     preds = _preds(
         [
             ("i-span", "The old bridge.", "ok"),
@@ -36,8 +37,11 @@ def _run(config: ProjectConfig) -> tuple[pd.DataFrame, dict[str, Any]]:
             ("i-mc", "C", "ok"),
         ]
     )
-    frame = scores(context, predictions=preds, items=_items())
-    return frame, context.get_output_metadata("result")
+    result = scores(context, predictions=preds, items=_items())
+    # The asset yields its Output and its check result (or returns a MaterializeResult).
+    events = [result] if isinstance(result, dg.MaterializeResult) else list(result)
+    (output,) = [e for e in events if isinstance(e, dg.Output | dg.MaterializeResult)]
+    return output.value, {k: getattr(v, "value", v) for k, v in (output.metadata or {}).items()}
 
 
 def test_semsim_off_leaves_column_null_and_says_so(config_dir: Path) -> None:

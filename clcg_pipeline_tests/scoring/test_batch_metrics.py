@@ -142,3 +142,14 @@ def test_distinct_long_answers_much_faster_than_per_row_loop() -> None:
     fast = time.process_time() - start
     assert np.allclose(got[2], want[2], rtol=0, atol=1e-12)
     assert naive / fast >= 3, f"batch scoring only {naive / fast:.1f}x the per-row loop"
+
+
+def test_vocabulary_beyond_the_basic_plane_and_surrogate_gap() -> None:
+    # 80,000 distinct gold tokens: codes pass 0xD800-0xDFFF (skipped) and 0xFFFF. Every gold is
+    # in a pair (most with an empty, cheap-to-check prediction) so all of them get a code.
+    rng = np.random.default_rng(8)
+    golds = [" ".join(f"t{i * 40 + k}" for k in range(40)) for i in range(2000)]
+    picks = [int(i) for i in rng.integers(0, 2000, 300)]
+    preds = [" ".join(rng.choice([*golds[i].split(), "zz", "t79999"], 25)) for i in picks]
+    _assert_equal([*preds, *[""] * len(golds)], [*[golds[i] for i in picks], *golds])
+    _assert_equal([*preds, *golds], [*[golds[i] for i in picks], *golds[::-1]])

@@ -211,3 +211,13 @@ def test_mc_rows_map_back_in_order() -> None:
     assert scores["accuracy"].tolist()[:7] == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]
     assert scores["exact_match"].tolist()[:7] == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]
     assert np.isnan(scores["accuracy"].iloc[7])
+
+
+def test_answers_with_lone_surrogates_are_not_merged() -> None:
+    # pandas' factorize treats every string holding a lone surrogate as one value; answers
+    # decoded from JSON can hold them, and two different answers must keep their own scores.
+    answers = ["stone bridge \ud800", "river \ud800", "old \udfff", "river \udfff"]
+    scores = score_predictions(_preds([("i-span", a, "ok") for a in answers]), _items()).scores
+    expected = [token_f1(a, "the old stone bridge") for a in answers]
+    assert scores["token_f1"].tolist() == pytest.approx(expected)
+    assert expected[0] > 0 and expected[1] == 0

@@ -12,7 +12,7 @@ import re
 import socket
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -124,12 +124,18 @@ def _extra_installed() -> bool:
 
 
 @pytest.fixture(scope="module")
-def minilm() -> SemSimFn:
+def minilm() -> Iterator[SemSimFn]:
     """The real scorer, loaded once for the module (about 10 s), with the network blocked."""
     if not _extra_installed():
         if os.environ.get("CLCG_REQUIRE_SEMSIM"):
             pytest.fail("CLCG_REQUIRE_SEMSIM is set but the semsim extra is missing: make setup-semsim")
         pytest.skip("semsim extra not installed (make setup-semsim)")
+    import torch
+
+    # One thread: on a busy shared machine torch's spinning worker threads make each tiny batch
+    # take a second or more; the results do not depend on it.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     attempts: list[object] = []
     original = socket.socket.connect
 
@@ -145,7 +151,8 @@ def minilm() -> SemSimFn:
     finally:
         socket.socket.connect = original  # type: ignore[method-assign]
     assert attempts == [], f"loading the packaged model tried the network: {attempts}"
-    return semsim
+    yield semsim
+    torch.set_num_threads(threads)
 
 
 @pytest.mark.slow

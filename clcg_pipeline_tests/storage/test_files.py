@@ -36,6 +36,30 @@ def test_failed_write_keeps_previous_file(tmp_path: Path, monkeypatch: pytest.Mo
     assert [p.name for p in target.parent.iterdir()] == ["data.bin"]  # no temp file left behind
 
 
+def test_written_files_are_readable_by_others(tmp_path: Path) -> None:
+    """study_results.json and every table are 0644 like report.html, not mkstemp's 0600: an
+    analyst reading a shared data folder under another account must be able to open them."""
+    target = tmp_path / "study_results.json"
+    write_bytes_atomic(target, b"{}")
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_failed_write_names_the_target_not_the_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import tempfile
+
+    def read_only(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / ".data.parquet.x1y2.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    with pytest.raises(OSError) as caught:
+        write_bytes_atomic(tmp_path / "data.parquet", b"x")
+    assert caught.value.filename == str(tmp_path / "data.parquet")
+    assert caught.value.strerror == "Read-only file system"
+
+
 def test_contract_roundtrip_and_types(tmp_path: Path) -> None:
     frame = pd.DataFrame(
         {

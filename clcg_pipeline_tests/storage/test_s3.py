@@ -9,20 +9,17 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import s3fs  # in requirements.lock (the s3 and dev extras): missing must fail, not skip
+from moto import server as moto_server
 from upath import UPath
 
-s3fs = pytest.importorskip("s3fs", reason="the s3 extra (s3fs) is not installed")
-moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
-
-from clcg_pipeline.storage import (  # noqa: E402
+from clcg_pipeline.storage import (
     CatalogError,
     build_catalog,
     default_catalog_path,
@@ -31,6 +28,7 @@ from clcg_pipeline.storage import (  # noqa: E402
     read_all_partitions,
     write_frame,
 )
+from clcg_pipeline_tests.conftest import run_clcg
 
 
 def _free_port() -> int:
@@ -120,18 +118,6 @@ def test_catalog_and_reads_on_s3(bucket: str, tmp_path: Path, monkeypatch: pytes
     assert len(read_all_partitions(data, "scores")) == 5
 
 
-def _clcg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "clcg_pipeline.cli", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
 @pytest.mark.slow
 def test_every_command_on_s3(
     bucket: str, s3_env: dict[str, str], config_dir: Path, edit_yaml: Callable, tmp_path: Path
@@ -148,14 +134,14 @@ def test_every_command_on_s3(
     work = tmp_path / "work"
     work.mkdir()
 
-    ran = _clcg("run", "--config", str(config_dir), "--data", data, env=env, cwd=work)
+    ran = run_clcg("run", "--config", str(config_dir), "--data", data, env=env, cwd=work)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "H1 micro" in ran.stdout
     for name in ("study_results.json", "report.html", "clcg.duckdb"):
         assert UPath(f"{data}/{name}").exists(), name
     assert not list(work.iterdir())  # nothing landed in the current directory
 
-    counted = _clcg(
+    counted = run_clcg(
         "query", "--data", data, "--format", "json",
         "SELECT language, count(*) AS n FROM scores GROUP BY ALL ORDER BY language",
         env=env, cwd=work,
@@ -163,7 +149,7 @@ def test_every_command_on_s3(
     assert counted.returncode == 0, counted.stderr
     assert [row["language"] for row in json.loads(counted.stdout)] == ["en", "ka", "pt"]
 
-    named = _clcg(
+    named = run_clcg(
         "query", "--config", str(config_dir), "--data", data, "--format", "csv",
         "--named", "clcg_by_language", env=env, cwd=work,
     )  # fmt: skip
@@ -171,12 +157,12 @@ def test_every_command_on_s3(
     assert len(named.stdout.splitlines()) == 4
 
     UPath(f"{data}/report.html").unlink()
-    report = _clcg("report", "--data", data, env=env, cwd=work)
+    report = run_clcg("report", "--data", data, env=env, cwd=work)
     assert report.returncode == 0, report.stderr
     assert "H1" in UPath(f"{data}/report.html").read_text(encoding="utf-8")
 
     out = tmp_path / "estimate.json"
-    estimated = _clcg(
+    estimated = run_clcg(
         "estimate", "--config", str(config_dir), "--scores", data, "--out", str(out), env=env, cwd=work
     )
     assert estimated.returncode == 0, estimated.stderr

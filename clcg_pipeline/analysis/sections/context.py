@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import bootstrap_p
 from clcg_pipeline.analysis._context import SuiteContext, class_map, num
-from clcg_pipeline.analysis._prepare import apply_rule, score_values, select_rows
+from clcg_pipeline.analysis._prepare import apply_rule, score_values
+
+
+def _isin(col: pd.Series, values: list[str]) -> np.ndarray:
+    """``col.astype(str).isin(values)`` without turning millions of categorical rows into strings."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        hit = np.asarray(col.cat.categories.astype(str).isin(values))
+        codes = col.cat.codes.to_numpy()
+        return np.where(codes >= 0, hit[np.maximum(codes, 0)], False)
+    return col.astype(str).isin(values).to_numpy()
 
 
 def doc_sort_key(doc: str) -> tuple[int, float, str]:
@@ -21,16 +31,18 @@ def doc_sort_key(doc: str) -> tuple[int, float, str]:
 
 def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[str, Any]:
     """full_body minus closed_book on the study's selector items (valid responses only)."""
-    cb_all = select_rows(scores, context_scope="closed_book")
-    if cb_all.empty:
+    # Masks rather than filtered copies: only the selector's few rows are ever materialized.
+    cb_mask = _isin(scores["context_scope"], ["closed_book"])
+    if not cb_mask.any():
         return {"status": "not available: no closed_book rows"}
-    fb_llm = select_rows(scores, context_scope="full_body", item_source="llm")
+    fb_mask = _isin(scores["context_scope"], ["full_body"])
+    llm_mask = fb_mask & _isin(scores["item_source"], ["llm"])
     order = [m.id for m in ctx.config.models.models]
-    have = set(fb_llm["model"].astype(str))
+    have = {str(m) for m in scores["model"].loc[llm_mask].unique()}
     chooser = next((m for m in order if m in have), min(have) if have else None)
     if chooser is None:
         return {"status": "not available: no full_body rows"}
-    mine = fb_llm.loc[(fb_llm["model"].astype(str) == chooser).to_numpy(), ["doc_id", "item_id", "level"]]
+    mine = scores.loc[llm_mask & _isin(scores["model"], [chooser]), ["doc_id", "item_id", "level"]]
     mine = mine.assign(
         doc_id=mine["doc_id"].astype(str),
         item_id=mine["item_id"].astype(str),
@@ -43,8 +55,10 @@ def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[s
             ids = sorted(set(mine.loc[(mine["doc_id"] == d) & (mine["level"] == lvl), "item_id"]))
             items.extend(ids[:2])
 
-    def valid(frame: pd.DataFrame) -> pd.DataFrame:
-        sub = frame.loc[frame["item_id"].astype(str).isin(items).to_numpy()]
+    selected = _isin(scores["item_id"], items)
+
+    def valid(mask: np.ndarray) -> pd.DataFrame:
+        sub = scores.loc[mask & selected]
         sub = apply_rule(sub, score_values(sub, metric), "B")
         return sub.assign(
             model=sub["model"].astype(str),
@@ -52,10 +66,10 @@ def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[s
             language=sub["language"].astype(str),
         )
 
-    fb_rows = valid(select_rows(scores, context_scope="full_body"))
+    fb_rows = valid(fb_mask)
     fb = fb_rows.assign(doc_id=fb_rows["doc_id"].astype(str)).groupby(["model", "item_id", "language"])
     fb = fb.agg(open=("y", "mean"), n_open=("y", "size"), doc_id=("doc_id", "first")).reset_index()
-    cb = valid(cb_all).groupby(["model", "item_id"])["y"].agg(closed="mean", n_closed="size")
+    cb = valid(cb_mask).groupby(["model", "item_id"])["y"].agg(closed="mean", n_closed="size")
     joined = fb.merge(cb.reset_index(), on=["model", "item_id"], how="inner")
     joined["gain"] = joined["open"] - joined["closed"]
 
@@ -77,8 +91,10 @@ def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[s
         langs = [i for i in isos if i in by_lang]  # only languages with data
         if langs:
             g = joined.loc[joined["language"].isin(langs)]
-            # Mean over the class's matched pairs ("means by language and Joshi class").
-            by_class[str(cls)] = {"gain": num(g["gain"].mean()), **counts(g), "languages": langs}
+            # Class mean of the language gains, the rule of every class result (issue 9: class 4
+            # is the mean of Basque and Portuguese), not a mean over the pooled pairs.
+            gain = num(np.mean([by_lang[i]["gain"] for i in langs]))
+            by_class[str(cls)] = {"gain": gain, **counts(g), "languages": langs}
     descriptive = {"identifiable": True, "status": "descriptive (no interval)", "flags": []}
     for iso, v in by_lang.items():
         ctx.add("context_gain_language", iso, {"estimate": v["gain"], **v, **descriptive})
@@ -98,7 +114,7 @@ def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[s
         "by_language": by_lang,
         "by_class": by_class,
         "note": "descriptive; valid (status ok) responses only; closed_book averaged over languages and "
-        "repetitions per model x item; class = mean over the matched pairs of its languages with data, "
+        "repetitions per model x item; class = mean of the gains of its languages with data, "
         "Portuguese in class 4, unclassified languages (Ayacucho Quechua) left out",
     }
 
@@ -111,7 +127,7 @@ def context_scope(ctx: SuiteContext, rows: pd.DataFrame, primary: str) -> dict[s
     docs = set(ig["doc_id"].astype(str))
     sub = rows.loc[
         rows["context_scope"].isin(["item_grounded", primary]).to_numpy()
-        & rows["doc_id"].astype(str).isin(docs).to_numpy()
+        & _isin(rows["doc_id"], sorted(docs))
     ]
     sub = sub.assign(context_scope=sub["context_scope"].astype(str))
     panel, arts = ctx.panel(sub, ["model", "language", "context_scope"])

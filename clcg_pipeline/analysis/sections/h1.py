@@ -12,7 +12,7 @@ from clcg_pipeline.analysis._context import SuiteContext, class_map, num
 from clcg_pipeline.analysis._h1 import h1_core
 
 
-def _languages(ctx: SuiteContext, key: str) -> list[str]:
+def languages_of(ctx: SuiteContext, key: str) -> list[str]:
     """Languages whose rows enter an H1-family contrast (the reference is always one)."""
     en, pt, tg = ctx.roles.reference, ctx.roles.baseline, list(ctx.roles.targets)
     if key == "pt_gap":
@@ -34,13 +34,13 @@ def qualify_core(ctx: SuiteContext, core: Any, p: dict[str, float | None] | None
     p = p or {}
     v, r, panel = core.vectors, core.result, core.panel
     for key in H1_KEYS:
-        r[key] = ctx.stats(panel, v[key], _languages(ctx, key), p=p.get(key))
+        r[key] = ctx.stats(panel, v[key], languages_of(ctx, key), p=p.get(key))
     for iso in list(r["by_language"]):
         r["by_language"][iso] = ctx.stats(panel, v[f"clcg/{iso}"], [ctx.roles.reference, iso])
     for model, entry in r["by_model"].items():
         for key in ("h1_micro", "pt_gap", "macro_net"):
             entry[key] = ctx.stats(
-                panel, v[f"{key}/{model}"], _languages(ctx, key), p=p.get(f"{key}/{model}"), model=model
+                panel, v[f"{key}/{model}"], languages_of(ctx, key), p=p.get(f"{key}/{model}"), model=model
             )
 
 
@@ -138,7 +138,7 @@ def parse_rule(ctx: SuiteContext, core_a: Any, band_b: pd.DataFrame) -> dict[str
     if core_a.result["n"]["articles"] == core_b.result["n"]["articles"]:
         diff = core_a.vectors["h1_micro"] - core_b.vectors["h1_micro"]
         out["difference_h1_micro"] = ctx.stats(
-            core_a.panel, diff, _languages(ctx, "h1_micro"), sided="two-sided"
+            core_a.panel, diff, languages_of(ctx, "h1_micro"), sided="two-sided"
         )
     return out
 

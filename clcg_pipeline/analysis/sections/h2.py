@@ -116,7 +116,10 @@ def h2(
         }
     out["by_model"] = by_model
     by_class: dict[str, Any] = {}
-    for cls, isos in class_map(ctx, False).items():
+    for cls, mapped in class_map(ctx, False).items():
+        isos = [i for i in mapped if panel.n(language=i) > 0]  # only languages with data
+        if not isos:
+            continue
 
         def cls_contrast(group: str, isos: list[str] = isos) -> np.ndarray:
             return panel.mean(en, memo=group) - panel.mean(isos, memo=group)

@@ -25,9 +25,7 @@ def h4(ctx: SuiteContext, llm: pd.DataFrame, human: pd.DataFrame) -> dict[str, A
         ],
         ignore_index=True,
     )
-    rows["model"] = rows["model"].astype(str)
-    rows["language"] = rows["language"].astype(str)
-    rows["doc_id"] = rows["doc_id"].astype(str)
+    # No astype(str) here: cluster_table factorizes categoricals and strings alike.
     panel, _ = ctx.panel(rows, ["model", "language", "grp"])
     h = panel.micro(grp="human")
     g = panel.micro(grp="llm")

@@ -15,7 +15,7 @@ import pandas as pd
 from clcg_pipeline.analysis._context import SuiteContext
 from clcg_pipeline.analysis._h1 import h1_core
 from clcg_pipeline.analysis._prepare import apply_rule, score_values
-from clcg_pipeline.analysis.sections.h1 import qualify_core
+from clcg_pipeline.analysis.sections.h1 import languages_of as h1_languages
 
 METRICS = ("token_f1", "rouge_l", "semsim")
 KEYS = ("h1_micro", "macro", "micro_net", "macro_net", "pt_gap")
@@ -38,8 +38,13 @@ def _not_computed(ctx: SuiteContext, metric: str, band: pd.DataFrame) -> str | N
     return f"column {metric!r} is empty on the band's scored rows"
 
 
-def metric_sensitivity(ctx: SuiteContext, band: pd.DataFrame, band_metric: str) -> dict[str, Any]:
-    """``band``: primary-band rows of the panel languages, before a parse rule is applied."""
+def metric_sensitivity(
+    ctx: SuiteContext, band: pd.DataFrame, band_metric: str, core: Any = None
+) -> dict[str, Any]:
+    """``band``: primary-band rows of the panel languages, before a parse rule is applied.
+
+    ``core``: the primary H1 computation, reused for the band's own metric (same rows, rule A).
+    """
     out: dict[str, Any] = {
         "band_metric": band_metric,
         "rule": "A",
@@ -51,14 +56,22 @@ def metric_sensitivity(ctx: SuiteContext, band: pd.DataFrame, band_metric: str) 
         if reason is not None:
             out["metrics"][metric] = {"status": "not computed", "computed": False, "reason": reason}
             continue
-        rows = apply_rule(band, score_values(band, metric), "A")
-        core = h1_core(
-            rows, ctx.config.languages, ctx.config.study, replicates=ctx.replicates, seed=ctx.seed, rows=rows
-        )
-        qualify_core(ctx, core)
+        if metric == band_metric and core is not None:
+            this = core
+        else:
+            rows = apply_rule(band, score_values(band, metric), "A")
+            this = h1_core(
+                rows,
+                ctx.config.languages,
+                ctx.config.study,
+                replicates=ctx.replicates,
+                seed=ctx.seed,
+                rows=rows,
+            )
         entry: dict[str, Any] = {"status": "estimated", "computed": True}
         for key in KEYS:
-            entry[key] = core.result[key]
-            ctx.add(f"{key}_metric", metric, core.result[key])
+            # p values belong to the H1 tests, not to this side-by-side view.
+            entry[key] = ctx.stats(this.panel, this.vectors[key], h1_languages(ctx, key))
+            ctx.add(f"{key}_metric", metric, entry[key])
         out["metrics"][metric] = entry
     return out

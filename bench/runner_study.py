@@ -1,0 +1,159 @@
+"""`clcg run` against a fake OpenAI-compatible server: how much of the wall is spent calling.
+
+A synthetic corpus (bench/synthetic_corpus.py, default 600 articles x 7 languages, full_body and
+closed_book) is run end to end by ``clcg run`` in a subprocess, against the fake server at
+200 ms per call, model concurrency 32. In the same run a bare asyncio + httpx2 loop sends the
+same number of calls to the same server at the same concurrency (the baseline). Reported:
+
+* calling share: seconds with at least one call in flight / wall of ``clcg run``;
+* calling phase: first request to last response; the runner's rate over it (calls / phase)
+  as a ratio to the bare loop's rate (target >= 0.9);
+* gaps: the calling phase minus busy time (drains between partitions show up here).
+
+    .venv/bin/python bench/runner_study.py [--articles 600] [--timeout 280]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx2
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic_corpus import LANGUAGES, write_corpus
+
+from clcg_pipeline.inference.fake_server import Faults, ServerProcess
+
+LATENCY_S = 0.2
+CONCURRENCY = 32
+KEY_ENV = "CLCG_BENCH_FAKE_KEY"
+BARE_CALLS = 1500  # enough for a steady rate; keeps the whole bench under five minutes
+ROOT = Path(__file__).resolve().parents[1]
+
+
+async def _bare_loop(url: str, n: int) -> float:
+    """Seconds for ``n`` chat calls through a bare asyncio loop at the same concurrency."""
+    sem = asyncio.Semaphore(CONCURRENCY)
+    limits = httpx2.Limits(max_connections=CONCURRENCY * 2, max_keepalive_connections=CONCURRENCY * 2)
+    async with httpx2.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
+
+        async def one(i: int) -> None:
+            body = {"model": "m", "messages": [{"role": "user", "content": f"1. Question {i}?"}]}
+            async with sem:
+                response = await client.post("/v1/chat/completions", json=body)
+                json.loads(response.content)["choices"][0]["message"]["content"]
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - start
+
+
+def _config(folder: Path, corpus: Path, url: str) -> None:
+    shutil.copytree(ROOT / "assets_config", folder)
+
+    def edit(name: str, change) -> None:  # type: ignore[no-untyped-def]
+        path = folder / name
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        change(doc)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+    edit(
+        "sources.yaml",
+        lambda d: d.update(sources=[{"name": "synthetic", "kind": "jsonl", "path": str(corpus)}]),
+    )
+    edit(
+        "languages.yaml",
+        lambda d: d.update(languages=[lang for lang in d["languages"] if lang["iso"] in LANGUAGES]),
+    )
+    edit(
+        "models.yaml",
+        lambda d: d.update(
+            models=[
+                {
+                    "id": "fake-gpt",
+                    "provider": "openai",
+                    "model": "fake-gpt",
+                    "base_url": f"{url}/v1",
+                    "api_key_env": KEY_ENV,
+                    "concurrency": CONCURRENCY,
+                    "timeout_s": 30,
+                    "knowledge_cutoff": "2024-06-01",
+                }
+            ]
+        ),
+    )
+
+    def study(d: dict) -> None:  # type: ignore[type-arg]
+        d["bootstrap_replicates"] = 50
+        d["items_per_level"] = 2
+
+    edit("study.yaml", study)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--articles", type=int, default=600)
+    parser.add_argument("--timeout", type=float, default=280, help="seconds before clcg run is stopped")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, ServerProcess(Faults(latency_s=LATENCY_S)) as server:
+        work = Path(tmp)
+        write_corpus(work / "corpus", articles=args.articles)
+        _config(work / "config", work / "corpus", server.url)
+        env = {**os.environ, KEY_ENV: "sk-bench-not-a-real-key", "DAGSTER_HOME": str(work / "home")}
+        cmd = [str(Path(sys.executable).parent / "clcg"), "run", "--config", str(work / "config")]
+        cmd += ["--data", str(work / "data")]
+        server.set_faults(Faults(latency_s=LATENCY_S))
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+            finished = proc.returncode == 0
+            tail = (proc.stdout + proc.stderr)[-1500:]
+        except subprocess.TimeoutExpired:
+            finished, tail = False, f"stopped after {args.timeout:.0f}s"
+        wall = time.perf_counter() - t0
+        stats = server.stats()
+        calls = stats["total_requests"]
+        server.set_faults(Faults(latency_s=LATENCY_S))
+        bare_n = min(max(calls, 1), BARE_CALLS)
+        bare_s = asyncio.run(_bare_loop(server.url, bare_n))
+    span, busy = stats["calling_span_s"], stats["busy_s"]
+    bare_rate = bare_n / bare_s
+    phase_rate = calls / span if span else 0.0
+    print(f"clcg run: {args.articles} articles x {len(LANGUAGES)} languages, latency {LATENCY_S}s, ")
+    print(f"  concurrency {CONCURRENCY}: {'finished' if finished else 'DID NOT FINISH'} in {wall:.1f}s")
+    print(f"  calls sent              {calls} (max in flight {stats['max_in_flight']})")
+    print(f"  calling share of wall   {busy / wall:6.1%}  (busy {busy:.1f}s of {wall:.1f}s)")
+    print(f"  calling phase           {span:.1f}s first request to last response; gaps {span - busy:.1f}s")
+    print(f"  bare asyncio loop       {bare_rate:8.1f} calls/s ({bare_n} calls in {bare_s:.1f}s)")
+    print(
+        f"  runner over the phase   {phase_rate:8.1f} calls/s = {phase_rate / bare_rate:.2f} of the bare loop"
+    )
+    print(
+        f"  runner over busy time   {calls / busy if busy else 0:8.1f} calls/s = "
+        f"{(calls / busy if busy else 0) / bare_rate:.2f} of the bare loop"
+    )
+    ratio = phase_rate / bare_rate
+    if not finished:
+        # The calling figures above stand when every call was sent; what failed is shown as is.
+        print(tail)
+    print(
+        "PASS" if finished and ratio >= 0.9 else "FAIL",
+        "(target: clcg run finishes, >= 0.9 of the bare loop)",
+    )
+    return 0 if finished and ratio >= 0.9 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

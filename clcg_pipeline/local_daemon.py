@@ -1,0 +1,122 @@
+"""A real ``dagster-daemon run`` on a throwaway instance (for the daemon test and benchmark).
+
+Starts the daemon exactly as ``make dev`` does (the project's ``dagster.yaml``, a workspace
+naming the ``clcg_pipeline`` code location), but against its own ``DAGSTER_HOME``, config
+folder and data folder, in its own process group so that stopping it also stops its code
+server and run workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clcg_pipeline.jobs import CODE_LOCATION
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+class DaemonTimeout(AssertionError):
+    """A wait on the daemon ran out; the message says what was awaited and the log's tail."""
+
+
+class LocalDaemon:
+    def __init__(self, root: Path, config_dir: Path, *, dagster_default_launcher: bool = False) -> None:
+        """``dagster_default_launcher``: Dagster's own spawn-per-run launcher instead of the
+        project's (to measure what the project's saves)."""
+        self.root = root
+        self.dagster_default_launcher = dagster_default_launcher
+        self.home = root / "dagster_home"
+        self.config_dir = config_dir
+        self.data_dir = root / "data"
+        self.log_path = root / "daemon.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "DAGSTER_HOME": str(self.home),
+            "CLCG_CONFIG_DIR": str(self.config_dir),
+            "CLCG_DATA_DIR": str(self.data_dir),
+        }
+
+    def start(self) -> LocalDaemon:
+        self.home.mkdir(parents=True, exist_ok=True)
+        settings = yaml.safe_load((PROJECT_ROOT / "dagster.yaml").read_text(encoding="utf-8"))
+        if self.dagster_default_launcher:
+            settings.pop("run_launcher", None)
+        (self.home / "dagster.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
+        workspace = self.root / "workspace.yaml"
+        location = {
+            "module_name": "clcg_pipeline.definitions",
+            "location_name": CODE_LOCATION,
+            "working_directory": str(PROJECT_ROOT),
+        }
+        workspace.write_text(yaml.safe_dump({"load_from": [{"python_module": location}]}), encoding="utf-8")
+        daemon = Path(sys.executable).with_name("dagster-daemon")
+        with self.log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                [str(daemon), "run", "-w", str(workspace)],
+                cwd=self.root,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: stop() reaches every child
+            )
+        return self
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        try:
+            os.killpg(self._process.pid, signal.SIGTERM)
+            self._process.wait(timeout=15)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait(timeout=15)
+        finally:
+            self._process = None
+
+    def __enter__(self) -> LocalDaemon:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_path.exists():
+            return "(no daemon log)"
+        text = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def wait_for(self, what: str, ready: Callable[[], bool], timeout_s: float, poll_s: float = 1.0) -> float:
+        """Wait until ``ready()``; return the seconds waited, or raise naming ``what``."""
+        start = time.monotonic()
+        while time.monotonic() - start < timeout_s:
+            if self._process is not None and self._process.poll() is not None:
+                raise DaemonTimeout(f"the daemon exited while waiting for {what}:\n{self.log_tail()}")
+            try:
+                if ready():
+                    return time.monotonic() - start
+            except (OSError, ValueError):
+                pass  # a file being replaced, or half-written JSON: look again
+            time.sleep(poll_s)
+        raise DaemonTimeout(f"no {what} after {timeout_s:.0f} s; daemon log:\n{self.log_tail()}")
+
+    def study_results(self) -> dict[str, Any]:
+        return json.loads((self.data_dir / "study_results.json").read_text(encoding="utf-8"))
+
+    def models_in_results(self) -> set[str]:
+        return set(self.study_results().get("h1", {}).get("by_model", {}))

@@ -1,0 +1,262 @@
+"""The study without `clcg run`: the real daemon, the UI's view of runs, runs launched by others."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+import yaml
+from dagster._core.run_coordinator import SubmitRunContext
+from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
+
+from clcg_pipeline.config import load_config
+from clcg_pipeline.definitions import build_definitions
+from clcg_pipeline.inference.sensors import sync_model_partitions
+from clcg_pipeline.jobs import CODE_LOCATION, PROVIDER_TAG, code_location_job_origin, runs_under_code_location
+from clcg_pipeline.local_daemon import PROJECT_ROOT, LocalDaemon
+from clcg_pipeline.partitions import response_key
+from clcg_pipeline.run_coordinator import ProviderTaggingRunCoordinator
+from clcg_pipeline.storage import query
+
+FIRST, SECOND = "lexical-reader", "lexical-reader-b"
+# Two languages keep the daemon test short; the chain is the same for 18.
+PANEL = ("en", "pt")
+_QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+@pytest.fixture
+def small_config(demo_config_dir: Path, edit_yaml: Callable) -> Path:
+    edit_yaml(
+        demo_config_dir / "languages.yaml",
+        lambda doc: doc.update(languages=[lang for lang in doc["languages"] if lang["iso"] in PANEL]),
+    )
+    edit_yaml(demo_config_dir / "study.yaml", lambda doc: doc.update(bootstrap_replicates=50))
+    return demo_config_dir
+
+
+def _add_second_model(config_dir: Path, edit_yaml: Callable) -> None:
+    def add(doc: dict) -> None:
+        first = next(m for m in doc["models"] if m["id"] == FIRST)
+        doc["models"].append({**first, "id": SECOND, "options": {"threshold": 0.3}})
+
+    edit_yaml(config_dir / "models.yaml", add)
+
+
+def _latest(instance: dg.DagsterInstance, asset: str, partition: str | None = None) -> float:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey(asset), asset_partitions=[partition] if partition else None
+        ),
+        limit=1,
+    ).records
+    return records[0].timestamp if records else 0.0
+
+
+@pytest.mark.slow
+def test_daemon_builds_the_study_from_nothing_then_follows_a_new_model(
+    small_config: Path, tmp_path: Path, edit_yaml: Callable
+) -> None:
+    """Only `dagster-daemon run` on a fresh instance: corpus -> inputs -> responses -> analysis,
+    then a model added to models.yaml ends up in study_results.json, the report and the catalog."""
+    with LocalDaemon(tmp_path / "run", small_config) as daemon:
+        daemon.wait_for(f"study_results.json with {FIRST}", lambda: FIRST in daemon.models_in_results(), 150)
+        _add_second_model(small_config, edit_yaml)
+        daemon.wait_for(
+            f"study_results.json with {SECOND} (added to models.yaml)",
+            lambda: SECOND in daemon.models_in_results(),
+            120,
+        )
+        daemon.wait_for(
+            f"report.html naming {SECOND}",
+            lambda: SECOND in (daemon.data_dir / "report.html").read_text(encoding="utf-8"),
+            30,
+        )
+        with dg.DagsterInstance.from_config(str(daemon.home)) as instance:
+            catalog_built = _latest(instance, "duckdb_catalog")
+            last_scores = max(_latest(instance, "scores", str(response_key(iso, SECOND))) for iso in PANEL)
+            runs = instance.get_run_records()
+            failed = [r.dagster_run for r in runs if r.dagster_run.status != dg.DagsterRunStatus.SUCCESS]
+            # Dependency order: no run was launched before its inputs existed, so none failed.
+            assert not failed, [(r.run_id, r.status, r.asset_selection) for r in failed]
+            responses = [
+                r for r in runs if dg.AssetKey("predictions") in (r.dagster_run.asset_selection or ())
+            ]
+            assert {r.dagster_run.tags[PROVIDER_TAG] for r in responses} == {"offline"}
+            assert len(responses) == 2 * len(PANEL)  # each partition once, never twice
+    assert catalog_built > last_scores, "the DuckDB catalog was not rebuilt after the new model's scores"
+    models = query(daemon.data_dir / "clcg.duckdb", "select distinct model from scores")["model"]
+    assert set(models) == {FIRST, SECOND}
+    estimates = duckdb.sql(
+        f"select * from read_parquet('{daemon.data_dir / 'estimates' / 'data.parquet'}')"
+    ).df()
+    assert SECOND in estimates.to_string()
+
+
+def _materialize_inputs(defs: dg.Definitions, instance: dg.DagsterInstance, isos: tuple[str, ...]) -> None:
+    for iso in isos:
+        assert (
+            defs.resolve_job_def("corpus_job")
+            .execute_in_process(instance=instance, partition_key=iso, run_config=_QUIET)
+            .success
+        )
+    assert (
+        defs.resolve_job_def("study_inputs_job")
+        .execute_in_process(instance=instance, run_config=_QUIET)
+        .success
+    )
+
+
+def test_a_responses_run_launched_outside_clcg_run(
+    small_config: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dagster job launch --tags '{"dagster/partition": "en|lexical-reader"}'` hands the asset a
+    text key (it used to fail: 'str' object has no attribute 'keys_by_dimension'); and a model
+    whose key is unset fails before any request, naming the variable, without `clcg run`."""
+    monkeypatch.delenv("CLCG_TEST_UNSET_KEY", raising=False)
+    hosted = {
+        "id": "hosted",
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "api_key_env": "CLCG_TEST_UNSET_KEY",
+    }
+    edit_yaml(
+        small_config / "models.yaml",
+        lambda doc: doc["models"].append({**hosted, "knowledge_cutoff": "2023-10-01"}),
+    )
+    defs = build_definitions(small_config, tmp_path / "data")
+    with dg.instance_for_test() as instance:
+        sync_model_partitions(instance, load_config(small_config))
+        _materialize_inputs(defs, instance, ("en",))
+        job = defs.resolve_job_def("responses_job")
+        result = job.execute_in_process(
+            instance=instance, tags={"dagster/partition": f"en|{FIRST}"}, run_config=_QUIET
+        )
+        assert result.success
+        assert _latest(instance, "scores", str(response_key("en", FIRST)))
+
+        cache = tmp_path / "data" / "cache"
+        cached_before = sorted(cache.rglob("*"))
+        failed = job.execute_in_process(
+            instance=instance,
+            tags={"dagster/partition": "en|hosted"},
+            run_config=_QUIET,
+            raise_on_error=False,
+        )
+        assert not failed.success
+        errors = [
+            str(event.event_specific_data.error) for event in failed.all_events if event.is_step_failure
+        ]
+        assert errors and "CLCG_TEST_UNSET_KEY" in errors[0]
+        assert sorted(cache.rglob("*")) == cached_before, "something was called or cached without a key"
+
+
+def test_a_run_with_dimension_tags_only_never_writes_an_unpartitioned_table(
+    small_config: Path, tmp_path: Path
+) -> None:
+    """`dagster/partition/language` + `dagster/partition/model` without `dagster/partition`: Dagster
+    hands the asset a key but its outputs no partition, and scores/data.parquet beside the
+    partitions broke every catalog query on the table. The run fails instead, writing nothing."""
+    data = tmp_path / "data"
+    defs = build_definitions(small_config, data)
+    with dg.instance_for_test() as instance:
+        sync_model_partitions(instance, load_config(small_config))
+        _materialize_inputs(defs, instance, ("en",))
+        result = defs.resolve_job_def("responses_job").execute_in_process(
+            instance=instance,
+            tags={"dagster/partition/language": "en", "dagster/partition/model": FIRST},
+            run_config=_QUIET,
+            raise_on_error=False,
+        )
+        assert not result.success
+        errors = [str(e.event_specific_data.error) for e in result.all_events if e.is_step_failure]
+        assert errors and "dagster/partition" in errors[0]
+    for table in ("predictions", "calls", "scores"):
+        assert not (data / table / "data.parquet").exists(), table
+
+
+def test_queued_runs_get_their_provider_tag(small_config: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Whatever submits a run (daemon, UI, backfill, `dagster job launch`), the coordinator adds
+    clcg/provider before queueing it, so the per-provider limit of dagster.yaml binds it."""
+    monkeypatch.setenv("CLCG_CONFIG_DIR", str(small_config))
+    settings = yaml.safe_load((PROJECT_ROOT / "dagster.yaml").read_text(encoding="utf-8"))
+    assert settings["run_coordinator"]["class"] == ProviderTaggingRunCoordinator.__name__
+    job = build_definitions(small_config, tmp_path / "data").resolve_job_def("responses_job")
+    origin = code_location_job_origin(job.name)  # queued runs need one, as in the UI and daemon
+    with dg.instance_for_test(overrides={"run_coordinator": settings["run_coordinator"]}) as instance:
+        assert isinstance(instance.run_coordinator, ProviderTaggingRunCoordinator)
+        for tags in ({"dagster/partition": f"pt|{FIRST}"}, {"dagster/partition/model": FIRST}):
+            run = instance.create_run_for_job(
+                job, tags=tags, status=dg.DagsterRunStatus.NOT_STARTED, remote_job_origin=origin
+            )
+            queued = instance.run_coordinator.submit_run(SubmitRunContext(run, workspace=None))  # type: ignore[arg-type]
+            assert queued.status == dg.DagsterRunStatus.QUEUED
+            assert instance.get_run_by_id(run.run_id).tags[PROVIDER_TAG] == "offline"  # type: ignore[union-attr]
+        # Dimension tags alone (as `dagster job launch --tags` may give them) get the partition
+        # tag too, so the run's outputs are stored in their partition.
+        run = instance.create_run_for_job(
+            job,
+            tags={"dagster/partition/language": "pt", "dagster/partition/model": FIRST},
+            status=dg.DagsterRunStatus.NOT_STARTED,
+            remote_job_origin=origin,
+        )
+        instance.run_coordinator.submit_run(SubmitRunContext(run, workspace=None))  # type: ignore[arg-type]
+        assert instance.get_run_by_id(run.run_id).tags["dagster/partition"] == f"pt|{FIRST}"  # type: ignore[union-attr]
+        untagged = instance.create_run_for_job(
+            job, tags={}, status=dg.DagsterRunStatus.NOT_STARTED, remote_job_origin=origin
+        )
+        instance.run_coordinator.submit_run(SubmitRunContext(untagged, workspace=None))  # type: ignore[arg-type]
+        assert PROVIDER_TAG not in instance.get_run_by_id(untagged.run_id).tags  # type: ignore[union-attr]
+
+
+RUNS_QUERY = """
+query JobRuns($selector: PipelineSelector!) {
+  pipelineOrError(params: $selector) {
+    __typename
+    ... on Pipeline { runs { runId repositoryOrigin { repositoryName repositoryLocationName } } }
+  }
+}
+"""
+
+
+def test_clcg_runs_are_listed_under_their_job_in_the_ui(small_config: Path, tmp_path: Path) -> None:
+    """The UI's job page lists runs by their code location's label, and the Overview timeline
+    drops runs without a repository origin; asked through the webserver's GraphQL schema."""
+    data_dir = tmp_path / "data"
+    defs = build_definitions(small_config, data_dir)
+    workspace = tmp_path / "workspace.yaml"
+    location = {
+        "module_name": "clcg_pipeline.definitions",
+        "location_name": CODE_LOCATION,
+        "working_directory": str(PROJECT_ROOT),
+    }
+    workspace.write_text(yaml.safe_dump({"load_from": [{"python_module": location}]}), encoding="utf-8")
+    with dg.instance_for_test() as instance:
+        plain = defs.resolve_job_def("corpus_job").execute_in_process(
+            instance=instance, partition_key="en", run_config=_QUIET
+        )
+        with runs_under_code_location(instance):
+            filed = defs.resolve_job_def("corpus_job").execute_in_process(
+                instance=instance, partition_key="pt", run_config=_QUIET
+            )
+        assert plain.success and filed.success
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("CLCG_CONFIG_DIR", str(small_config))
+            env.setenv("CLCG_DATA_DIR", str(data_dir))
+            with define_out_of_process_context(str(workspace), None, instance) as context:
+                selector = {
+                    "repositoryLocationName": CODE_LOCATION,
+                    "repositoryName": "__repository__",
+                    "pipelineName": "corpus_job",
+                }
+                result = execute_dagster_graphql(context, RUNS_QUERY, {"selector": selector})
+    assert not result.errors, result.errors
+    job = result.data["pipelineOrError"]
+    assert job["__typename"] == "Pipeline", job
+    assert [run["runId"] for run in job["runs"]] == [filed.run_id]
+    assert job["runs"][0]["repositoryOrigin"] == {
+        "repositoryName": "__repository__",
+        "repositoryLocationName": CODE_LOCATION,
+    }

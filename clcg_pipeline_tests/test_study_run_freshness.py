@@ -1,0 +1,152 @@
+"""When `clcg run` may skip a partition: only when it is current *in this data folder*.
+
+One module fixture runs a small study (two languages, one of which the demo corpus does not
+cover) and then a sequence of situations on the same instance; each test checks one of them.
+"""
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+import yaml
+
+from clcg_pipeline.definitions import build_definitions
+from clcg_pipeline.partitions import response_key
+from clcg_pipeline.study_run import RunSummary, run_study
+from clcg_pipeline_tests.conftest import DEFAULT_CONFIG
+
+pytestmark = pytest.mark.slow
+
+LANGUAGES = ["en", "quy"]  # quy: no version in the demo corpus
+MODEL = "lexical-reader"
+FULL_RUNS = len(LANGUAGES) * 2 + 2  # corpus + responses per language, study inputs, analysis
+
+
+def _runs_by_job(instance: dg.DagsterInstance) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for run in instance.get_runs():
+        counts[run.job_name] = counts.get(run.job_name, 0) + 1
+    return counts
+
+
+def _new_runs(instance: dg.DagsterInstance, before: dict[str, int]) -> dict[str, int]:
+    now = _runs_by_job(instance)
+    return {job: n - before.get(job, 0) for job, n in now.items() if n > before.get(job, 0)}
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("freshness")
+    config_dir = root / "config"
+    shutil.copytree(DEFAULT_CONFIG, config_dir)
+    study = yaml.safe_load((config_dir / "study.yaml").read_text())
+    study["bootstrap_replicates"] = 50
+    (config_dir / "study.yaml").write_text(yaml.safe_dump(study))
+    data = root / "data"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DAGSTER_HOME", str(root / "home"))
+    out: dict[str, Any] = {"data": data, "config_dir": config_dir}
+
+    def run(data_dir: str) -> RunSummary:
+        return run_study(config_dir=str(config_dir), data_dir=data_dir, models=[MODEL], languages=LANGUAGES)
+
+    try:
+        out["first"] = run(str(data))
+        instance = dg.DagsterInstance.get()
+        out["checks"] = _check_evaluations(instance)
+        # The same folder spelled as a file:// URL: nothing to redo.
+        out["as_url"] = run(f"file://{data}")
+        # A run launched outside `clcg run` (the UI, a backfill, the daemon): no clcg tag.
+        defs = build_definitions(str(config_dir), str(data))
+        result = defs.resolve_job_def("responses_job").execute_in_process(
+            instance=instance, partition_key=str(response_key("en", MODEL)), raise_on_error=False
+        )
+        assert result.success
+        before = _runs_by_job(instance)
+        out["after_outside_run"] = run(str(data))
+        out["jobs_after_outside_run"] = _new_runs(instance, before)
+        # Half a study_inputs_job: fertility's record gone, items' still there.
+        instance.wipe_assets([dg.AssetKey("tokenizer_fertility_by_language")])
+        before = _runs_by_job(instance)
+        out["after_wipe"] = run(str(data))
+        out["jobs_after_wipe"] = _new_runs(instance, before)
+        # Files removed from the data folder: the instance remembers them, but the files are the truth.
+        shutil.rmtree(data / "scores" / "language=quy")
+        shutil.rmtree(data / "articles" / "language=en")
+        before = _runs_by_job(instance)
+        out["after_rm"] = run(str(data))
+        out["jobs_after_rm"] = _new_runs(instance, before)
+        yield out
+    finally:
+        mp.undo()
+
+
+def _check_evaluations(instance: dg.DagsterInstance) -> dict[tuple[str, str], dg.AssetCheckEvaluation]:
+    """Every check evaluation so far, by (check name, partition)."""
+    found = {}
+    for run in instance.get_runs():
+        for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+            evaluation = entry.dagster_event.event_specific_data  # type: ignore[union-attr]
+            found[(evaluation.check_name, str(evaluation.partition))] = evaluation
+    return found
+
+
+def test_first_run_runs_everything(story: dict[str, Any]) -> None:
+    assert story["first"].runs == FULL_RUNS
+
+
+@pytest.mark.parametrize(
+    ("check", "partition"),
+    [
+        ("alignment_coverage", "quy"),
+        ("language_has_paragraphs", "quy"),
+        ("one_row_per_slot", f"quy|{MODEL}"),
+        ("parse_failure_rate", f"quy|{MODEL}"),
+        ("has_scores", f"quy|{MODEL}"),
+    ],
+)
+def test_an_empty_partition_is_not_green(story: dict[str, Any], check: str, partition: str) -> None:
+    evaluation = story["checks"][(check, partition)]
+    assert not evaluation.passed
+    assert evaluation.severity == dg.AssetCheckSeverity.WARN
+    assert evaluation.description.startswith("quy")
+
+
+def test_a_covered_partition_passes(story: dict[str, Any]) -> None:
+    assert story["checks"][("alignment_coverage", "en")].passed
+    assert story["checks"][("has_scores", f"en|{MODEL}")].passed
+
+
+def test_a_file_url_is_the_same_folder(story: dict[str, Any]) -> None:
+    assert story["as_url"].runs == 1  # the analysis, which always re-reads every partition
+    assert story["as_url"].skipped == FULL_RUNS - 1
+
+
+def test_runs_launched_elsewhere_count_as_done(story: dict[str, Any]) -> None:
+    assert story["after_outside_run"].runs == 1
+    assert story["jobs_after_outside_run"] == {"analysis_job": 1}
+
+
+def test_a_half_finished_study_inputs_job_is_redone(story: dict[str, Any]) -> None:
+    jobs = story["jobs_after_wipe"]
+    assert jobs.get("study_inputs_job") == 1
+    # What reads the new inputs follows them; the corpus is untouched.
+    assert jobs.get("responses_job") == len(LANGUAGES) and "corpus_job" not in jobs
+
+
+def test_removed_files_are_rebuilt(story: dict[str, Any]) -> None:
+    # English articles gone: that corpus partition is loaded again, and what reads it follows.
+    assert story["jobs_after_rm"] == {
+        "corpus_job": 1,
+        "study_inputs_job": 1,
+        "responses_job": len(LANGUAGES),
+        "analysis_job": 1,
+    }
+    data: Path = story["data"]
+    for iso in LANGUAGES:
+        assert (data / "articles" / f"language={iso}" / "data.parquet").exists()
+        assert (data / "scores" / f"language={iso}" / f"model={MODEL}" / "data.parquet").exists()
+    assert (data / "study_results.json").exists()

@@ -1,0 +1,149 @@
+"""``clcg run`` runs responses partitions side by side in worker processes, against the fake server."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from clcg_pipeline.inference import fake_server
+from clcg_pipeline.study_run import run_study
+from clcg_pipeline_tests.inference.fake_server import CALL_ID_HEADER, FakeServer, Faults
+
+pytestmark = pytest.mark.slow
+
+KEY_ENV = "CLCG_PARALLEL_FAKE_KEY"
+KEY = "fake-clcg-parallel-not-real"
+LANGUAGES = ["en", "pt", "ka"]
+LIMIT = 2
+
+
+def _add_model(config_dir: Path, edit_yaml: Callable, url: str) -> None:
+    model = {
+        "id": "fake-gpt",
+        "provider": "openai_compatible",
+        "model": "gpt-fake",
+        "base_url": f"{url}/v1",
+        "api_key_env": KEY_ENV,
+        "concurrency": LIMIT,
+        "timeout_s": 5.0,
+        "knowledge_cutoff": "2022-01-01",
+        "price_input_per_mtok": 1.0,
+        "price_output_per_mtok": 4.0,
+    }
+    edit_yaml(config_dir / "models.yaml", lambda doc: doc["models"].append(model))
+
+
+def _record_spans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float, float]]:
+    """(call id, arrival, departure) of every chat request the fake server answers."""
+    spans: list[tuple[str, float, float]] = []
+    original = fake_server._App.openai
+
+    async def timed(self: Any, request: Any) -> Any:
+        start = time.monotonic()
+        try:
+            return await original(self, request)
+        finally:
+            spans.append((request.headers.get(CALL_ID_HEADER, "-"), start, time.monotonic()))
+
+    monkeypatch.setattr(fake_server._App, "openai", timed)
+    return spans
+
+
+def _responses_runs(home: Path) -> list[dg.DagsterRun]:
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return [run for run in instance.get_runs() if run.job_name == "responses_job"]
+
+
+def test_partitions_overlap_without_paying_twice_or_passing_the_limit(
+    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(KEY_ENV, KEY)
+    data = tmp_path / "data"
+    spans = _record_spans(monkeypatch)
+    # Calls long enough that each partition calls for seconds, as hosted APIs do.
+    with FakeServer(Faults(latency_s=0.8)) as server:
+        _add_model(demo_config_dir, edit_yaml, server.url)
+        summary = run_study(
+            config_dir=str(demo_config_dir),
+            data_dir=str(data),
+            models=["fake-gpt"],
+            languages=LANGUAGES,
+            parallel=2,
+        )
+        requests = dict(server.state.requests)
+        max_in_flight = server.state.max_in_flight
+
+    # No call sent twice (claims hold across the workers), and every new call was sent.
+    assert requests and set(requests.values()) == {1}
+    assert summary.new_calls == len(requests)
+    # The model's limit binds the workers together.
+    assert max_in_flight <= LIMIT
+    # Calls of two languages were in flight at the same time: the partitions overlapped.
+    calls = pd.concat(pd.read_parquet(p) for p in (data / "calls").rglob("*.parquet") if "fake-gpt" in str(p))
+    # Closed-book calls are the same in every language; the others tell the partitions apart.
+    own = calls.groupby("call_id")["language"].transform("nunique") == 1
+    language = dict(zip(calls.loc[own, "call_id"], calls.loc[own, "language"], strict=True))
+    by_language: dict[str, list[tuple[float, float]]] = {}
+    for call_id, start, end in spans:
+        if call_id in language:
+            by_language.setdefault(language[call_id], []).append((start, end))
+    assert set(by_language) == set(LANGUAGES)
+    overlapping = {
+        (a, b)
+        for a in by_language
+        for b in by_language
+        if a < b and any(s1 < e2 and s2 < e1 for s1, e1 in by_language[a] for s2, e2 in by_language[b])
+    }
+    assert overlapping, "the responses partitions ran one after another"
+    # Each partition is its own Dagster run on the instance, tagged as before.
+    runs = _responses_runs(tmp_path / "home")
+    assert sorted(run.tags["dagster/partition"] for run in runs) == sorted(
+        f"{iso}|fake-gpt" for iso in LANGUAGES
+    )
+    assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs)
+    assert all(run.tags.get("clcg/provider") and run.tags.get("clcg/fingerprint") for run in runs)
+
+
+def test_ctrl_c_stops_the_workers_with_one_line(
+    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable
+) -> None:
+    home, data = tmp_path / "home", tmp_path / "data"
+    env = {**os.environ, "DAGSTER_HOME": str(home), KEY_ENV: KEY}
+    # Slow calls, few at a time: the responses partitions are still calling when Ctrl-C comes.
+    with FakeServer(Faults(latency_s=0.5)) as server:
+        _add_model(demo_config_dir, edit_yaml, server.url)
+        edit_yaml(
+            demo_config_dir / "models.yaml",
+            lambda doc: [m.update(concurrency=1) for m in doc["models"] if m["id"] == "fake-gpt"],
+        )
+        command = [sys.executable, "-m", "clcg_pipeline.cli", "run", "--config", str(demo_config_dir)]
+        process = subprocess.Popen(
+            [*command, "--data", str(data), "--models", "fake-gpt", "--languages", ",".join(LANGUAGES)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        deadline = time.monotonic() + 240
+        while sum(server.state.requests.values()) < 2:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, (out, err)
+    assert "interrupted" in err and "run again to resume" in err
+    for noise in ("Traceback", "KeyboardInterrupt", "DagsterExecutionInterruptedError"):
+        assert noise not in out + err
+    # The workers' runs were stopped and recorded as such, none left looking alive.
+    runs = _responses_runs(home)
+    assert runs and all(run.status == dg.DagsterRunStatus.FAILURE for run in runs), [r.status for r in runs]
