@@ -16,7 +16,7 @@ COPY pyproject.toml setup.py MANIFEST.in README.md requirements.lock ./
 COPY clcg_pipeline ./clcg_pipeline
 COPY sql ./sql
 COPY assets_config ./assets_config
-COPY dagster.yaml ./
+COPY dagster.yaml dagster.postgres.yaml ./
 # setup.py copies sql/, assets_config/ and dagster.yaml into the wheel (package data).
 RUN pip wheel --no-deps -w /dist .
 

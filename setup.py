@@ -17,7 +17,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-PROJECT_FILES = ("sql", "assets_config", "dagster.yaml")  # as in clcg_pipeline/_project_files.py
+PROJECT_FILES = ("sql", "assets_config", "dagster.yaml", "dagster.postgres.yaml")  # as in _project_files.py
 
 
 class BuildPyWithProjectFiles(build_py):

@@ -13,11 +13,11 @@ from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
 BUNDLE_DIR = "_project"
-PROJECT_FILES = ("sql", "assets_config", "dagster.yaml")
+PROJECT_FILES = ("sql", "assets_config", "dagster.yaml", "dagster.postgres.yaml")
 
 
 def project_path(name: str) -> Path:
-    """``sql``, ``assets_config`` or ``dagster.yaml`` from the installed wheel, else the checkout."""
+    """A name of ``PROJECT_FILES`` from the installed wheel, else the checkout."""
     if name not in PROJECT_FILES:
         raise ValueError(f"not a project file: {name!r} (one of {', '.join(PROJECT_FILES)})")
     bundled = _PACKAGE / BUNDLE_DIR / name

@@ -71,11 +71,15 @@ def test_wheel_ships_queries_config_and_dagster_yaml(tmp_path: Path) -> None:
         "print(json.dumps({'package': clcg_pipeline.__file__, 'config': str(default_config_dir()),\n"
         "  'sql': str(SQL_DIR), 'dagster_yaml': str(project_path('dagster.yaml')),\n"
         "  'yaml_exists': project_path('dagster.yaml').is_file(),\n"
+        "  'postgres_yaml': str(project_path('dagster.postgres.yaml')),\n"
+        "  'postgres_yaml_exists': project_path('dagster.postgres.yaml').is_file(),\n"
         "  'languages': len(config.languages.isos)}))\n"
     )
     found = json.loads(_run(str(python), "-c", probe, cwd=outside, env=env).stdout)
     installed = str(site / "clcg_pipeline")
     assert found["package"].startswith(installed), found  # the wheel, not the checkout
-    for key in ("config", "sql", "dagster_yaml"):
+    for key in ("config", "sql", "dagster_yaml", "postgres_yaml"):
         assert found[key].startswith(installed), found
     assert found["yaml_exists"] and found["languages"] >= 3
+    # The documented PostgreSQL instance file ships too (docs/DEPLOY.md: no checkout needed).
+    assert found["postgres_yaml_exists"], found

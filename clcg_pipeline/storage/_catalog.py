@@ -215,7 +215,7 @@ def _open_catalog(location: UPath, data: UPath) -> Iterator[duckdb.DuckDBPyConne
             database = str(Path(scratch) / CATALOG_FILE)
             Path(database).write_bytes(location.read_bytes())
         if is_local(data):
-            root = local_path(data)
+            root = Path(os.path.abspath(local_path(data)))  # absolute: the query runs from inside it
             search_path: str | None = str(root)
             # Views store relative globs; DuckDB checks the path as written, so allow both forms.
             readable = [f"{root}/{table}" for table in tables] + list(tables)
@@ -226,11 +226,22 @@ def _open_catalog(location: UPath, data: UPath) -> Iterator[duckdb.DuckDBPyConne
             con = connect_duckdb(data, database, read_only=True, search_path=search_path)
         except duckdb.Error as exc:
             raise CatalogError(f"{location}: cannot open the catalog: {exc}") from None
+        # DuckDB falls back to the working directory for a relative path the data folder lacks, so
+        # the allowed relative table folders would let `scores/...` of whatever folder the user is
+        # in be read: work from inside the data folder while the query runs.
+        try:
+            previous = os.getcwd() if search_path is not None else None
+        except FileNotFoundError:  # the working directory was deleted; nothing to go back to
+            previous = None
         try:
             lock_down(con, readable)
+            if search_path is not None:
+                os.chdir(search_path)
             yield con
         finally:
             con.close()
+            if previous is not None:
+                os.chdir(previous)
 
 
 def run_named_query(

@@ -157,6 +157,29 @@ def test_query_refuses_anything_but_reading_the_study(data_dir: Path, tmp_path_f
     assert len(query(catalog, f"SELECT * FROM read_parquet('{data_dir}/scores/**/*.parquet')")) == 4
 
 
+def test_query_does_not_read_the_working_directory_s_table_folders(
+    data_dir: Path, tmp_path_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Relative table paths are allowed (the views use them); they must mean this data folder,
+    never a `scores/` folder of wherever the analyst happens to be (e.g. another data folder)."""
+    catalog = data_dir / "clcg.duckdb"
+    build_catalog(data_dir, catalog)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "scores").mkdir()
+    (elsewhere / "scores" / "secret.txt").write_text("not the study's", encoding="utf-8")
+    monkeypatch.chdir(elsewhere)
+    try:  # refused, or found nowhere in the data folder: either way, not read
+        leaked = query(catalog, "SELECT content FROM read_text('scores/secret.txt')")["content"].tolist()
+    except CatalogError:
+        leaked = []
+    assert leaked == []
+    assert len(query(catalog, "SELECT * FROM scores")) == 4
+    assert Path.cwd() == elsewhere  # the working directory is given back
+    # A data folder given relative to the working directory (`clcg query --data data`) still reads.
+    monkeypatch.chdir(data_dir.parent)
+    assert len(query(Path(data_dir.name) / "clcg.duckdb", "SELECT * FROM scores")) == 4
+
+
 def test_catalog_reads_the_folder_beside_it_after_a_move(
     data_dir: Path, tmp_path_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
