@@ -131,4 +131,25 @@ def estimate_h1(
     ``{estimate, ci_low, ci_high}``), ``by_language``, ``by_model``, ``settings``, ``n``.
     Estimands that cannot be computed are ``None``; languages/models without rows are omitted.
     """
-    return h1_core(scores, languages, study, replicates=replicates, seed=seed, rule=rule).result
+    result = h1_core(scores, languages, study, replicates=replicates, seed=seed, rule=rule).result
+    min_articles = int(getattr(study, "min_articles", 10))
+    if result["n"]["articles"] < min_articles:
+        # The same rule as the full suite (_context.qualify): with too few articles every
+        # interval is degenerate, so it is withheld and the estimand marked not identifiable.
+        reason = f"too few articles: {result['n']['articles']} < study.min_articles = {min_articles}"
+        _withhold(result, reason)
+    return result
+
+
+def _withhold(node: Any, reason: str) -> None:
+    """Mark every estimand (a dict with ``estimate``) under ``node`` not identifiable."""
+    if isinstance(node, dict):
+        if node.get("estimate") is not None:
+            node.update(ci_low=None, ci_high=None, identifiable=False, reason=reason)
+            if "p" in node:
+                node["p"] = None
+        for value in node.values():
+            _withhold(value, reason)
+    elif isinstance(node, list):
+        for value in node:
+            _withhold(value, reason)

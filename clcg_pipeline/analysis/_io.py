@@ -130,7 +130,10 @@ def write_json(obj: Any, out_path: str) -> None:
     """Write ``obj`` as JSON via a temporary file in the same folder and ``os.replace``."""
     target = Path(out_path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:  # name the file the user asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(to_jsonable(obj), handle, indent=2, sort_keys=False, allow_nan=False)

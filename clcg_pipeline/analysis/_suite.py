@@ -196,12 +196,15 @@ def run_suite(
             "no scored rows at all (nothing was scored: e.g. a source with no item bank)"
             if len(scores) == 0
             else "no scored rows in the study band (item_source="
-            f"{band.item_source}, levels={list(band.levels)}, context_scope={band.context_scope})"
+            f"{band.item_source}, levels={list(band.levels)}, context_scope={band.context_scope}); "
+            f"the scored rows are {_scored_kinds(scores)}: set study.band to match them"
         )
         results["h1"].update(
             {"identifiable": False, "reason": reason, "status": f"not identifiable: {reason}"}
         )
     results["warnings"] = _warnings(results)
+    if len(band_a) == 0:
+        results["warnings"].insert(0, f"H1 not identifiable: {results['h1']['reason']}")
     if without_data:
         names = ", ".join(e["iso"] for e in without_data)
         results["warnings"].append(f"{len(without_data)} panel language(s) without scored rows: {names}")
@@ -239,6 +242,16 @@ def run_suite(
 
 def _reason(status: str) -> str:
     return status.split(": ", 1)[1] if status.startswith("not identifiable: ") else status
+
+
+def _scored_kinds(scores: pd.DataFrame) -> str:
+    """What the scored rows are, e.g. ``item_source belebele at level MC (full_body)``."""
+    columns = [c for c in ("item_source", "level", "context_scope") if c in scores]
+    kinds = scores[columns].astype(str).drop_duplicates().sort_values(columns).head(6)
+    return ", ".join(
+        f"item_source {row.get('item_source')} at level {row.get('level')} ({row.get('context_scope')})"
+        for row in kinds.to_dict("records")
+    )
 
 
 def _estimate_warnings(estimates: pd.DataFrame) -> list[str]:

@@ -32,18 +32,40 @@ def read_replication_scores(location: str) -> pd.DataFrame:
 def drop_incomplete_versions(scores: pd.DataFrame, audit: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Leave out the article x language versions the audit marks incomplete (STUDY.md section 2).
 
-    Returns the kept scores and the excluded versions (doc_id, language, coverage), which are
-    listed in study_results.json rather than silently used.
+    Returns the kept scores and the excluded versions (doc_id, language, coverage, plus the
+    audit's counts and a ``reason`` saying why), which are listed in study_results.json rather
+    than silently used.
     """
     columns = ["doc_id", "language", "coverage"]
+    details = [c for c in ("usable_coverage", "n_invalid_utf8", "n_empty", "n_duplicated") if c in audit]
     if audit.empty or scores.empty:
-        return scores, pd.DataFrame(columns=columns)
-    incomplete = audit.loc[~audit["complete"].astype(bool), columns].drop_duplicates(["doc_id", "language"])
+        return scores, pd.DataFrame(columns=[*columns, *details, "reason"])
+    incomplete = audit.loc[~audit["complete"].astype(bool), columns + details].drop_duplicates(
+        ["doc_id", "language"]
+    )
+    incomplete = incomplete.assign(reason=[_exclusion_reason(row) for row in incomplete.to_dict("records")])
     if incomplete.empty:
         return scores, incomplete.reset_index(drop=True)
     keys = pd.MultiIndex.from_frame(scores[["doc_id", "language"]])
     drop = keys.isin(pd.MultiIndex.from_frame(incomplete[["doc_id", "language"]]))
     return scores[~drop].reset_index(drop=True), incomplete.sort_values(columns[:2]).reset_index(drop=True)
+
+
+def _exclusion_reason(row: dict[str, Any]) -> str:
+    """Why the audit judged a version incomplete, in words (a coverage of 1.0 alone hides it)."""
+    usable = row.get("usable_coverage", row["coverage"])
+    parts = [f"usable coverage {float(usable):.2f} below study.completeness_threshold"]
+    if float(row["coverage"]) < 1.0:
+        parts.append(f"only {float(row['coverage']):.0%} of the English paragraphs present")
+    for column, what in (
+        ("n_invalid_utf8", "with invalid UTF-8"),
+        ("n_empty", "empty"),
+        ("n_duplicated", "duplicated"),
+    ):
+        count = row.get(column)
+        if count is not None and count == count and int(count) > 0:
+            parts.append(f"{int(count)} paragraph(s) {what}")
+    return "; ".join(parts)
 
 
 def explain_missing_languages(

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -52,12 +53,19 @@ _HOST = socket.gethostname()
 
 
 def coord_root(cache_dir: str) -> Path | None:
-    """The coordination folder for a cache: ``$CLCG_COORD_DIR``, else ``<cache>/_coord`` when local."""
+    """The coordination folder for a cache: ``$CLCG_COORD_DIR``, else ``<cache>/_coord`` when local.
+
+    An object-store cache (``s3://``) has no file locks, so its coordination lives in a folder
+    of this host keyed by the cache URL: the processes of one host (``clcg run``'s workers, the
+    daemon's runs) then never pay a call twice. Several hosts need ``$CLCG_COORD_DIR`` on a
+    folder they all share (docs/DEPLOY.md).
+    """
     override = os.environ.get(COORD_ENV)
     if override:
         return Path(override)
     if "://" in cache_dir and not cache_dir.startswith("file://"):
-        return None
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        return base / "clcg" / "coord" / hashlib.sha256(cache_dir.encode()).hexdigest()[:16]
     return Path(cache_dir.removeprefix("file://")) / "_coord"
 
 
@@ -349,14 +357,15 @@ class Coordinator:
         self.slots: SharedSlots | None = None
         self.ledger: SpendLedger | None = None
         if self.root is None:
-            log.warning(
-                "cache %s is not a local folder: concurrent runs are not coordinated (a call may be "
-                "paid twice, the concurrency limit and the study budget hold per process); set %s "
-                "to a folder every worker shares to coordinate them",
+            return
+        if "://" in cache_dir and not cache_dir.startswith("file://") and not os.environ.get(COORD_ENV):
+            log.info(
+                "cache %s is remote: runs are coordinated on this host only (in %s); set %s to a "
+                "folder every host shares to coordinate several hosts",
                 cache_dir,
+                self.root,
                 COORD_ENV,
             )
-            return
         _raise_fd_limit(16384)
         self.root.mkdir(parents=True, exist_ok=True)
         self.claims = CallClaims(self.root)

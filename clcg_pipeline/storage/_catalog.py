@@ -158,10 +158,17 @@ def check_read_only(sql: str) -> None:
         raise CatalogError(f"query failed: {exc}") from None
     kinds = [statement.type.name for statement in statements]
     if kinds != ["SELECT"]:
-        found = ", ".join(kinds) or "nothing"
+        # DuckDB files INSTALL under its LOAD statement type; name what the user wrote instead.
+        found = ", ".join(_statement_word(statement.query) for statement in statements) or "nothing"
         raise CatalogError(
             f"the catalog is read-only: give exactly one SELECT statement (got {found}); nothing was run"
         )
+
+
+def _statement_word(text: str) -> str:
+    """The first keyword of a statement, as written (``INSTALL``, ``COPY``, ``ATTACH``)."""
+    words = text.split()
+    return words[0].upper() if words else "an empty statement"
 
 
 def query(

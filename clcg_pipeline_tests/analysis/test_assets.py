@@ -25,7 +25,39 @@ def test_incomplete_versions_are_dropped_and_listed() -> None:
         ("d1", "ka"),
         ("d2", "en"),
     ]
-    assert excluded.to_dict(orient="records") == [{"doc_id": "d2", "language": "ka", "coverage": 0.4}]
+    assert excluded.to_dict(orient="records") == [
+        {
+            "doc_id": "d2",
+            "language": "ka",
+            "coverage": 0.4,
+            "reason": "usable coverage 0.40 below study.completeness_threshold; "
+            "only 40% of the English paragraphs present",
+        }
+    ]
+
+
+def test_an_excluded_version_says_why_when_its_coverage_looks_complete() -> None:
+    # A version decoded with invalid UTF-8 has every pid (coverage 1.0) but no usable text:
+    # the listing used to show only "coverage: 1.0", hiding why it was excluded.
+    scores = pd.DataFrame({"doc_id": ["d1", "d1"], "language": ["en", "pt"], "token_f1": [1.0, 0.2]})
+    audit = pd.DataFrame(
+        {
+            "doc_id": ["d1", "d1"],
+            "language": ["en", "pt"],
+            "coverage": [1.0, 1.0],
+            "usable_coverage": [1.0, 0.0],
+            "n_invalid_utf8": [0, 9],
+            "n_empty": [0, 0],
+            "n_duplicated": [0, 0],
+            "complete": [True, False],
+        }
+    )
+    _, excluded = drop_incomplete_versions(scores, audit)
+    (row,) = excluded.to_dict(orient="records")
+    assert row["usable_coverage"] == 0.0 and row["n_invalid_utf8"] == 9
+    assert row["reason"] == (
+        "usable coverage 0.00 below study.completeness_threshold; 9 paragraph(s) with invalid UTF-8"
+    )
 
 
 def test_nothing_dropped_without_an_audit() -> None:
@@ -74,3 +106,35 @@ def test_an_empty_item_bank_is_named_as_the_reason(project) -> None:
     assert reasons["en"].startswith("no items: the item bank is empty")
     assert reasons["ka"].startswith("no items: the item bank is empty")
     assert reasons["sw"].startswith("no corpus version")
+
+
+def test_scores_outside_the_band_say_what_they_are(project) -> None:
+    """A Belebele primary: everything is scored, at level MC, outside the L3-L5 llm band. The
+    H1 table must say so and how to fix it, not 'a group has no scored rows'."""
+    from clcg_pipeline.analysis import run_suite
+
+    rows = [
+        {
+            "model": project.models.models[0].id,
+            "language": iso,
+            "doc_id": f"d{d}",
+            "item_id": f"q{d}",
+            "rep": 0,
+            "level": "MC",
+            "item_source": "belebele",
+            "context_scope": "full_body",
+            "token_f1": 1.0,
+            "accuracy": 1.0,
+            "rouge_l": 1.0,
+            "semsim": None,
+            "exact_match": 1.0,
+            "status": "ok",
+        }
+        for iso in ("en", "pt", "sw")
+        for d in range(3)
+    ]
+    results = run_suite(pd.DataFrame(rows), project, replicates=5).results
+    reason = results["h1"]["reason"]
+    assert "no scored rows in the study band" in reason
+    assert "item_source belebele at level MC (full_body)" in reason and "set study.band" in reason
+    assert results["warnings"][0] == f"H1 not identifiable: {reason}"

@@ -145,13 +145,26 @@ def test_missing_groups_are_omitted_or_null(small_langs, study):
 
 
 def test_interval_contains_estimate_and_narrows_with_data(small_langs, study):
-    small = estimate_h1(make_scores(7, n_docs=8), small_langs, study)
+    small = estimate_h1(make_scores(7, n_docs=10), small_langs, study)
     big = estimate_h1(make_scores(7, n_docs=80), small_langs, study)
     for res in (small, big):
         e = res["h1_micro"]
         assert e["ci_low"] < e["estimate"] < e["ci_high"]
     width = lambda r: r["h1_micro"]["ci_high"] - r["h1_micro"]["ci_low"]  # noqa: E731
     assert width(big) < width(small)
+
+
+def test_too_few_articles_withholds_every_interval_as_the_full_suite_does(small_langs, study):
+    # `clcg estimate` without --full used to print an interval the run itself withheld.
+    res = estimate_h1(make_scores(7, n_docs=6), small_langs, study)
+    micro = res["h1_micro"]
+    assert micro["estimate"] is not None and micro["ci_low"] is None and micro["ci_high"] is None
+    assert micro["identifiable"] is False
+    assert micro["reason"] == "too few articles: 6 < study.min_articles = 10"
+    for entry in res["by_language"].values():
+        assert entry["ci_low"] is None and entry["identifiable"] is False
+    enough = estimate_h1(make_scores(7, n_docs=10), small_langs, study)["h1_micro"]
+    assert enough["ci_low"] is not None and "identifiable" not in enough
 
 
 def test_estimate_file_roundtrip_and_errors(tmp_path: Path, small_langs, study, project):

@@ -37,3 +37,21 @@ def test_scores_file_with_bad_rows_names_record_and_field(tmp_path: Path) -> Non
     pd.DataFrame([row, l0]).to_parquet(tmp_path / "l0.parquet")
     with pytest.raises(ValueError, match=r"item_id=i4.*field 'accuracy'"):
         read_scores(str(tmp_path / "l0.parquet"))
+
+
+def test_unwritable_output_names_the_file_not_its_temporary_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`clcg estimate --out <read-only folder>/e.json` said ".e.json.fd6jpey1.tmp: Read-only file system"."""
+    import errno
+    import tempfile
+
+    from clcg_pipeline.analysis._io import write_json
+
+    def read_only(*args: object, dir: str | None = None, **kwargs: object) -> tuple[int, str]:
+        raise OSError(errno.EROFS, "Read-only file system", f"{dir}/.e.json.x1y2.tmp")
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    with pytest.raises(OSError) as caught:
+        write_json({"a": 1}, str(tmp_path / "e.json"))
+    assert caught.value.filename == str(tmp_path / "e.json")

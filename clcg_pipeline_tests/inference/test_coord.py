@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.inference._coord import WAIT, CallClaims, SpendLedger
+from clcg_pipeline.inference._coord import COORD_ENV, WAIT, CallClaims, SpendLedger, coord_root
 from clcg_pipeline.inference.fake_server import FakeServer, Faults
 from clcg_pipeline_tests.inference.conftest import FAKE_KEY_ENV
 
@@ -202,23 +202,30 @@ def test_study_budget_binds_partition_after_partition(server: FakeServer, tmp_pa
 
 
 @pytest.mark.usefixtures("fake_key")
-def test_without_a_shared_folder_the_study_budget_still_binds_the_run(
-    server: FakeServer, caplog: pytest.LogCaptureFixture
+def test_a_remote_cache_is_coordinated_on_this_host(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from clcg_pipeline.inference import run_requests
     from clcg_pipeline_tests.inference.conftest import FAST, make_request, spec_for
 
+    monkeypatch.delenv(COORD_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    # An object-store cache has no file locks: its claims, slots and ledger live in a folder of
+    # this host keyed by the URL (before, coordination was simply off and a call could be paid
+    # twice by two workers of one `clcg run`).
+    root = coord_root("memory://clcg-coord-test")
+    assert root is not None and root.is_relative_to(tmp_path / "xdg")
+    assert root == coord_root("memory://clcg-coord-test") != coord_root("memory://another")
     spec = spec_for("openai", server.url, concurrency=1)
     requests = [make_request(tag=f"url-{i}") for i in range(6)]
-    with caplog.at_level("WARNING"):
-        # An object-store cache has no locks: coordination is off, visibly, and the budget holds here.
-        results = run_requests(
-            spec, requests, cache_dir="memory://clcg-coord-test", policy=FAST, study_budget_usd=0.0012
-        )
-    assert "not coordinated" in caplog.text
+    results = run_requests(
+        spec, requests, cache_dir="memory://clcg-coord-test", policy=FAST, study_budget_usd=0.0012
+    )
     outcomes = [r.outcome for r in results]
     assert "ok" in outcomes and "skipped_budget" in outcomes
-    assert sum(r.cost_usd for r in results) <= 0.0012
+    spent = sum(r.cost_usd for r in results)
+    assert spent <= 0.0012
+    assert SpendLedger(root).totals()[0] == pytest.approx(spent)
 
 
 @pytest.mark.usefixtures("fake_key")

@@ -157,6 +157,18 @@ def test_query_refuses_anything_but_reading_the_study(data_dir: Path, tmp_path_f
     assert len(query(catalog, f"SELECT * FROM read_parquet('{data_dir}/scores/**/*.parquet')")) == 4
 
 
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [("INSTALL httpfs", "INSTALL"), ("load httpfs", "LOAD"), ("SELECT 1; SET x = 1", "SELECT, SET")],
+)
+def test_a_refusal_names_the_statements_as_written(data_dir: Path, sql: str, named: str) -> None:
+    # DuckDB types INSTALL as a LOAD statement; the message used to say "got LOAD" for INSTALL.
+    catalog = data_dir / "clcg.duckdb"
+    build_catalog(data_dir, catalog)
+    with pytest.raises(CatalogError, match=rf"\(got {named}\)"):
+        query(catalog, sql)
+
+
 def test_query_does_not_read_the_working_directory_s_table_folders(
     data_dir: Path, tmp_path_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
