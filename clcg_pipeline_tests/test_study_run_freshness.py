@@ -55,30 +55,33 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
     try:
         out["first"] = run(str(data))
-        instance = dg.DagsterInstance.get()
-        out["checks"] = _check_evaluations(instance)
-        # The same folder spelled as a file:// URL: nothing to redo.
-        out["as_url"] = run(f"file://{data}")
-        # A run launched outside `clcg run` (the UI, a backfill, the daemon): no clcg tag.
-        defs = build_definitions(str(config_dir), str(data))
-        result = defs.resolve_job_def("responses_job").execute_in_process(
-            instance=instance, partition_key=str(response_key("en", MODEL)), raise_on_error=False
-        )
-        assert result.success
-        before = _runs_by_job(instance)
-        out["after_outside_run"] = run(str(data))
-        out["jobs_after_outside_run"] = _new_runs(instance, before)
-        # Half a study_inputs_job: fertility's record gone, items' still there.
-        instance.wipe_assets([dg.AssetKey("tokenizer_fertility_by_language")])
-        before = _runs_by_job(instance)
-        out["after_wipe"] = run(str(data))
-        out["jobs_after_wipe"] = _new_runs(instance, before)
-        # Files removed from the data folder: the instance remembers them, but the files are the truth.
-        shutil.rmtree(data / "scores" / "language=quy")
-        shutil.rmtree(data / "articles" / "language=en")
-        before = _runs_by_job(instance)
-        out["after_rm"] = run(str(data))
-        out["jobs_after_rm"] = _new_runs(instance, before)
+        # Entered, so Dagster's context-local state (its defs-state storage) points at a live
+        # instance: a bare `DagsterInstance.get()` could inherit a disposed one left by an
+        # earlier test in the same process.
+        with dg.DagsterInstance.get() as instance:
+            out["checks"] = _check_evaluations(instance)
+            # The same folder spelled as a file:// URL: nothing to redo.
+            out["as_url"] = run(f"file://{data}")
+            # A run launched outside `clcg run` (the UI, a backfill, the daemon): no clcg tag.
+            defs = build_definitions(str(config_dir), str(data))
+            result = defs.resolve_job_def("responses_job").execute_in_process(
+                instance=instance, partition_key=str(response_key("en", MODEL)), raise_on_error=False
+            )
+            assert result.success
+            before = _runs_by_job(instance)
+            out["after_outside_run"] = run(str(data))
+            out["jobs_after_outside_run"] = _new_runs(instance, before)
+            # Half a study_inputs_job: fertility's record gone, items' still there.
+            instance.wipe_assets([dg.AssetKey("tokenizer_fertility_by_language")])
+            before = _runs_by_job(instance)
+            out["after_wipe"] = run(str(data))
+            out["jobs_after_wipe"] = _new_runs(instance, before)
+            # Files removed from the data folder: the instance remembers them, but the files are the truth.
+            shutil.rmtree(data / "scores" / "language=quy")
+            shutil.rmtree(data / "articles" / "language=en")
+            before = _runs_by_job(instance)
+            out["after_rm"] = run(str(data))
+            out["jobs_after_rm"] = _new_runs(instance, before)
         yield out
     finally:
         mp.undo()
