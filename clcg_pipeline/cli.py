@@ -87,6 +87,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(config_dir)
     _check_selection("--models", _csv(args.models), [model.id for model in config.models.models])
     _check_selection("--languages", _csv(args.languages), config.languages.isos)
+    _check_sources_exist(config, config_dir)
     root = UPath(data_dir)
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -136,6 +137,18 @@ def _check_selection(option: str, chosen: list[str] | None, known: list[str]) ->
     unknown = [value for value in chosen or [] if value not in known]
     if unknown:
         raise ValueError(f"{option}: unknown {', '.join(unknown)}; the config has {', '.join(known)}")
+
+
+def _check_sources_exist(config: Any, config_dir: str) -> None:
+    """A source path that is not there is a config error, said before any progress bar is drawn."""
+    from upath import UPath
+
+    for index, source in enumerate(config.sources.sources):
+        if source.path and not UPath(source.path).exists():
+            raise ValueError(
+                f"{config_dir}/sources.yaml: sources[{index}] ({source.name}).path: "
+                f"{source.path} does not exist"
+            )
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -116,6 +116,20 @@ def test_bad_config_is_one_clear_line(config_dir: Path, tmp_path: Path) -> None:
     assert unknown.stderr.startswith("error: --models: unknown nope")
 
 
+def test_a_missing_source_path_is_one_line_before_any_progress(config_dir: Path, tmp_path: Path) -> None:
+    # Before, `clcg run` drew "corpus en 0/38" and only then failed on the missing folder.
+    missing = tmp_path / "no-such-belebele"
+    (config_dir / "sources.yaml").write_text(
+        f"sources:\n  - name: bb\n    kind: belebele\n    role: primary\n    path: {missing}\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    ran = run_clcg("run", "--config", str(config_dir), "--data", str(tmp_path / "d"), env=env, cwd=tmp_path)
+    assert ran.returncode == 1 and ran.stdout == ""
+    assert ran.stderr.startswith("error: ") and len(ran.stderr.strip().splitlines()) == 1
+    assert "sources.yaml: sources[0] (bb).path" in ran.stderr and str(missing) in ran.stderr
+
+
 def test_query_without_catalog_explains(tmp_path: Path) -> None:
     ran = run_clcg("query", "--data", str(tmp_path / "empty"), "SELECT 1", env=dict(os.environ), cwd=tmp_path)
     assert ran.returncode == 1
