@@ -27,6 +27,14 @@ def run_clcg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Completed
     )
 
 
+def assert_interrupted_in_one_line(returncode: int | None, out: str, err: str) -> None:
+    """Ctrl-C during `clcg run`: exit 130 and one plain line, none of Dagster's tracebacks."""
+    assert returncode == 130, (out, err)
+    assert "interrupted" in err and "run again to resume" in err
+    for noise in ("Traceback", "KeyboardInterrupt", "DagsterExecutionInterruptedError"):
+        assert noise not in out + err
+
+
 DEFAULT_CONFIG = PROJECT_ROOT / "assets_config"
 DEMO_LANGUAGES = ("en", "pt", "is", "mt", "sw", "ka", "ht")
 
