@@ -85,7 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config_dir, data_dir = _dirs(args)
     # Bad config or an unknown model/language is reported before any progress bar is drawn.
     config = load_config(config_dir)
-    _check_selection("--models", _csv(args.models), [model.id for model in config.models.models])
+    _check_selection("--models", _csv(args.models), [model.id for model in config.models.evaluated])
     _check_selection("--languages", _csv(args.languages), config.languages.isos)
     _check_sources_exist(config, config_dir)
     root = UPath(data_dir)
@@ -157,7 +157,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     config_dir, data_dir = _dirs(args)
     config = load_config(config_dir)
-    _check_selection("--models", _csv(args.models), [model.id for model in config.models.models])
+    _check_selection("--models", _csv(args.models), [model.id for model in config.models.evaluated])
     plan = plan_study(config_dir=config_dir, data_dir=data_dir, models=_csv(args.models))
     _print_frame(plan, title="Planned calls (nothing has been called)")
     return 0
@@ -292,7 +292,7 @@ def _data_folder_scores(
             "`clcg run` (with scores/language=*/model=*/data.parquet)"
         )
     scores = scores[
-        scores["model"].isin([model.id for model in config.models.models])
+        scores["model"].isin([model.id for model in config.models.evaluated])
         & scores["language"].isin(config.languages.isos)
     ].reset_index(drop=True)
     scores, excluded = drop_incomplete_versions(scores, read_all_partitions(root, "corpus_audit"))

@@ -11,6 +11,7 @@ from clcg_pipeline.analysis.assets import build_analysis_defs
 from clcg_pipeline.automation import study_automation_sensor, with_study_automation
 from clcg_pipeline.config import default_config_dir, default_data_dir, load_config
 from clcg_pipeline.corpus.assets import build_corpus_defs
+from clcg_pipeline.granularity.assets import build_granularity_defs
 from clcg_pipeline.inference.assets import build_inference_defs
 from clcg_pipeline.inference.sensors import inference_automation_defs
 from clcg_pipeline.items.assets import build_items_defs
@@ -21,6 +22,7 @@ from clcg_pipeline.scoring.assets import build_scoring_defs
 from clcg_pipeline.storage import ParquetIOManager
 from clcg_pipeline.storage.assets import storage_defs
 from clcg_pipeline.study_versions import with_code_versions
+from clcg_pipeline.validation.assets import build_validation_defs
 
 
 def build_definitions(
@@ -39,6 +41,8 @@ def build_definitions(
             build_inference_defs(config),
             build_scoring_defs(config),
             build_analysis_defs(config),
+            build_validation_defs(config),
+            build_granularity_defs(config),
             report_defs,
             storage_defs,
         ).map_asset_specs(func=with_study_automation)

@@ -16,7 +16,7 @@ from clcg_pipeline.storage import read_frame
 
 def select_models(config: ProjectConfig, models: Sequence[str] | None) -> list[str]:
     """The model ids to run (default: every model of models.yaml); an unknown id is named."""
-    known = [m.id for m in config.models.models]
+    known = [m.id for m in config.models.evaluated]
     chosen = list(models) if models else known
     unknown = [model_id for model_id in chosen if model_id not in known]
     if unknown:

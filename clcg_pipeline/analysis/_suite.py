@@ -168,7 +168,7 @@ def run_suite(
                 "model": m.model,
                 "knowledge_cutoff": None if m.knowledge_cutoff is None else str(m.knowledge_cutoff),
             }
-            for m in config.models.models
+            for m in config.models.evaluated
         ],
         "sources": [_source(s) for s in config.sources.sources],
         "languages_with_data": with_data,

@@ -133,7 +133,7 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         if len(scores):
             # Partitions of models or languages removed from the config stay on disk; leave them out.
             scores = scores[
-                scores["model"].isin([m.id for m in cfg.models.models])
+                scores["model"].isin([m.id for m in cfg.models.evaluated])
                 & scores["language"].isin(cfg.languages.isos)
             ].reset_index(drop=True)
         audit = read_all_partitions(study.data_dir, "corpus_audit")

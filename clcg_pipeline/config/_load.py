@@ -109,12 +109,22 @@ def load_config(config_dir: str | Path | None = None) -> ProjectConfig:
     study = parsed["study.yaml"]
     models = parsed["models.yaml"]
     assert isinstance(study, StudyConfig) and isinstance(models, ModelsConfig)
-    for field in ("item_generator", "level_auditor"):
-        model_id = getattr(study, field)
-        if model_id is not None and model_id not in {m.id for m in models.models}:
+    known = {m.id for m in models.models}
+    referenced = [
+        ("item_generator", study.item_generator),
+        ("level_auditor", study.level_auditor),
+        *(("error_taxonomy.judges", j) for j in study.error_taxonomy.judges),
+        ("human_validation.keypoint_writer", study.human_validation.keypoint_writer),
+        *(("granularity.judges", j) for j in study.granularity.judges),
+        ("granularity.confusion_writer", study.granularity.confusion_writer),
+    ]
+    for field, model_id in referenced:
+        if model_id is not None and model_id not in known:
             raise ConfigError(
                 f"{folder / 'study.yaml'}: {field} {model_id!r} is not a model id in models.yaml"
             )
+    if not models.evaluated:
+        raise ConfigError(f"{folder / 'models.yaml'}: no model has evaluated: true; the study needs one")
     if study.semsim_model is not None:
         missing = [name for name in SEMSIM_MODULES if importlib.util.find_spec(name) is None]
         if missing:

@@ -115,6 +115,11 @@ class ModelSpec(_Strict):
     options: dict[str, float | int | str | bool] = Field(
         default_factory=dict, description="Provider-specific extras (e.g. the offline reader's threshold)."
     )
+    evaluated: bool = Field(
+        default=True,
+        description="True: the study evaluates this model (it gets language x model partitions). False: an "
+        "auxiliary model only (a judge, an item or keypoint writer) with no responses of its own.",
+    )
 
     @field_validator("id")
     @classmethod
@@ -141,6 +146,11 @@ class ModelsConfig(_Strict):
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate model ids: {sorted({i for i in ids if ids.count(i) > 1})}")
         return self
+
+    @property
+    def evaluated(self) -> list[ModelSpec]:
+        """The models the study evaluates (partitions, analysis); auxiliary models are left out."""
+        return [m for m in self.models if m.evaluated]
 
     def get(self, model_id: str) -> ModelSpec:
         for model in self.models:
@@ -185,6 +195,58 @@ class Fertility(_Strict):
     seed: int = 42
 
 
+class ErrorTaxonomySettings(_Strict):
+    """The automatic error-taxonomy study (STUDY.md section 7, clcg-error-v1)."""
+
+    judges: list[str] = Field(
+        default_factory=list,
+        description="Model ids from models.yaml that label every response side; empty = study off "
+        "(reported as skipped, never as an empty success). The study used two families.",
+    )
+    taxonomy: str = "clcg-error-v1"
+    pairs: int = Field(default=2000, ge=1, description="English/target pairs in the diagnostic sample.")
+    seed: int = 42
+    max_pairs_per_article: int = Field(default=8, ge=1)
+    candidate_loss_share: float = Field(
+        default=0.4, ge=0, le=1, description="Share of candidate losses sought (a heuristic)."
+    )
+    order_bias_pairs: int = Field(
+        default=100, ge=0, description="Pairs a judge also sees side by side, both ways round (flip rate)."
+    )
+
+
+class HumanValidationSettings(_Strict):
+    """The human-validation study (STUDY.md section 7): sample, export, import, QC, agreement."""
+
+    responses: int = Field(default=600, ge=0, description="Individually rated responses.")
+    pairs: int = Field(default=66, ge=0, description="Contrastive pairs (higher- vs lower-resource).")
+    annotators_per_item: int = Field(default=3, ge=1)
+    attention_checks: int = Field(default=1, ge=0, description="Attention-check items planted per batch.")
+    seed: int = 42
+    keypoint_writer: str | None = Field(
+        default=None,
+        description="Model id that writes the keypoint checklist of multi-fact gold answers, once, "
+        "before collection; null = no checklist (keypoint recall is then not collected).",
+    )
+    inbox: str = Field(
+        default="annotations/inbox",
+        description="Folder under the data folder where annotators' exports are dropped for import.",
+    )
+
+
+class GranularitySettings(_Strict):
+    """The granularity- and position-aware task family (STUDY.md section 8)."""
+
+    enabled: bool = False
+    judges: list[str] = Field(
+        default_factory=list, description="Model ids that score paragraph filling and label cloze errors."
+    )
+    confusion_writer: str | None = Field(
+        default=None, description="Model id that writes cloze confusion sentences."
+    )
+    seed: int = 42
+
+
 class StudyConfig(_Strict):
     seed: int = 42
     bootstrap_replicates: int = Field(default=2000, ge=1)
@@ -221,6 +283,9 @@ class StudyConfig(_Strict):
         description="Fewest articles a bootstrap estimate needs; below it a result is reported as not "
         "identifiable rather than given a confidence interval.",
     )
+    error_taxonomy: ErrorTaxonomySettings = ErrorTaxonomySettings()
+    human_validation: HumanValidationSettings = HumanValidationSettings()
+    granularity: GranularitySettings = GranularitySettings()
     semsim: bool | Literal["minilm"] | None = Field(
         default=None,
         description="Compute the MiniLM semantic similarity in scores (true or 'minilm'); null or false = "

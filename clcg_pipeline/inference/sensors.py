@@ -18,7 +18,7 @@ MODEL_SYNC_INTERVAL_S = 5
 def new_model_ids(instance: dg.DagsterInstance, config: ProjectConfig) -> list[str]:
     """Model ids of models.yaml that are not yet partitions, in file order."""
     existing = set(instance.get_dynamic_partitions(MODEL_DIMENSION))
-    return [m.id for m in config.models.models if m.id not in existing]
+    return [m.id for m in config.models.evaluated if m.id not in existing]
 
 
 def sync_model_partitions(instance: dg.DagsterInstance, config: ProjectConfig) -> list[str]:
@@ -38,7 +38,7 @@ def missing_response_keys(instance: dg.DagsterInstance, config: ProjectConfig) -
     done = instance.get_materialized_partitions(dg.AssetKey("scores"))
     return [
         key
-        for model in config.models.models
+        for model in config.models.evaluated
         for iso in config.languages.isos
         if (key := response_key(iso, model.id)) not in done
     ]

@@ -37,7 +37,7 @@ def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[s
         return {"status": "not available: no closed_book rows"}
     fb_mask = _isin(scores["context_scope"], ["full_body"])
     llm_mask = fb_mask & _isin(scores["item_source"], ["llm"])
-    order = [m.id for m in ctx.config.models.models]
+    order = [m.id for m in ctx.config.models.evaluated]
     have = {str(m) for m in scores["model"].loc[llm_mask].unique()}
     chooser = next((m for m in order if m in have), min(have) if have else None)
     if chooser is None:

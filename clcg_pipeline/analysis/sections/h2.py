@@ -31,7 +31,7 @@ def h2(
     published = first_published(articles)
     cutoffs = {
         m.id: pd.Timestamp(m.knowledge_cutoff)
-        for m in ctx.config.models.models
+        for m in ctx.config.models.evaluated
         if m.knowledge_cutoff is not None
     }
     doc = band["doc_id"].astype(str)
@@ -94,7 +94,7 @@ def h2(
     with_rows = set(rows["model"].astype(str))
     band_models = set(band["model"].astype(str))
     # Every model of the config is listed; one that cannot be classified says why.
-    for model in sorted({m.id for m in ctx.config.models.models} | with_rows):
+    for model in sorted({m.id for m in ctx.config.models.evaluated} | with_rows):
         if model in with_rows and identifiable(model=model):
             by_model[model] = contrast(model=model)
             ctx.add("h2_difference_model", model, by_model[model]["difference"])

@@ -14,7 +14,7 @@ def multiplicity(ctx: SuiteContext, results: dict[str, Any], p_h1: dict[str, flo
     from clcg_pipeline.analysis._stats import benjamini_hochberg
 
     tests: dict[str, float | None] = {"h1_micro/all": p_h1.get("all")}
-    for model in (m.id for m in ctx.config.models.models):
+    for model in (m.id for m in ctx.config.models.evaluated):
         tests[f"h1_micro_model/{model}"] = p_h1.get(model)
     for model in p_h1:
         if model != "all" and f"h1_micro_model/{model}" not in tests:

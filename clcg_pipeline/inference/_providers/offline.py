@@ -1,14 +1,76 @@
-"""``provider: offline``: local readers that need no network and no key."""
+"""``provider: offline``: local models that need no network and no key.
+
+Each offline model answers the prompt families it knows; a family is the request's
+``prompt_version`` without its ``-vN`` suffix (``error-judge-v1`` -> ``error-judge``). The
+handlers live beside the prompts they answer and are imported on first use, so this module
+stays the one place that says which offline model can answer what.
+"""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+from typing import Any
+
 from clcg_pipeline.config import ModelSpec
 from clcg_pipeline.inference._lexical import lexical_answers
-from clcg_pipeline.inference._prompts import ChatRequest
+from clcg_pipeline.inference._prompts import PROMPT_VERSIONS, ChatRequest
 from clcg_pipeline.inference._providers._base import ModelAPI, ModelOutput
 from clcg_pipeline.inference._tokens import count_tokens
 
-_MODELS = ("lexical-overlap-v1",)
+#: handler(request, spec) -> the model's reply text
+OfflineHandler = Callable[[ChatRequest, ModelSpec], str]
+
+
+def _reader(request: ChatRequest, spec: ModelSpec) -> str:
+    user = "\n".join(m["content"] for m in request.messages if m["role"] == "user")
+    return lexical_answers(user, threshold=float(spec.options.get("threshold", 0.2)))
+
+
+_READER_FAMILIES = {version.rsplit("-v", 1)[0] for version in PROMPT_VERSIONS.values()}
+
+# model name -> prompt family -> handler ("module:function" is imported on first use).
+# lexical-overlap-v1 is the English-centric reader of the responses; rule-judge-v1 a
+# rule-based stand-in for hosted judges; rule-writer-v1 a rule-based stand-in for the models
+# that write auxiliary material (keypoint checklists, cloze confusion sentences).
+_ROUTES: dict[str, dict[str, OfflineHandler | str]] = {
+    "lexical-overlap-v1": {
+        **dict.fromkeys(_READER_FAMILIES, _reader),
+        **dict.fromkeys(
+            (
+                "gran-word-qa",
+                "gran-cloze",
+                "gran-fill",
+                "gran-summary",
+                "gran-translate",
+            ),
+            "clcg_pipeline.granularity._offline:answer",
+        ),
+    },
+    "rule-judge-v1": {
+        "error-judge": "clcg_pipeline.validation._offline_judge:judge",
+        "error-judge-pair": "clcg_pipeline.validation._offline_judge:judge_pair",
+        "fill-judge": "clcg_pipeline.granularity._offline:judge_fill",
+        "cloze-error-judge": "clcg_pipeline.granularity._offline:judge_cloze_error",
+    },
+    "rule-writer-v1": {
+        "keypoints": "clcg_pipeline.validation._keypoints:write_keypoints_offline",
+        "cloze-confusion": "clcg_pipeline.granularity._tasks:write_confusion_offline",
+    },
+}
+
+
+def prompt_family(prompt_version: str) -> str:
+    """``error-judge-v1`` -> ``error-judge``."""
+    return prompt_version.rsplit("-v", 1)[0]
+
+
+def _resolve(handler: OfflineHandler | str) -> OfflineHandler:
+    if callable(handler):
+        return handler
+    module, name = handler.split(":")
+    resolved: Any = getattr(importlib.import_module(module), name)
+    return resolved  # type: ignore[no-any-return]
 
 
 class OfflineAPI(ModelAPI):
@@ -16,9 +78,9 @@ class OfflineAPI(ModelAPI):
 
     def __init__(self, spec: ModelSpec, api_key: str | None) -> None:
         super().__init__(spec, api_key)
-        if spec.model not in _MODELS:
+        if spec.model not in _ROUTES:
             raise ValueError(
-                f"model {spec.id!r}: offline model {spec.model!r} unknown; expected one of {_MODELS}"
+                f"model {spec.id!r}: offline model {spec.model!r} unknown; expected one of {sorted(_ROUTES)}"
             )
         threshold = spec.options.get("threshold", 0.2)
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
@@ -28,8 +90,14 @@ class OfflineAPI(ModelAPI):
         self.threshold = float(threshold)
 
     async def generate(self, request: ChatRequest, *, timeout_s: float) -> ModelOutput:
-        user = "\n".join(m["content"] for m in request.messages if m["role"] == "user")
-        text = lexical_answers(user, threshold=self.threshold)
+        family = prompt_family(request.prompt_version)
+        routes = _ROUTES[self.spec.model]
+        if family not in routes:
+            raise ValueError(
+                f"model {self.spec.id!r}: offline model {self.spec.model!r} cannot answer prompt "
+                f"{request.prompt_version!r}; it answers {sorted(routes)}"
+            )
+        text = _resolve(routes[family])(request, self.spec)
         return ModelOutput(
             text=text,
             finish_reason="stop",
@@ -38,4 +106,4 @@ class OfflineAPI(ModelAPI):
         )
 
 
-__all__ = ["OfflineAPI"]
+__all__ = ["OfflineAPI", "OfflineHandler", "prompt_family"]
