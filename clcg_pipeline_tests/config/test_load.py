@@ -53,7 +53,7 @@ def test_hosted_model_needs_key_variable_name(config_dir: Path, edit_yaml: Calla
         config_dir / "models.yaml",
         lambda doc: doc["models"].append({"id": "gpt", "provider": "openai", "model": "gpt-4o"}),
     )
-    with pytest.raises(ConfigError, match=r"models\.yaml[\s\S]*models\[1\] \(gpt\)[\s\S]*api_key_env"):
+    with pytest.raises(ConfigError, match=r"models\.yaml[\s\S]*models\[\d+\] \(gpt\)[\s\S]*api_key_env"):
         load_config(config_dir)
 
 
@@ -170,3 +170,27 @@ def test_second_source_is_refused(config_dir: Path, edit_yaml: Callable) -> None
     )
     with pytest.raises(ConfigError, match=r"exactly one source[\s\S]*'demo', 'other'"):
         load_config(config_dir)
+
+
+def test_study_roles_must_name_models_and_one_model_is_evaluated(
+    config_dir: Path, edit_yaml: Callable
+) -> None:
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(error_taxonomy={"judges": ["ghost"]}))
+    with pytest.raises(ConfigError, match=r"error_taxonomy\.judges 'ghost' is not a model id"):
+        load_config(config_dir)
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(error_taxonomy={"judges": []}))
+
+    def only_auxiliary(doc: dict) -> None:
+        for model in doc["models"]:
+            model["evaluated"] = False
+
+    edit_yaml(config_dir / "models.yaml", only_auxiliary)
+    with pytest.raises(ConfigError, match="no model has evaluated: true"):
+        load_config(config_dir)
+
+
+def test_auxiliary_models_are_not_evaluated() -> None:
+    config = load_config(DEFAULT_CONFIG)
+    evaluated = {m.id for m in config.models.evaluated}
+    assert {"offline-judge-a", "offline-judge-b", "offline-writer"}.isdisjoint(evaluated)
+    assert "lexical-reader" in evaluated

@@ -7,6 +7,7 @@ from typing import Any
 
 import openai
 import pydantic
+from openai.types.chat import ChatCompletion
 
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference._prompts import ChatRequest
@@ -86,12 +87,14 @@ class OpenAIAPI(ModelAPI):
 
     async def generate(self, request: ChatRequest, *, timeout_s: float) -> ModelOutput:
         try:
-            response = await self.client.chat.completions.create(
-                model=self.spec.model,
-                messages=request.messages,  # type: ignore[arg-type]
-                extra_headers={CALL_ID_HEADER: request.call_id},
-                timeout=timeout_s,
-                **completion_config(self.spec, request.settings),
+            # The SDK's documented custom-request path with the body already in wire form:
+            # `chat.completions.create` re-walks every message through its TypedDict
+            # transform, which was a third of the runner's CPU per call.
+            response = await self.client.post(
+                "/chat/completions",
+                cast_to=ChatCompletion,
+                body=self.body(request),
+                options={"headers": {CALL_ID_HEADER: request.call_id}, "timeout": timeout_s},
             )
         except (openai.OpenAIError, json.JSONDecodeError, pydantic.ValidationError) as exc:
             raise classify(exc) from None
