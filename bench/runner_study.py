@@ -77,8 +77,10 @@ def _config(folder: Path, corpus: Path, url: str) -> None:
     )
     edit(
         "models.yaml",
+        # The auxiliary models (judges, writers: ``evaluated: false``) stay, as study.yaml names them.
         lambda d: d.update(
-            models=[
+            models=[m for m in d["models"] if m.get("evaluated") is False]
+            + [
                 {
                     "id": "fake-gpt",
                     "provider": "openai",

@@ -97,14 +97,45 @@ CONDITIONS: dict[str, dg.AutomationCondition] = {
             "items",
             "item_rejections",
             "item_level_audit",
+            # granularity documents follow the corpus; the task bank is frozen (kept unless regenerated)
+            "long_documents",
+            "long_paragraphs",
+            "granularity_tasks",
+            "task_rejections",
         ),
         follow_upstream(),
     ),
     # responses, per language x model: model calls are paid, so only partitions never answered
     **dict.fromkeys(("predictions", "calls", "scores"), build_once()),
+    # granularity tasks per language x model: the answers and the judges are paid calls
+    **dict.fromkeys(
+        ("task_predictions", "task_calls", "task_scores", "task_judgements", "task_judge_calls"), build_once()
+    ),
     # whole-study outputs: once every partition upstream has been attempted
     **dict.fromkeys(("estimates", "study_results", "duckdb_catalog"), after_every_partition()),
     "report": follow_upstream(),
+    # error taxonomy: the sample reads every scored partition; the judges follow the sample (their
+    # calls are cached and budgeted, so a changed sample pays only for its new pairs, and the
+    # judgements never fall out of step with the sample the analysis joins them to)
+    "diagnostic_sample": after_every_partition(),
+    **dict.fromkeys(("error_judgements", "order_bias_judgements", "judge_calls"), follow_upstream()),
+    # error-taxonomy analysis: cheap, derived from the stored judgements
+    **dict.fromkeys(("error_taxonomy_estimates", "error_taxonomy_results"), follow_upstream()),
+    # human-validation analysis: cheap, but it reads every scored partition (and the import)
+    **dict.fromkeys(
+        ("human_qc", "human_validation_joins", "human_validation_estimates", "human_validation_results"),
+        after_every_partition(),
+    ),
+    # human-validation round trip: the sample reads every scored partition (then stays frozen); the
+    # keypoint writer's calls are cached and only new items are asked; exports and the inbox import
+    # are cheap (annotation_inbox_sensor also runs the import when a file lands in the inbox)
+    "annotation_sample": after_every_partition(),
+    **dict.fromkeys(
+        ("keypoints", "keypoint_calls", "annotation_exports", "human_annotations", "annotation_imports"),
+        follow_upstream(),
+    ),
+    # granularity analysis: cheap, but it reads every task_scores partition
+    **dict.fromkeys(("granularity_estimates", "granularity_results"), after_every_partition()),
 }
 
 

@@ -117,11 +117,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress.update(task, description="done", completed=progress.tasks[0].total)
     console.print(
         f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "
-        f"{summary.new_calls} new model calls costing ${summary.new_cost_usd:.4f}"
+        f"{summary.new_calls} new model calls ({summary.response_calls} responses, "
+        f"{summary.task_calls} granularity tasks, {summary.judge_calls} judges and writers) "
+        f"costing ${summary.new_cost_usd:.4f}"
     )
     if summary.budget_exhausted:
         console.print(
-            "[yellow]budget reached: remaining partitions were not run (partial results kept)[/yellow]"
+            "[yellow]budget reached: the calls and partitions past it were not run "
+            "(partial results kept; the next run resumes them)[/yellow]"
         )
     results = read_json(root / "study_results.json")
     languages = results.get("languages")
@@ -152,14 +155,22 @@ def _check_sources_exist(config: Any, config_dir: str) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
     from clcg_pipeline.config import load_config
-    from clcg_pipeline.study_plan import plan_study
+    from clcg_pipeline.study_plan import plan_granularity, plan_study
 
     config_dir, data_dir = _dirs(args)
     config = load_config(config_dir)
     _check_selection("--models", _csv(args.models), [model.id for model in config.models.evaluated])
     plan = plan_study(config_dir=config_dir, data_dir=data_dir, models=_csv(args.models))
     _print_frame(plan, title="Planned calls (nothing has been called)")
+    # Granularity tasks (long documents): their own table, per task, since their prompts dominate cost.
+    tasks, notes = plan_granularity(config_dir=config_dir, data_dir=data_dir, models=_csv(args.models))
+    if tasks is not None:
+        _print_frame(tasks, title="Planned granularity task calls (nothing has been called)")
+    for note in notes:
+        console.print(Text(f"note: {note}"))
     return 0
 
 
@@ -364,7 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="responses partitions run at once, in worker processes (default 2; 1 = one after another)",
     )
     run.add_argument(
-        "--regenerate-items", action="store_true", help="write the item bank again with the generator"
+        "--regenerate-items",
+        action="store_true",
+        help="write the item bank (with the generator) and the granularity task bank again",
     )
     run.set_defaults(func=cmd_run)
 

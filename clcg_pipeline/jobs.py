@@ -30,9 +30,54 @@ STUDY_INPUT_ASSETS = (
     "items",
     "item_rejections",
     "tokenizer_fertility_by_language",
+    "long_documents",
+    "long_paragraphs",
+    "granularity_tasks",
+    "task_rejections",
 )
-RESPONSE_ASSETS = ("predictions", "calls", "scores")
-ANALYSIS_ASSETS = ("estimates", "study_results", "report", "duckdb_catalog")
+RESPONSE_ASSETS = (
+    "predictions",
+    "calls",
+    "scores",
+    # granularity tasks (issue 11): answered, scored and judged per language x model
+    "task_predictions",
+    "task_calls",
+    "task_scores",
+    "task_judgements",
+    "task_judge_calls",
+)
+ANALYSIS_ASSETS = (
+    "estimates",
+    "study_results",
+    "report",
+    "duckdb_catalog",
+    # error taxonomy (issue 10): the diagnostic sample, then the judges (paid, cached, budgeted)
+    "diagnostic_sample",
+    "error_judgements",
+    "order_bias_judgements",
+    "judge_calls",
+    # error-taxonomy analysis (issue 10): after the judges' error_judgements
+    "error_taxonomy_estimates",
+    "error_taxonomy_results",
+    # human validation (issue 10): sample, checklists, exports, then the inbox import
+    "annotation_sample",
+    "keypoints",
+    "keypoint_calls",
+    "annotation_exports",
+    "human_annotations",
+    "annotation_imports",
+    # human-validation analysis (issue 10, V4): QC funnel, agreement, preference, joins
+    "human_qc",
+    "human_validation_joins",
+    "human_validation_estimates",
+    "human_validation_results",
+    # granularity analysis (issue 11, G3): reads every task_scores partition
+    "granularity_estimates",
+    "granularity_results",
+)
+# Run by annotation_inbox_sensor when a file lands in the inbox: the import and everything
+# downstream of it (the human-validation joins and analysis), whatever is added there later.
+HUMAN_VALIDATION_IMPORT_ASSETS = ("human_annotations", "annotation_imports")
 
 PROVIDER_TAG = "clcg/provider"
 # The code location's name in workspace.yaml (what `make dev` and the daemon load).
@@ -62,6 +107,11 @@ def build_jobs(config: ProjectConfig) -> list[dg.UnresolvedAssetJobDefinition]:
             "analysis_job",
             selection=dg.AssetSelection.assets(*ANALYSIS_ASSETS),
             description="Estimators, study_results.json, the HTML report and the DuckDB catalog.",
+        ),
+        dg.define_asset_job(
+            "human_validation_job",
+            selection=dg.AssetSelection.assets(*HUMAN_VALIDATION_IMPORT_ASSETS).downstream(),
+            description="Import new annotation files from the inbox, then the human-validation joins.",
         ),
     ]
 

@@ -82,3 +82,135 @@ def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None =
     plan = pd.concat([summary, total], ignore_index=True)[["model", "context_scope", *numeric, "tokenizer"]]
     counts = ["calls", "cached_calls", "shared_calls", "input_tokens", "output_tokens"]
     return plan.astype({column: "int64" for column in counts} | {"cost_usd": "float64"})
+
+
+GRANULARITY_PLAN_COLUMNS = [
+    "model",
+    "task",
+    "context",
+    "calls",
+    "cached_calls",
+    "shared_calls",
+    "input_tokens",
+    "input_tokens_per_call",
+    "output_tokens",
+    "cost_usd",
+    "tokenizer",
+]
+
+
+def plan_granularity(
+    *, config_dir: str, data_dir: str, models: Sequence[str] | None = None
+) -> tuple[pd.DataFrame | None, list[str]]:
+    """Granularity task calls per model x task x context, and notes; calls no model.
+
+    Long documents make these prompts the costly ones, so each task's calls and their input
+    tokens are shown. Uses the materialized documents and task bank when they exist; else
+    builds them from the primary source as the pipeline would, where cloze confusions can be
+    written only by an offline writer (a hosted one would be a paid call: cloze is then left
+    out, and a note says so). ``(None, [reason])`` when the family is disabled.
+    """
+    import tempfile
+
+    from clcg_pipeline.corpus._audit import audit_corpus
+    from clcg_pipeline.granularity._documents import build_long_documents
+    from clcg_pipeline.granularity._predict import plan_task_calls
+    from clcg_pipeline.granularity._tasks import build_tasks, judge_writer
+
+    config = load_config(config_dir)
+    gran = config.study.granularity
+    if not gran.enabled:
+        return None, ["granularity tasks: skipped (study.granularity.enabled is false)"]
+    model_ids = select_models(config, models)
+    reference = config.languages.reference
+    notes: list[str] = []
+    stored = {
+        name: UPath(data_dir) / name / "data.parquet" for name in ("long_paragraphs", "granularity_tasks")
+    }
+    if all(path.exists() for path in stored.values()):
+        paragraphs = read_frame(stored["long_paragraphs"])
+        tasks = read_frame(stored["granularity_tasks"])
+    else:
+        tables = load_source(config.sources.primary, config.languages)
+        audit = audit_corpus(
+            tables.articles,
+            tables.paragraphs,
+            reference=reference,
+            threshold=config.study.completeness_threshold,
+        )
+        docs = build_long_documents(
+            gran,
+            paragraphs=tables.paragraphs,
+            audit=audit,
+            languages=config.languages.isos,
+            reference=reference,
+            threshold=config.study.completeness_threshold,
+            tokenizer=config.study.fertility.tokenizer,
+        )
+        writer = config.models.get(gran.confusion_writer) if gran.confusion_writer else None
+        with tempfile.TemporaryDirectory() as scratch:  # an offline writer's cache, thrown away
+            offline = writer is not None and writer.provider == "offline"
+            bank = build_tasks(
+                docs.documents,
+                docs.paragraphs,
+                gran,
+                reference=reference,
+                tokenizer=config.study.fertility.tokenizer,
+                writer=judge_writer(writer, cache_dir=scratch) if offline and writer is not None else None,
+                writer_id=writer.id if offline and writer is not None else None,
+            )
+        if writer is not None and not offline:
+            notes.append(
+                f"cloze not counted: its confusions are written by {writer.id} (a paid call) when "
+                "granularity_tasks is materialized; plan again after that"
+            )
+        paragraphs, tasks = docs.paragraphs, bank.tasks
+    if not len(tasks):
+        return None, [
+            *notes,
+            "granularity tasks: no task (no long document fits a bucket; see long_documents)",
+        ]
+    names = {lang.iso: lang.name for lang in config.languages.languages}
+    cache_dir = str(UPath(data_dir) / "cache" / "calls")
+    planned: set[str] = set()
+    frames = [
+        plan_task_calls(
+            model=config.models.get(model_id),
+            language=iso,
+            paragraphs=paragraphs[paragraphs["language"].isin([iso, reference])],
+            tasks=tasks,
+            settings=gran,
+            cache_dir=cache_dir,
+            reference=reference,
+            language_name=names.get(iso),
+            planned=planned,
+        )
+        for model_id in model_ids
+        for iso in config.languages.isos
+    ]
+    # Languages without a long document plan nothing (and would only add empty frames).
+    plan = pd.concat([f for f in frames if len(f)], ignore_index=True)
+    numeric = ["calls", "cached_calls", "shared_calls", "input_tokens", "output_tokens", "cost_usd"]
+    summary = plan.groupby(["model", "task", "context", "tokenizer"], as_index=False, sort=False)[
+        numeric
+    ].sum()
+    total = summary[numeric].sum().to_frame().T.assign(model="TOTAL", task="", context="", tokenizer="")
+    counts = ["calls", "cached_calls", "shared_calls", "input_tokens", "output_tokens"]
+    out = pd.concat([summary, total], ignore_index=True)
+    out = out.astype({column: "int64" for column in counts} | {"cost_usd": "float64"})
+    sent = (out["calls"] - out["cached_calls"] - out["shared_calls"]).clip(lower=1)
+    out["input_tokens_per_call"] = (out["input_tokens"] / sent).round().astype("int64")
+    # Say in words what the per-call column shows: the document-bearing prompts carry the cost.
+    by_context = summary.groupby("context")[["input_tokens", "calls", "cached_calls", "shared_calls"]].sum()
+    total_in = int(by_context["input_tokens"].sum())
+    if total_in and "full" in by_context.index:
+        full = by_context.loc["full"]
+        sent_full = max(int(full["calls"] - full["cached_calls"] - full["shared_calls"]), 1)
+        share = full["input_tokens"] / total_in
+        notes.append(
+            f"{'long prompts dominate' if share >= 0.5 else 'input tokens'}: calls with the document "
+            f"carry {share:.0%} of "
+            f"the {total_in:,} input tokens still to send ({full['input_tokens'] / sent_full:,.0f} per call)"
+        )
+    notes.append("judge calls (paragraph filling, cloze errors) depend on the answers and are not counted")
+    return out[GRANULARITY_PLAN_COLUMNS], notes

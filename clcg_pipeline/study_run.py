@@ -60,6 +60,18 @@ _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 _LOOKBACK = 25
 # Call outcomes that mean a responses partition is unfinished: the next run resumes it.
 _UNFINISHED_OUTCOMES = ("skipped_budget", "batch_pending")
+# The calls-shaped tables a responses partition writes, and what their calls count as in the summary.
+PARTITION_CALL_TABLES = {"calls": "responses", "task_calls": "tasks", "task_judge_calls": "judges"}
+# Those the analysis job writes (unpartitioned): the error-taxonomy judges and the keypoint writer.
+ANALYSIS_CALL_TABLES = {"judge_calls": "judges", "keypoint_calls": "judges"}
+# Every paid op (multi_asset function name) of each job; ``clcg run`` hands each of them the
+# run's budget (one Budget per Dagster run: ``inference._calls.run_budget``) and, where the op
+# supports it, the call mode. The confusion writer is online only (see ``judge_writer``).
+PAID_OPS = {
+    "study_inputs_job": {"granularity_task_bank": False},
+    "responses_job": {"responses": True, "task_responses": True, "task_scoring": True},
+    "analysis_job": {"error_judging": True, "keypoint_checklists": True},
+}
 _INTERRUPTS = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
 # Responses partitions run this many at a time (``clcg run --parallel``): two keep a model's
 # calls flowing while a partition starts or finishes (no drain between partitions) and use
@@ -76,8 +88,17 @@ class RunSummary:
     runs: int = 0
     skipped: int = 0
     new_cost_usd: float = 0.0
-    new_calls: int = 0
+    new_calls: int = 0  # every new (uncached) model call: the three below together
     budget_exhausted: bool = False
+    response_calls: int = 0  # the evaluated models' answers (``calls``)
+    task_calls: int = 0  # the granularity tasks' answers (``task_calls``)
+    judge_calls: int = 0  # judges and writers (task, error-taxonomy and keypoint judges, confusion writer)
+
+    def count(self, kind: str, calls: int, cost_usd: float) -> None:
+        self.new_calls += calls
+        self.new_cost_usd += cost_usd
+        field = {"responses": "response_calls", "tasks": "task_calls", "judges": "judge_calls"}[kind]
+        setattr(self, field, getattr(self, field) + calls)
 
 
 def ensure_dagster_home(project_root: Path = PROJECT_ROOT) -> Path:
@@ -192,8 +213,12 @@ class _Freshness:
         return True
 
     def unfinished_calls(self, partition: str) -> bool:
-        """True when the partition's calls stopped short (budget, a pending batch)."""
-        record = self.stored_here("calls", partition)
+        """True when any of the partition's calls stopped short (budget, a pending batch):
+        its responses, its granularity tasks' answers or their judges."""
+        return any(self._unfinished(table, partition) for table in PARTITION_CALL_TABLES)
+
+    def _unfinished(self, table: str, partition: str) -> bool:
+        record = self.stored_here(table, partition)
         if record is None or record.asset_materialization is None:
             return True
         outcomes = record.asset_materialization.metadata.get("outcomes")
@@ -201,7 +226,9 @@ class _Freshness:
             return any(outcomes.value.get(outcome) for outcome in _UNFINISHED_OUTCOMES)
         path = self._path(record)
         calls = read_frame(path) if path else None
-        return calls is None or bool(calls["outcome"].isin(_UNFINISHED_OUTCOMES).any())
+        return calls is None or (
+            "outcome" in calls.columns and bool(calls["outcome"].isin(_UNFINISHED_OUTCOMES).any())
+        )
 
 
 def _clean_message(error: Any) -> tuple[str, bool]:
@@ -359,7 +386,10 @@ def run_study(
     spend ledger of ``inference/_coord.py`` hold across the workers: no call is paid twice,
     the model's limit binds them together. With ``budget_usd`` the partitions run one after
     another as before, each given what the previous ones left (a limit for this command only,
-    which the study-wide ledger does not express).
+    which the study-wide ledger does not express). Every paid op gets it, not only the
+    responses: the confusion writer (study inputs), the granularity tasks and their judges
+    (each partition's run shares one budget: ``inference._calls.run_budget``), and the
+    error-taxonomy judges and keypoint writer (analysis), which get whatever is left.
     """
     if parallel < 1:
         raise StudyRunError(f"parallel must be at least 1, got {parallel}")
@@ -544,8 +574,8 @@ def _run_jobs(
         *,
         rerun: bool = False,
         done: Callable[[], bool] | None = None,
-    ) -> bool:
-        """Run one job partition unless it is up to date; True when it ran."""
+    ) -> dg.ExecuteInProcessResult | None:
+        """Run one job partition unless it is up to date; its result when it ran, else None."""
         nonlocal step
         if interrupted():
             raise KeyboardInterrupt
@@ -555,7 +585,7 @@ def _run_jobs(
         skippable = bool(assets) and not (force or rerun)
         if skippable and (done() if done else fresh.up_to_date(assets or (), partition, isos)):
             summary.skipped += 1
-            return False
+            return None
         with runs_under_code_location(instance):
             result = defs.resolve_job_def(job).execute_in_process(
                 instance=instance,
@@ -577,12 +607,68 @@ def _run_jobs(
             raise StudyRunError(f"{job} [{partition or 'unpartitioned'}] failed: {message}")
         if interrupted():
             raise KeyboardInterrupt
-        return True
+        return result
+
+    def paid_ops(job: str, remaining: float | None, extra: dict[str, dict[str, Any]] | None = None) -> dict:
+        """Run config giving every paid op of ``job`` the budget left (and ``mode`` where it batches)."""
+        ops: dict[str, dict[str, Any]] = {op: {"config": dict(cfg)} for op, cfg in (extra or {}).items()}
+        job_def = defs.resolve_job_def(job)
+        for op, batches in PAID_OPS[job].items():
+            if not job_def.graph.has_node_named(op):
+                continue  # e.g. a study whose definitions leave that op out
+            settings = ops.setdefault(op, {"config": {}})["config"]
+            settings["budget_usd"] = remaining
+            if batches:
+                settings["mode"] = mode
+        return {"ops": ops}
+
+    def account_tables(tables: dict[str, str], partition: dict[str, str] | None) -> tuple[float, bool]:
+        """Count the new calls of the given calls-shaped tables; (their new spend, budget stopped any)."""
+        spent, stopped = 0.0, False
+        for table, kind in tables.items():
+            calls_file = partition_dir(data_dir, table, partition) / "data.parquet"
+            calls = read_frame(calls_file) if calls_file.exists() else None
+            if calls is None or not len(calls):
+                continue
+            # Calls the budget skipped, or still waiting in a batch, were not made (not yet paid).
+            new = calls[~calls["cached"].astype(bool) & ~calls["outcome"].isin(_UNFINISHED_OUTCOMES)]
+            cost = float(new["cost_usd"].sum()) if len(new) else 0.0
+            summary.count(kind, len(new), cost)
+            spent += cost
+            stopped = stopped or bool((calls["outcome"] == "skipped_budget").any())
+        return spent, stopped
+
+    def materialized(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
+        """Asset name -> metadata of each materialization the run recorded."""
+        found: dict[str, dict[str, Any]] = {}
+        for event in result.get_asset_materialization_events():
+            materialization = event.step_materialization_data.materialization
+            found[materialization.asset_key.to_user_string()] = {
+                k: v.value for k, v in materialization.metadata.items()
+            }
+        return found
+
+    remaining = budget_usd
+
+    def spend(spent: float, stopped: bool) -> None:
+        nonlocal remaining
+        if stopped:
+            summary.budget_exhausted = True
+        if remaining is not None:
+            remaining = 0.0 if stopped else max(remaining - spent, 0.0)
 
     for iso in isos:
         execute("corpus_job", f"corpus {iso}", iso, CORPUS_ASSETS, {})
-    items_config = {"ops": {"item_bank": {"config": {"regenerate": regenerate_items}}}}
-    execute(
+    # The granularity task bank is frozen like the item bank and regenerated with it.
+    items_config = paid_ops(
+        "study_inputs_job",
+        remaining,
+        {
+            "item_bank": {"regenerate": regenerate_items},
+            "granularity_task_bank": {"regenerate": regenerate_items},
+        },
+    )
+    inputs = execute(
         "study_inputs_job",
         "sample, items, fertility",
         None,
@@ -590,21 +676,20 @@ def _run_jobs(
         items_config,
         rerun=regenerate_items,
     )
+    if inputs is not None:
+        # The confusion writer's calls have no table: the task bank's materialization counts them
+        # (a writer stopped by the budget fails the job instead: the bank is frozen once written).
+        bank = materialized(inputs).get("granularity_tasks", {})
+        writer_cost = float(bank.get("writer_new_cost_usd") or 0.0)
+        summary.count("judges", int(bank.get("writer_new_calls") or 0), writer_cost)
+        spend(writer_cost, False)
 
     def account(iso: str, model_id: str) -> tuple[float, bool]:
         """Count a finished partition's new calls; (its new spend, whether the budget stopped it)."""
-        calls_file = partition_dir(data_dir, "calls", {"language": iso, "model": model_id}) / "data.parquet"
-        if not calls_file.exists():
-            return 0.0, False
-        calls = read_frame(calls_file)
-        new = calls[~calls["cached"].astype(bool)] if len(calls) else calls
-        summary.new_calls += len(new)
-        spent = float(new["cost_usd"].sum()) if len(new) else 0.0
-        summary.new_cost_usd += spent
-        return spent, bool(len(calls)) and bool((calls["outcome"] == "skipped_budget").any())
+        return account_tables(PARTITION_CALL_TABLES, {"language": iso, "model": model_id})
 
     def responses_config(remaining: float | None) -> dict[str, Any]:
-        return {"ops": {"responses": {"config": {"budget_usd": remaining, "mode": mode}}}}
+        return paid_ops("responses_job", remaining)
 
     partitions = [(model_id, iso) for model_id in model_ids for iso in isos]
     in_workers = budget_usd is None and parallel > 1 and len(partitions) > 1
@@ -626,7 +711,6 @@ def _run_jobs(
             on_step=on_step,
             interrupted=interrupted,
         )
-    remaining = budget_usd
     for model_id, iso in [] if in_workers else partitions:
         key = response_key(iso, model_id)
         if remaining is not None and remaining <= 0:
@@ -643,11 +727,14 @@ def _run_jobs(
             rerun=regenerate_items,
             done=lambda iso=iso, model_id=model_id: responses_done(iso, model_id),
         )
-        if not ran:
+        if ran is None:
             continue
-        spent, stopped = account(iso, model_id)
-        if remaining is not None:
-            remaining = 0.0 if stopped else remaining - spent
+        spend(*account(iso, model_id))
     # The analysis always re-runs: it reads every partition, including other sessions' models.
-    execute("analysis_job", "estimates and report", None, None, {})
+    # Its judges get what the budget left (zero: only free calls are made, the rest skipped).
+    analysis = execute(
+        "analysis_job", "estimates and report", None, None, paid_ops("analysis_job", remaining)
+    )
+    written = materialized(analysis) if analysis is not None else {}
+    spend(*account_tables({t: k for t, k in ANALYSIS_CALL_TABLES.items() if t in written}, None))
     return summary

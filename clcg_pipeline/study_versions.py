@@ -111,15 +111,29 @@ def source_content_hash(source: SourceSpec) -> str:
         folder = importlib.resources.files(_DEMO_PACKAGE) / _DEMO_FOLDER
         with importlib.resources.as_file(folder) as path:
             _update_local(digest, Path(path))
-    elif source.path and "://" in source.path and not source.path.startswith("file://"):
-        root = UPath(source.path)
+    elif source.path:
+        _update_path(digest, source.path)
+    with _HASHES_LOCK:
+        _save_persistent()
+    return digest.hexdigest()
+
+
+def _update_path(digest: hashlib._Hash, location: str) -> None:
+    if "://" in location and not location.startswith("file://"):
+        root = UPath(location)
         fs = root.fs
         base = root.path
         files = sorted(fs.find(base)) if fs.isdir(base) else [base]
         for file in files:
             digest.update(f"{file[len(base) :]}={fs.ukey(file)}".encode())
-    elif source.path:
-        _update_local(digest, Path(UPath(source.path).path))
+    else:
+        _update_local(digest, Path(UPath(location).path))
+
+
+def long_document_source_hash(location: str) -> str:
+    """Content hash of a long-document corpus (``study.granularity.source`` as a path)."""
+    digest = hashlib.sha256(b"granularity.source")
+    _update_path(digest, location)
     with _HASHES_LOCK:
         _save_persistent()
     return digest.hexdigest()
@@ -148,7 +162,11 @@ def code_versions(config: ProjectConfig) -> dict[str, str]:
 
     sources = [source_content_hash(source) for source in config.sources.sources]
     corpus = _hash(__version__, config.languages.model_dump_json(), config.study.model_dump_json(), *sources)
-    return {"corpus": corpus, "study": _hash(corpus, config.models.model_dump_json())}
+    # A long-document corpus is read by long_documents (a study asset), not the corpus assets: an
+    # edited file must make it stale too. "assembled" reads the study's own corpus, already hashed.
+    granularity_source = config.study.granularity.source
+    extra = [] if granularity_source == "assembled" else [long_document_source_hash(granularity_source)]
+    return {"corpus": corpus, "study": _hash(corpus, config.models.model_dump_json(), *extra)}
 
 
 def version_for(asset: str, versions: dict[str, str]) -> str:

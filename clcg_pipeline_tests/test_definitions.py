@@ -28,18 +28,65 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
     "estimates": (
         "analysis",
         None,
-        {"articles", "corpus_audit", "scores", "tokenizer_fertility_by_language"},
+        {"articles", "corpus_audit", "scores", "tokenizer_fertility_by_language"}
+        | {"error_taxonomy_results", "human_validation_results", "granularity_results"},
     ),
     "study_results": (
         "analysis",
         None,
-        {"articles", "corpus_audit", "scores", "tokenizer_fertility_by_language"},
+        {"articles", "corpus_audit", "scores", "tokenizer_fertility_by_language"}
+        | {"error_taxonomy_results", "human_validation_results", "granularity_results"},
     ),
     "report": ("report", None, {"estimates", "study_results"}),
+    "long_documents": ("granularity", None, {"paragraphs", "corpus_audit"}),
+    "long_paragraphs": ("granularity", None, {"paragraphs", "corpus_audit"}),
+    "granularity_tasks": ("granularity", None, {"long_documents", "long_paragraphs"}),
+    "task_rejections": ("granularity", None, {"long_documents", "long_paragraphs"}),
+    **dict.fromkeys(
+        ["task_predictions", "task_calls"], ("granularity", GRID, {"granularity_tasks", "long_paragraphs"})
+    ),
+    **dict.fromkeys(
+        ["task_scores", "task_judgements", "task_judge_calls"],
+        ("granularity", GRID, {"granularity_tasks", "long_documents", "long_paragraphs", "task_predictions"}),
+    ),
+    **dict.fromkeys(
+        ["error_taxonomy_estimates", "error_taxonomy_results"],
+        ("validation", None, {"diagnostic_sample", "error_judgements", "order_bias_judgements"}),
+    ),
+    **dict.fromkeys(
+        ["granularity_estimates", "granularity_results"],
+        (
+            "granularity",
+            None,
+            {"long_documents", "task_scores", "task_judgements", "task_calls", "task_judge_calls"},
+        ),
+    ),
+    "diagnostic_sample": ("validation", None, {"predictions", "scores"}),
+    **dict.fromkeys(
+        ["error_judgements", "order_bias_judgements", "judge_calls"],
+        ("validation", None, {"diagnostic_sample", "items", "paragraphs"}),
+    ),
+    **dict.fromkeys(
+        ["human_qc", "human_validation_joins", "human_validation_estimates", "human_validation_results"],
+        (
+            "validation",
+            None,
+            {"human_annotations", "annotation_sample", "predictions", "scores", "diagnostic_sample"}
+            | {"error_judgements"},
+        ),
+    ),
+    "annotation_sample": ("validation", None, {"predictions", "scores", "items", "languages"}),
+    **dict.fromkeys(["keypoints", "keypoint_calls"], ("validation", None, {"annotation_sample"})),
+    "annotation_exports": ("validation", None, {"annotation_sample", "keypoints"}),
+    **dict.fromkeys(
+        ["human_annotations", "annotation_imports"],
+        ("validation", None, {"annotation_exports", "annotation_sample", "keypoints"}),
+    ),
     "duckdb_catalog": (
         "storage",
         None,
-        {"languages", "articles", "paragraphs", "items", "predictions", "calls", "scores", "estimates"},
+        {"languages", "articles", "paragraphs", "items", "predictions", "calls", "scores", "estimates"}
+        | {"study_results"},
     ),
 }
 EXPECTED_CHECKS = {
@@ -49,6 +96,18 @@ EXPECTED_CHECKS = {
     ("items", "item_bank_not_empty"),
     ("predictions", "one_row_per_slot"),
     ("predictions", "parse_failure_rate"),
+    ("long_documents", "every_bucket_has_documents"),
+    ("granularity_tasks", "task_bank_not_empty"),
+    ("task_predictions", "task_answers_parsed"),
+    ("task_scores", "task_scores_complete"),
+    ("error_taxonomy_results", "error_taxonomy_estimated"),
+    ("diagnostic_sample", "diagnostic_sample_complete"),
+    ("error_judgements", "judgements_usable"),
+    ("granularity_results", "granularity_analysed"),
+    ("human_validation_results", "human_validation_analysed"),
+    ("annotation_sample", "annotation_sample_filled"),
+    ("keypoints", "keypoints_written"),
+    ("human_annotations", "annotations_imported"),
 }
 
 
@@ -60,11 +119,28 @@ EXPECTED_AUTOMATION = {
     **dict.fromkeys(["articles", "paragraphs", "corpus_audit", "item_translations"], ONCE),
     **dict.fromkeys(["predictions", "calls", "scores"], ONCE),
     **dict.fromkeys(
+        ["task_predictions", "task_calls", "task_scores", "task_judgements", "task_judge_calls"], ONCE
+    ),
+    **dict.fromkeys(
         ["languages", "study_sample", "tokenizer_fertility_by_language", "items", "item_rejections"], FOLLOW
     ),
     "item_level_audit": FOLLOW,
+    **dict.fromkeys(["long_documents", "long_paragraphs", "granularity_tasks", "task_rejections"], FOLLOW),
     "report": FOLLOW,
+    **dict.fromkeys(["error_taxonomy_estimates", "error_taxonomy_results"], FOLLOW),
+    "diagnostic_sample": AFTER_ALL,
+    **dict.fromkeys(["error_judgements", "order_bias_judgements", "judge_calls"], FOLLOW),
     **dict.fromkeys(["estimates", "study_results", "duckdb_catalog"], AFTER_ALL),
+    **dict.fromkeys(["granularity_estimates", "granularity_results"], AFTER_ALL),
+    **dict.fromkeys(
+        ["human_qc", "human_validation_joins", "human_validation_estimates", "human_validation_results"],
+        AFTER_ALL,
+    ),
+    "annotation_sample": AFTER_ALL,
+    **dict.fromkeys(
+        ["keypoints", "keypoint_calls", "annotation_exports", "human_annotations", "annotation_imports"],
+        FOLLOW,
+    ),
 }
 
 
@@ -91,10 +167,14 @@ def test_graph_snapshot(demo_config_dir: Path, tmp_path: Path) -> None:
     assert actual == EXPECTED_ASSETS
     checks = {(key.asset_key.to_user_string(), key.name) for key in graph.asset_check_keys}
     assert checks == EXPECTED_CHECKS
-    assert {s.name for s in defs.sensors or []} == {"model_partitions_sensor", "study_automation_sensor"}
+    assert {s.name for s in defs.sensors or []} == {
+        "model_partitions_sensor",
+        "study_automation_sensor",
+        "annotation_inbox_sensor",
+    }
     assert {s.name for s in defs.schedules or []} == {"missing_partitions_schedule"}
     jobs = {job.name for job in defs.resolve_all_job_defs() if not job.name.startswith("__")}
-    assert jobs == {"corpus_job", "study_inputs_job", "responses_job", "analysis_job"}
+    assert jobs == {"corpus_job", "study_inputs_job", "responses_job", "analysis_job", "human_validation_job"}
 
 
 def test_language_partitions_follow_the_config(demo_config_dir: Path, tmp_path: Path) -> None:

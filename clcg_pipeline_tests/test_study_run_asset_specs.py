@@ -12,7 +12,17 @@ from clcg_pipeline.definitions import build_definitions
 from clcg_pipeline.inference.assets import one_row_per_slot, parse_failure_rate
 from clcg_pipeline.scoring.assets import has_scores
 
-EXPECTED_KINDS = {"study_results": {"json"}, "report": {"html"}, "duckdb_catalog": {"duckdb"}}
+EXPECTED_KINDS = {
+    "study_results": {"json"},
+    "report": {"html"},
+    "duckdb_catalog": {"duckdb"},
+    # the three study documents merged into study_results.json
+    "error_taxonomy_results": {"json"},
+    "human_validation_results": {"json"},
+    "granularity_results": {"json"},
+    # Label Studio task files and the crowd CSV
+    "annotation_exports": {"json", "csv"},
+}
 
 
 @pytest.fixture

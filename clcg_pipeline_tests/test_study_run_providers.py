@@ -50,7 +50,9 @@ def test_hosted_model_end_to_end_with_faults_and_no_key_leak(
             config_dir=str(demo_config_dir), data_dir=str(data), models=["fake-gpt"], languages=LANGUAGES
         )
         sent = sum(server.state.requests.values())
-        assert summary.new_calls > 0 and sent >= summary.new_calls  # retries happened on top
+        # Retries happened on top; the judges and writers are offline models (never sent).
+        hosted = summary.response_calls + summary.task_calls
+        assert hosted > 0 and sent >= hosted
         assert server.state.auth_seen == {f"Bearer {KEY}"}
 
         predictions = pd.concat(
@@ -60,7 +62,14 @@ def test_hosted_model_end_to_end_with_faults_and_no_key_leak(
         assert not predictions.duplicated(["language", "doc_id", "item_id", "rep", "context_scope"]).any()
         assert set(predictions["status"]) <= {"ok", "unparseable", "missing"}
 
-        # Resuming repeats nothing: every partition is up to date and every call is cached.
+        # Resuming repeats nothing but the calls that failed for good (errors are not cached):
+        # with this many calls and faults, one may exhaust its attempts now and then.
+        failed = sum(
+            int((pd.read_parquet(p)["outcome"] == "error").sum())
+            for table in ("calls", "task_calls")
+            for p in (data / table).rglob("*.parquet")
+            if "fake-gpt" in str(p)
+        )
         again = run_study(
             config_dir=str(demo_config_dir),
             data_dir=str(data),
@@ -68,8 +77,9 @@ def test_hosted_model_end_to_end_with_faults_and_no_key_leak(
             languages=LANGUAGES,
             force=True,
         )
-        assert sum(server.state.requests.values()) == sent
-        assert again.new_calls == 0
+        assert sum(server.state.requests.values()) - sent <= failed * 6  # max_attempts
+        assert again.response_calls + again.task_calls <= failed
+        assert failed or again.new_calls == 0
 
     # The key went to the server and nowhere else: not the tables, cache, catalog, report,
     # nor Dagster's own event logs and compute logs.

@@ -11,6 +11,7 @@ from clcg_pipeline.analysis._drilldown import drilldown
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import read_all_partitions
+from clcg_pipeline.validation._human_analysis import CLASS_CLCG_CAVEAT, class_clcg_spearman
 
 GROUP = "analysis"
 
@@ -98,6 +99,50 @@ def explain_missing_languages(
     results.setdefault("settings", {})["languages_without_data"] = entries
 
 
+#: study_results.json key -> the asset whose document is merged under it
+STUDY_SECTIONS = {
+    "error_taxonomy": "error_taxonomy_results",
+    "human_validation": "human_validation_results",
+    "granularity": "granularity_results",
+}
+
+
+def merge_study_sections(
+    results: dict[str, Any], estimates: pd.DataFrame, sections: dict[str, dict[str, Any]]
+) -> None:
+    """Put each study's document under its key; a study that is not ``ok`` is listed in warnings.
+
+    The human validation's class-level adequacy is set beside this run's class CLCG
+    (``class_raw_primary``), which only exists once the estimates are computed.
+    """
+    for key, document in sections.items():
+        results[key] = document
+        status = document.get("status")
+        if status != "ok":
+            results.setdefault("warnings", []).append(
+                f"{key}: {status or 'no status'}: {document.get('reason') or 'no reason given'}"
+            )
+    classes = estimates[estimates["estimand"] == "class_raw_primary"] if len(estimates) else estimates
+    clcg = {
+        str(group).removeprefix("class="): None if pd.isna(value) else float(value)
+        for group, value in zip(classes.get("group", []), classes.get("estimate", []), strict=True)
+    }
+    human = sections.get("human_validation", {})
+    classes = human.get("class_adequacy") or []
+    if not classes:
+        return
+    for row in classes:
+        row["clcg"] = clcg.get(str(row.get("joshi_class")))
+    # The class-level rank correlation needs those CLCGs: computed here, where they exist.
+    row, caveat = class_clcg_spearman(classes)
+    human["spearman"] = [r for r in human.get("spearman", []) if r.get("metric") != "clcg_class"]
+    if row is not None:
+        human["spearman"].append(row)
+    human["caveats"] = [c for c in human.get("caveats", []) if not c.startswith(CLASS_CLCG_CAVEAT)]
+    if caveat is not None:
+        human["caveats"].append(caveat)
+
+
 def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
     reference = config.languages.reference
 
@@ -107,6 +152,9 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         ins={
             "articles": dg.AssetIn(partition_mapping=dg.SpecificPartitionsPartitionMapping([reference])),
             "tokenizer_fertility_by_language": dg.AssetIn(),
+            # The validation studies and the granularity family, merged in so that
+            # study_results.json stays the one document the report and the CLI read.
+            **{name: dg.AssetIn() for name in STUDY_SECTIONS.values()},
         },
         outs={
             "estimates": dg.AssetOut(
@@ -126,6 +174,9 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         study: StudyResource,
         articles: pd.DataFrame,
         tokenizer_fertility_by_language: pd.DataFrame,
+        error_taxonomy_results: dict[str, Any],
+        human_validation_results: dict[str, Any],
+        granularity_results: dict[str, Any],
     ):
         """Run the estimators of STUDY.md section 6 over every scored partition of the current panel."""
         cfg = study.load()
@@ -174,6 +225,15 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             item_source=cfg.study.band.item_source,
             context_scope=cfg.study.band.context_scope,
             languages=cfg.languages.isos,
+        )
+        merge_study_sections(
+            result.results,
+            result.estimates,
+            {
+                "error_taxonomy": error_taxonomy_results,
+                "human_validation": human_validation_results,
+                "granularity": granularity_results,
+            },
         )
         if len(excluded):
             result.results.setdefault("warnings", []).append(

@@ -213,6 +213,27 @@ class ErrorTaxonomySettings(_Strict):
     order_bias_pairs: int = Field(
         default=100, ge=0, description="Pairs a judge also sees side by side, both ways round (flip rate)."
     )
+    candidate_loss_min_en_score: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Candidate-loss heuristic: the English side scores at least this on the band metric ...",
+    )
+    candidate_loss_margin: float = Field(
+        default=0.25,
+        gt=0,
+        le=1,
+        description="... and the target side at least this much lower (a sampling heuristic, not a label).",
+    )
+    max_unparseable_share: float = Field(
+        default=0.1, ge=0, le=1, description="Above this share of unparseable judgements a check warns."
+    )
+    families: dict[str, str] = Field(
+        default_factory=dict,
+        description="Model id -> family, for self-preference (a judge rating its own family's responses); "
+        "a model not listed takes the leading letters of its provider model name (deepseek-v4-flash -> "
+        "deepseek).",
+    )
 
 
 class HumanValidationSettings(_Strict):
@@ -232,10 +253,115 @@ class HumanValidationSettings(_Strict):
         default="annotations/inbox",
         description="Folder under the data folder where annotators' exports are dropped for import.",
     )
+    # Annotation sample and forms (validation/_annotation_sample.py). Token-F1 bins LOW < 1/3 <=
+    # MID < 2/3 <= HIGH; the study's planned LOW/MID/HIGH weights 0.40/0.30/0.30 oversample weak
+    # responses within each language x category x model cell.
+    quality_bins: tuple[float, float] = Field(
+        default=(1 / 3, 2 / 3), description="Token-F1 cut points LOW|MID and MID|HIGH."
+    )
+    quality_weights: dict[Literal["LOW", "MID", "HIGH"], float] = Field(
+        default_factory=lambda: {"LOW": 0.4, "MID": 0.3, "HIGH": 0.3},
+        description="Share of each cell's quota drawn from each Token-F1 bin.",
+    )
+    items_per_form: int = Field(
+        default=10, ge=2, description="Tasks one annotator's form holds, attention checks included."
+    )
+    attention_position: int = Field(
+        default=7, ge=1, description="1-based position of the (first) attention check in a form (study: 7th)."
+    )
+    error_category_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Share of individual tasks that also ask, last, for the primary error category.",
+    )
+    # Quality-control funnel (validation/_qc.py), applied in this order: attention check (the
+    # annotator is excluded in full), contradiction rule (annotator), item-level controls
+    # (rating), speed outliers (rating). The study fixed its criteria before analysis but
+    # published no numeric thresholds for the contradiction and speed rules; these are ours.
+    contradiction_max_share: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="An annotator whose share of internally contradictory individual ratings (e.g. "
+        "adequacy 5 with equivalence 'not equivalent') exceeds this is excluded in full.",
+    )
+    contradiction_min_ratings: int = Field(
+        default=5,
+        ge=1,
+        description="Fewest individual ratings before the contradiction rule judges an annotator.",
+    )
+    speed_min_seconds: float = Field(
+        default=5.0, ge=0, description="A rating answered in fewer seconds than this is a speed outlier."
+    )
+    speed_robust_z: float = Field(
+        default=3.5,
+        gt=0,
+        description="A rating whose log-seconds robust z (median/MAD over all ratings) is below minus "
+        "this is a speed outlier.",
+    )
+    alpha_threshold: float = Field(
+        default=0.67, description="Krippendorff's alpha below this is reported as low agreement."
+    )
+    ceiling_median: float = Field(
+        default=4.5,
+        description="Ceiling rule: the minimum adequacy median across resource classes at or above this ...",
+    )
+    ceiling_difference: float = Field(
+        default=0.5, description="... and a HIGH-LOW score-bin mean adequacy difference below this."
+    )
+
+
+class GranularityBucket(_Strict):
+    """A long-document length bucket: English token count in [min_tokens, max_tokens]."""
+
+    name: str = Field(min_length=1)
+    min_tokens: int = Field(ge=1)
+    max_tokens: int = Field(ge=1)
+    documents: int | None = Field(
+        default=None, ge=1, description="Documents wanted in this bucket; null = documents_per_bucket."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> GranularityBucket:
+        if self.max_tokens < self.min_tokens:
+            raise ValueError(
+                f"bucket {self.name!r}: max_tokens {self.max_tokens} < min_tokens {self.min_tokens}"
+            )
+        return self
+
+
+def _default_buckets() -> list[GranularityBucket]:
+    # The study's (MGAL) lengths; the demo's study.yaml sets small ones.
+    return [
+        GranularityBucket(name="8K-16K", min_tokens=8000, max_tokens=16000),
+        GranularityBucket(name="16K-32K", min_tokens=16000, max_tokens=32000),
+    ]
 
 
 class GranularitySettings(_Strict):
     """The granularity- and position-aware task family (STUDY.md section 8)."""
+
+    # Documents and task bank (G1, granularity/_documents.py and _tasks.py).
+    buckets: list[GranularityBucket] = Field(default_factory=_default_buckets, min_length=1)
+    documents_per_bucket: int = Field(default=10, ge=1)
+    source: str = Field(
+        default="assembled",
+        description="'assembled' = documents concatenated from the study's aligned articles (seeded "
+        "order); else the path of a long-document corpus in the canonical JSONL (optional summary).",
+    )
+    region_split: Literal["tokens", "paragraphs"] = Field(
+        default="tokens",
+        description="Begin/Middle/End regions: thirds of the English tokens (a paragraph goes to the "
+        "third holding its token midpoint) or thirds of the paragraphs.",
+    )
+    translation_excerpt_tokens: int = Field(default=300, ge=20)
+    near_duplicate_overlap: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="A confusion whose content tokens overlap a gold option's this much is a near-duplicate.",
+    )
 
     enabled: bool = False
     judges: list[str] = Field(
@@ -245,6 +371,23 @@ class GranularitySettings(_Strict):
         default=None, description="Model id that writes cloze confusion sentences."
     )
     seed: int = 42
+    # Task inference and scoring (G2, granularity/_predict.py and _scoring.py).
+    contexts: list[Literal["full", "none"]] = Field(
+        default_factory=lambda: ["full", "none"],
+        min_length=1,
+        description="full = the document is given; none = the no-context ablation (document withheld).",
+    )
+    repetitions: int = Field(default=1, ge=1, description="Answers per task x context (rep 0..n-1).")
+    temperature: float = Field(
+        default=0.0, ge=0, le=2, description="Sampling temperature of the task calls (the judges use 0)."
+    )
+
+    @field_validator("contexts")
+    @classmethod
+    def _distinct_contexts(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"contexts {value} repeat an entry; each is answered once")
+        return value
 
 
 class StudyConfig(_Strict):

@@ -239,6 +239,7 @@ def run_batch(
     progress: Callable[[int, int], None] | None = None,
     poll_s: float = 30.0,
     max_wait_s: float | None = None,
+    budget: Budget | None = None,
 ) -> list[CallResult]:
     """Submit uncached requests as one batch (or resume a pending one), wait, collect.
 
@@ -270,14 +271,17 @@ def run_batch(
                 COORD_ENV,
             )
             budget_usd = min(b for b in (budget_usd, study_budget_usd) if b is not None)
-        budget = Budget(budget_usd)
+        if budget is None:
+            budget = Budget(budget_usd)
+        elif budget_usd is not None and (budget.limit is None or budget_usd < budget.limit):
+            budget.limit = budget_usd  # the run's shared budget (``run_budget``), bound by the study's here
         reservations: list[str] = []
         study_stopped = False
         fresh: list[ChatRequest] = []
         for cid, request in todo.items():
             if cid in covered:
                 continue
-            budgeted = budget_usd is not None or study_limit is not None
+            budgeted = budget.limit is not None or study_limit is not None
             estimate = estimate_cost(model, request) if budgeted else 0.0
             rid: str | None = None
             reason: str | None = None

@@ -6,7 +6,9 @@ import this module rather than each other.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -75,6 +77,33 @@ class Budget:
         if self.limit is not None:
             self.reserved -= estimate
         self.spent += actual
+
+
+# One Budget per Dagster run: every paid op of a run executes in one process (in_process_executor),
+# so a registry in the process lets them share the run's limit. Bounded: a long-lived process
+# (a code server, a test session) must not keep every run it ever saw.
+_RUN_BUDGETS: OrderedDict[str, Budget] = OrderedDict()
+_RUN_BUDGETS_LOCK = threading.Lock()
+_RUN_BUDGETS_KEPT = 64
+
+
+def run_budget(run_id: str, limit: float | None) -> Budget:
+    """The Budget every paid op of Dagster run ``run_id`` spends from (the same object each time).
+
+    The run's limit is the tightest any of its ops asks for: an op launched with ``limit=None``
+    still stops once the run's spend reaches a limit another op set, and its spend counts too.
+    """
+    with _RUN_BUDGETS_LOCK:
+        budget = _RUN_BUDGETS.get(run_id)
+        if budget is None:
+            budget = _RUN_BUDGETS[run_id] = Budget(limit)
+            while len(_RUN_BUDGETS) > _RUN_BUDGETS_KEPT:
+                _RUN_BUDGETS.popitem(last=False)
+        else:
+            _RUN_BUDGETS.move_to_end(run_id)
+            if limit is not None and (budget.limit is None or limit < budget.limit):
+                budget.limit = limit
+        return budget
 
 
 def from_cache(call_id: str, entry: dict[str, Any]) -> CallResult:

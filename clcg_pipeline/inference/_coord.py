@@ -37,7 +37,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -244,6 +244,13 @@ def _alive(host: str, pid: int, t: float, now: float) -> bool:
     return now - t < RESERVATION_TTL_S
 
 
+def _settle_line(rid: str | None, usd: float, model: str, call_id: str) -> dict[str, object]:
+    line: dict[str, object] = {"op": "settle", "usd": usd, "model": model, "call_id": call_id}
+    if rid:
+        line["id"] = rid
+    return line
+
+
 class SpendLedger:
     """The study's spend: an append-only JSON-lines file, read incrementally under ``flock``.
 
@@ -337,11 +344,23 @@ class SpendLedger:
 
     def settle(self, rid: str | None, usd: float, *, model: str = "", call_id: str = "") -> None:
         """Record a new call's actual cost (and end its reservation, if it had one)."""
-        line: dict[str, object] = {"op": "settle", "usd": usd, "model": model, "call_id": call_id}
-        if rid:
-            line["id"] = rid
+        line = _settle_line(rid, usd, model, call_id)
         with self._locked(read=False) as handle:  # appending needs no view of the others
             self._append(handle, {**line, "t": time.time()})
+
+    def settle_many(self, lines: Sequence[tuple[str | None, float, str, str]]) -> None:
+        """:meth:`settle` for several calls (reservation id, usd, model, call id): one lock, one write."""
+        if not lines:
+            return
+        now = time.time()
+        data = b"".join(
+            (json.dumps({**_settle_line(rid, usd, model, call_id), "t": now}, sort_keys=True) + "\n").encode()
+            for rid, usd, model, call_id in lines
+        )
+        with self._locked(read=False) as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.write(data)
+            handle.flush()
 
     def release(self, rid: str) -> None:
         with self._locked() as handle:

@@ -11,7 +11,7 @@ from pandas.api.types import is_list_like
 
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference._cache import CallCache
-from clcg_pipeline.inference._calls import CallResult, bind, cost_usd
+from clcg_pipeline.inference._calls import Budget, CallResult, bind, cost_usd
 from clcg_pipeline.inference._parse import parse_answers
 from clcg_pipeline.inference._prompts import (
     PROMPT_VERSIONS,
@@ -300,12 +300,14 @@ def predict_partition(
     progress: Callable[[int, int], None] | None = None,
     mode: Literal["online", "batch"] = "online",
     policy: RetryPolicy | None = None,
+    budget: Budget | None = None,
 ) -> InferenceResult:
     """Answer every item of every planned article x repetition x condition for one language.
 
     ``budget_usd`` bounds this partition's new spend; ``study_budget_usd`` the whole study's,
     across every process sharing the cache. ``policy`` overrides the retry backoff (tests
-    shorten it); it never changes a call id.
+    shorten it); it never changes a call id. ``budget`` (``_calls.run_budget``) is the Dagster
+    run's budget, shared with its other paid ops; it replaces a fresh ``Budget(budget_usd)``.
     """
     slots = _plan(
         model=model, language=language, paragraphs=paragraphs, items=items, reps=reps, conditions=conditions
@@ -319,5 +321,6 @@ def predict_partition(
         progress=progress,
         mode=mode,
         policy=policy,
+        budget=budget,
     )
     return rows_from_results(model=model, language=language, slots=slots, results=results)

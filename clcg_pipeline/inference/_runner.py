@@ -17,7 +17,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from clcg_pipeline.config import ModelSpec
 from clcg_pipeline.inference._batch import run_batch
@@ -33,7 +33,7 @@ from clcg_pipeline.inference._calls import (
     from_cache,
     split_cached,
 )
-from clcg_pipeline.inference._coord import WAIT, Coordinator
+from clcg_pipeline.inference._coord import WAIT, Coordinator, SpendLedger
 from clcg_pipeline.inference._credentials import check_credentials
 from clcg_pipeline.inference._prompts import ChatRequest, model_key
 from clcg_pipeline.inference._providers._base import ModelAPI, ModelOutput, ProviderError
@@ -137,6 +137,62 @@ def _backoff(policy: RetryPolicy, attempt: int) -> float:
     return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
+class _Persister:
+    """Writes finished calls to the cache and their spend to the ledger, in batches, in a thread.
+
+    File creation is slow on some filesystems, so it stays off the event loop; one thread hop
+    and one ledger lock per batch (whatever finished while the last batch was being written)
+    instead of per call (together ~5% of the event loop's CPU at 160 calls/s). A caller is
+    released only once its own batch is written, so nothing is reported done before it is on disk.
+    """
+
+    def __init__(self, cache: CallCache, ledger: SpendLedger | None) -> None:
+        self.cache = cache
+        self.ledger = ledger
+        self._pending: list[_Record] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def write(self, call_id: str, entry: dict[str, Any] | None, settle: _Settle | None) -> None:
+        if entry is None and settle is None:
+            return
+        done = asyncio.get_running_loop().create_future()
+        self._pending.append((call_id, entry, settle, done))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
+        await done
+
+    def _write_batch(self, batch: list[_Record]) -> None:
+        if self.ledger is not None:
+            # The spend first: a crash between the two repeats a call, never hides what it cost.
+            self.ledger.settle_many([settle for _, _, settle, _ in batch if settle is not None])
+        for call_id, entry, _, _ in batch:
+            if entry is not None:
+                self.cache.put(call_id, entry)
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await asyncio.to_thread(self._write_batch, batch)
+            except Exception as exc:
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+            else:
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_result(None)
+
+    async def aclose(self) -> None:
+        """Wait for writes in progress (those of calls cancelled meanwhile included)."""
+        if self._flusher is not None:
+            await asyncio.gather(self._flusher, return_exceptions=True)
+
+
+_Settle = tuple[str | None, float, str, str]  # SpendLedger.settle_many: reservation id, usd, model, call id
+_Record = tuple[str, dict[str, Any] | None, _Settle | None, asyncio.Future[None]]
+
+
 class _Run:
     def __init__(
         self,
@@ -161,6 +217,7 @@ class _Run:
         # Calls in progress (claimed, in flight or backing off): twice the limit keeps the
         # limiter busy while some calls back off, and bounds the claims this process holds.
         self.gate = asyncio.Semaphore(2 * model.concurrency)
+        self.persist = _Persister(cache, coord.ledger)
 
     def _final(self, call_id: str, output: ModelOutput, latency: float, attempts: int) -> CallResult:
         return CallResult(
@@ -277,14 +334,12 @@ class _Run:
                     self.limiter.on_success()
                     result = self._final(call_id, output, latency, attempt)
                     self.budget.settle(estimate, result.cost_usd)
-                    if ledger is not None:
-                        ledger.settle(rid, result.cost_usd, model=self.model.id, call_id=call_id)
+                    settle = (rid, result.cost_usd, self.model.id, call_id) if ledger is not None else None
                     reserved, rid = False, None
-                    if result.outcome in CACHEABLE:
-                        # File creation is slow on some filesystems; a thread keeps the loop free.
-                        # Awaited, so a call counts as done only once its response is on disk.
-                        entry = cache_entry(self.model, request, result)
-                        await asyncio.to_thread(self.cache.put, call_id, entry)
+                    entry = cache_entry(self.model, request, result) if result.outcome in CACHEABLE else None
+                    # Awaited, so a call counts as done (and its claim is dropped) only once its
+                    # spend is in the ledger and its response on disk.
+                    await self.persist.write(call_id, entry, settle)
                     return result
                 log.debug("call %s attempt %d: %s", call_id[:12], attempt, self.api.redact(str(error))[:300])
                 if error.kind == "config":
@@ -320,6 +375,7 @@ async def arun_requests(
     progress: Callable[[int, int], None] | None = None,
     policy: RetryPolicy | None = None,
     api: ModelAPI | None = None,
+    budget: Budget | None = None,
 ) -> list[CallResult]:
     """Async core of :func:`run_requests` (for callers already inside an event loop)."""
     bound = bind(model, requests)
@@ -341,7 +397,11 @@ async def arun_requests(
         if coord.ledger is None and study_budget_usd is not None:
             # No shared ledger (the Coordinator warned): the study budget binds this run at least.
             budget_usd = min(b for b in (budget_usd, study_budget_usd) if b is not None)
-        run = _Run(model, api, cache, Budget(budget_usd), policy or RetryPolicy(), coord, study_budget_usd)
+        if budget is None:
+            budget = Budget(budget_usd)
+        elif budget_usd is not None and (budget.limit is None or budget_usd < budget.limit):
+            budget.limit = budget_usd  # the run's shared budget (``run_budget``), bound by the study's here
+        run = _Run(model, api, cache, budget, policy or RetryPolicy(), coord, study_budget_usd)
         multiplicity = {cid: 0 for cid in todo}
         for request in bound:
             if request.call_id in multiplicity:
@@ -362,6 +422,7 @@ async def arun_requests(
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await run.persist.aclose()
             coord.close()
             if own_api:
                 await api.aclose()
@@ -392,6 +453,7 @@ def run_requests(
     policy: RetryPolicy | None = None,
     batch_poll_s: float = 30.0,
     batch_max_wait_s: float | None = None,
+    budget: Budget | None = None,
 ) -> list[CallResult]:
     """Run ``requests`` against ``model`` in one event loop; results in request order.
 
@@ -400,7 +462,8 @@ def run_requests(
         ``skipped_budget``); ``study_budget_usd`` is the same across every process sharing the cache
     (the ledger in ``_coord``). ``mode="batch"`` goes through the provider's batch API, polling every
         ``batch_poll_s`` and, with ``batch_max_wait_s``, returning ``batch_pending`` rows for what
-        has not finished (a later run collects them without resubmitting).
+        has not finished (a later run collects them without resubmitting). ``budget`` (from
+        ``_calls.run_budget``) replaces a fresh ``Budget(budget_usd)``: the ops of one Dagster run share it.
     """
     if mode == "batch":
         return run_batch(
@@ -412,6 +475,7 @@ def run_requests(
             progress=progress,
             poll_s=batch_poll_s,
             max_wait_s=batch_max_wait_s,
+            budget=budget,
         )
     if mode != "online":
         raise ValueError(f"mode must be 'online' or 'batch', got {mode!r}")
@@ -424,5 +488,6 @@ def run_requests(
             study_budget_usd=study_budget_usd,
             progress=progress,
             policy=policy,
+            budget=budget,
         )
     )

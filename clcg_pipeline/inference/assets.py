@@ -8,6 +8,7 @@ import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.inference import predict_partition
+from clcg_pipeline.inference._calls import run_budget
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, response_partitions
 from clcg_pipeline.resources import StudyResource
 
@@ -17,7 +18,8 @@ SLOT_KEY = ["model", "language", "doc_id", "item_id", "rep", "context_scope"]
 
 class InferenceConfig(dg.Config):
     budget_usd: float | None = None
-    """Stop issuing calls before this partition's spend would exceed it; partial results are kept."""
+    """Stop issuing calls before this Dagster run's spend would exceed it; partial results are kept.
+    Shared by every paid op of the run (``inference._calls.run_budget``): responses, tasks, judges."""
     mode: Literal["online", "batch"] = "online"
     """batch submits through the provider's batch API (cheaper, slower; resumable)."""
 
@@ -150,10 +152,10 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
             reps=reps,
             conditions=cfg.study.conditions,
             cache_dir=study.cache_dir,
-            budget_usd=config.budget_usd,
             study_budget_usd=cfg.study.budget_usd,
             progress=progress,
             mode=config.mode,
+            budget=run_budget(context.run_id, config.budget_usd),
         )
         predictions, calls = result.predictions, result.calls
         yield dg.Output(

@@ -6,7 +6,8 @@ probabilities, set with ``POST /_config``) or scripted per call by a marker in t
 ``[[fault:429x2]]`` (the first two attempts of that call get a 429), ``500xN``, ``503xN``,
 ``400xN`` (context overflow), ``401xN`` (bad key, echoed), ``slowxN`` (sleep past the client timeout),
 ``malformedxN`` (broken JSON body), and
-``[[answer:wrong_length|non_json|truncated|refusal|prose]]`` for bad but well-formed replies.
+``[[answer:wrong_length|non_json|truncated|refusal|prose]]`` for bad but well-formed replies,
+and ``[[reply:B64]]`` (see :func:`reply_marker`) for a scripted reply text returned verbatim.
 It counts requests and completed (200, well-formed) responses per call id (the
 ``x-clcg-call-id`` header) and remembers every Authorization value it saw, for leak tests.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import email.parser
 import email.policy
 import json
@@ -45,6 +47,8 @@ from starlette.routing import Route
 
 _MARK_FAULT = re.compile(r"\[\[fault:(400|401|429|500|503|slow|malformed)x(\d+)\]\]")
 _MARK_ANSWER = re.compile(r"\[\[answer:(\w+)\]\]")
+# A scripted reply, returned verbatim (judge tests: malformed JSON, extra keys, bad evidence).
+_MARK_REPLY = re.compile(r"\[\[reply:([A-Za-z0-9_=-]+)\]\]")
 _QUESTION = re.compile(r"^\d+\.\s", re.MULTILINE)
 CALL_ID_HEADER = "x-clcg-call-id"
 
@@ -95,6 +99,9 @@ def _answer(text: str) -> tuple[str | None, str]:
     n = _n_questions(text)
     mode = _MARK_ANSWER.search(text)
     kind = mode.group(1) if mode else "normal"
+    scripted = _MARK_REPLY.search(text)
+    if scripted and kind == "normal":
+        return base64.urlsafe_b64decode(scripted.group(1)).decode("utf-8"), kind
     answers = [f"answer {i + 1}" for i in range(n)]
     if kind == "wrong_length":
         return json.dumps(answers[:-1] if n > 1 else [*answers, "extra"]), kind
@@ -108,6 +115,11 @@ def _answer(text: str) -> tuple[str | None, str]:
     if kind == "prose":
         return "Here are the answers:\n```json\n" + json.dumps(answers) + ",\n```", "normal"
     return json.dumps(answers), kind
+
+
+def reply_marker(text: str) -> str:
+    """The prompt marker that makes the server reply exactly ``text`` (urlsafe base64 inside)."""
+    return f"[[reply:{base64.urlsafe_b64encode(text.encode('utf-8')).decode('ascii')}]]"
 
 
 def _batch_line_failed(prompt: str) -> bool:

@@ -15,7 +15,6 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
@@ -32,7 +31,11 @@ from clcg_pipeline.report._format import (
     fmt_p,
     fmt_value,
 )
+from clcg_pipeline.report._granularity_section import granularity_section
+from clcg_pipeline.report._page import _VALUE_KEYS, Part, Row, Section, _pruned, flags_of
+from clcg_pipeline.report._studies import tidy
 from clcg_pipeline.report._svg import Bar, bar_chart_svg
+from clcg_pipeline.report._validation_sections import SIMULATED_CAVEAT, human_section, taxonomy_section
 
 # The five H1 summary estimands, in the order STUDY.md section 6 defines them.
 H1_SUMMARY: tuple[tuple[str, str], ...] = (
@@ -68,6 +71,8 @@ KNOWN_SECTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("replication", "cross_corpus"), "Cross-corpus replication"),
     (("excluded_versions",), "Excluded article versions"),
 )
+# The studies of issues 10 and 11: always a section each, saying "not run" when the key is absent.
+STUDY_SECTIONS = ("error_taxonomy", "human_validation", "granularity")
 # Rendered elsewhere: metadata, the drill-down, definitions, and "estimands" (a flat copy of
 # the estimates table, shown once as "All estimates").
 _NOT_SECTIONS = {
@@ -84,6 +89,7 @@ _NOT_SECTIONS = {
     "estimands",
     "definitions",
     "drilldown",
+    *STUDY_SECTIONS,
 }
 # Readable names for keys the analysis stage uses; other keys are turned into words.
 LABELS: dict[str, str] = {
@@ -151,7 +157,6 @@ LABELS: dict[str, str] = {
     "h1": "H1 model",
     "h2": "H2 model",
 }
-_VALUE_KEYS = ("estimate", "rho", "gain", "w")
 _ESTIMATE_FIELDS = {
     *_VALUE_KEYS,
     "ci_low",
@@ -170,7 +175,6 @@ _ESTIMATE_FIELDS = {
     "status",
     "warnings",
 }
-_OK_STATUSES = {"ok", "estimated", "converged", "fitted", "available", "done"}
 _ESTIMATES_COLUMNS = ("estimand", "group", "estimate", "ci_low", "ci_high", "p", "p_adj", "n")
 _SECRET = re.compile(r"(api[_-]?key|secret|token|password|credential)", re.IGNORECASE)
 _MAX_SECTION_ROWS = 400
@@ -225,43 +229,6 @@ def _is_status_only(value: object) -> bool:
     return "status" in value and all(_is_scalar(v) or _scalar_list(v) for v in value.values())
 
 
-def flags_of(block: Mapping[str, Any]) -> list[str]:
-    """Why an estimate should not be read at face value (empty when nothing is wrong)."""
-    flags: list[str] = []
-    if block.get("identifiable") is False:
-        reason = block.get("reason")
-        flags.append("not identifiable" + (f": {reason}" if reason else ""))
-    if block.get("converged") is False:
-        flags.append("not converged")
-    status = block.get("status")
-    known = isinstance(status, str) and status.strip().lower() in _OK_STATUSES
-    if isinstance(status, str) and not known and not any(status.lower() in f.lower() for f in flags):
-        # "not converged: no support" says more than the bare "not converged": keep the longer one.
-        flags = [f for f in flags if f.lower() not in status.lower()]
-        flags.append(status)
-    raw = block.get("flags")
-    if isinstance(raw, str):
-        raw = [raw]
-    if isinstance(raw, list | tuple):
-        # A p at the bootstrap's floor is shown as "<=p" in its cell: a label, not a reason to distrust.
-        bound = bool(block.get("p_bound"))
-        flags.extend(
-            str(f) for f in raw if str(f) and str(f) not in flags and not (bound and _is_p_bound_note(str(f)))
-        )
-    value = next((as_float(block.get(k)) for k in _VALUE_KEYS if k in block), None)
-    low, high = as_float(block.get("ci_low")), as_float(block.get("ci_high"))
-    if value is not None and low is not None and high is not None:
-        tol = 1e-9 * max(1.0, abs(value))
-        if (value < low - tol or value > high + tol) and not any("outside" in f for f in flags):
-            flags.append("estimate outside its interval")
-    return flags
-
-
-def _is_p_bound_note(flag: str) -> bool:
-    text = flag.lower()
-    return ("smallest" in text and "p" in text) or "1/(b+1)" in text
-
-
 def _p_cell(block: Mapping[str, Any]) -> str:
     return fmt_p(block.get("p", block.get("p_value")), bound=bool(block.get("p_bound")))
 
@@ -290,34 +257,6 @@ def _definition(definitions: Mapping[str, Any], *names: str) -> str:
 # The page model: sections made of parts (headings, facts, tables, charts)
 
 
-@dataclass
-class Row:
-    """One table row; ``flags`` mark it visibly, ``title`` is a tooltip on its first cell."""
-
-    cells: list[str]
-    flags: list[str] = field(default_factory=list)
-    title: str = ""
-
-
-@dataclass
-class Part:
-    kind: str  # "heading" | "facts" | "table" | "chart" | "text"
-    text: str = ""
-    facts: list[tuple[str, str]] = field(default_factory=list)
-    columns: list[str] = field(default_factory=list)
-    rows: list[Row] = field(default_factory=list)
-    chart: Markup = field(default_factory=Markup)
-
-
-@dataclass
-class Section:
-    key: str
-    title: str
-    caption: str = ""
-    parts: list[Part] = field(default_factory=list)
-    truncated: int = 0
-
-
 class _Labeller:
     """Readable labels: language isos as names, class and repetition keys spelled out.
 
@@ -343,6 +282,9 @@ class _Labeller:
             return "repetitions " + key.replace("-", " vs ")
         if context.endswith(("by_model", "per_model")):
             return key  # a model id, spelled as configured
+        if key == "spearman" and context.startswith("human_validation"):
+            # LABELS' "spearman" is the nomological network's; here it is the metric vs the humans.
+            return "Spearman correlation of the automatic metric with human ratings"
         if key in LABELS:
             return LABELS[key]
         if len(key) <= 2:
@@ -519,25 +461,6 @@ class _SectionBuilder:
             for row in rows:
                 row.cells.append("")
         return Part("table", columns=labels, rows=rows)
-
-
-def _pruned(part: Part) -> Part:
-    """Drop columns with nothing in them (every cell empty or a dash), except the first two."""
-    keep = [
-        i
-        for i, column in enumerate(part.columns)
-        if i < 2
-        or column == "estimate"
-        or column.endswith("CI")  # an empty interval column says "withheld", keep it
-        or any(row.cells[i] not in ("", MISSING) for row in part.rows)
-        or (column.startswith("flags") and any(row.flags for row in part.rows))
-    ]
-    if len(keep) == len(part.columns):
-        return part
-    part.columns = [part.columns[i] for i in keep]
-    for row in part.rows:
-        row.cells = [row.cells[i] for i in keep]
-    return part
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1295,6 +1218,27 @@ def _sections(
             sections.append(section)
     for section in sections:
         _truncate(section)
+    # The studies cap their own long tables (each table separately), so no table starves another.
+    sections += _study_sections(results, langs, builder)
+    return sections
+
+
+def _study_sections(
+    results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]], builder: _SectionBuilder
+) -> list[Section]:
+    def block(name: str) -> Mapping[str, Any] | None:
+        value = results.get(name)
+        if value is None or isinstance(value, Mapping):
+            return value
+        return {"status": "unreadable", "reason": f"{name} is a {type(value).__name__}, not a mapping"}
+
+    sections = [
+        taxonomy_section(block("error_taxonomy"), builder.walk, langs),
+        human_section(block("human_validation"), builder.walk),
+        granularity_section(block("granularity"), builder.walk),
+    ]
+    for section in sections:
+        section.parts = tidy(section.parts)
     return sections
 
 
@@ -1367,6 +1311,9 @@ def render_report(
         estimate_columns.append("articles")
     estimate_columns.append("flags")
     warnings = _warnings(results)
+    human = results.get("human_validation")
+    if isinstance(human, Mapping) and human.get("simulated") is True:
+        warnings.insert(0, SIMULATED_CAVEAT)
     if missing and not any(all(e["iso"] in w for e in missing) for w in warnings):
         warnings.insert(
             0,

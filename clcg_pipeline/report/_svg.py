@@ -12,6 +12,7 @@ so its 15-unit text renders at about 15-16 px on a desktop page.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 
@@ -58,6 +59,11 @@ def _ticks(lo: float, hi: float, count: int = 6) -> list[float]:
     return ticks
 
 
+def _tick_text(value: float) -> str:
+    """Short tick text; large counts with thousands separators, never ``1e+06``."""
+    return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:g}"
+
+
 def _num(value: float) -> str:
     text = f"{value:.3f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
@@ -70,8 +76,14 @@ def bar_chart_svg(
     x_label: str = "CLCG",
     legend: bool = True,
     chart_id: str = "",
+    reference: tuple[float, str] | None = None,
+    value_format: Callable[[float], str] | None = None,
 ) -> str:
-    """An SVG bar chart, bars in the given order; returns ``""`` when there is nothing to draw."""
+    """An SVG bar chart, bars in the given order; returns ``""`` when there is nothing to draw.
+
+    ``reference`` = (value, label) draws a dashed vertical line there (e.g. alpha = 0.67);
+    ``value_format`` writes the values (default three decimals; e.g. counts as integers).
+    """
     if not bars:
         return ""
     longest = max(len(b.label) for b in bars)
@@ -79,11 +91,15 @@ def bar_chart_svg(
     value_w = 185  # the estimate and interval as text, right of the plot
     plot_w = WIDTH - label_w - value_w - 16
     row_h, top, bottom = 30, 14, 58
+    if reference is not None:
+        top = 36  # room for the reference line's label above the plot
     # Legend entries flow left to right and wrap, so no name runs past the right edge.
     entries: list[tuple[float, int, int | None]] = []  # x, legend row, class
     if legend:
         lx, line = float(label_w), 0
-        for joshi_class in sorted({b.joshi_class for b in bars}, key=lambda c: (c is None, c or 0)):
+        # A bar with its own colour and no class (e.g. "all pairs") is no "unclassified" language.
+        classes = {b.joshi_class for b in bars if b.joshi_class is not None or b.colour is None}
+        for joshi_class in sorted(classes, key=lambda c: (c is None, c or 0)):
             name = "unclassified" if joshi_class is None else f"Joshi class {joshi_class}"
             width = 20 + FONT_SIZE * 0.62 * len(name) + 24  # swatch, text (generous), gap
             if lx + width > WIDTH and lx > label_w:
@@ -94,6 +110,8 @@ def bar_chart_svg(
     height = top + row_h * len(bars) + bottom
     values = [b.value for b in bars]
     values += [v for b in bars for v in (b.low, b.high) if v is not None]
+    if reference is not None:
+        values.append(reference[0])
     lo, hi = min(0.0, *values), max(0.0, *values)
     if hi == lo:
         hi = lo + 1.0
@@ -103,6 +121,7 @@ def bar_chart_svg(
     def x(v: float) -> float:
         return label_w + (v - lo) / (hi - lo) * plot_w
 
+    show = value_format or _num
     ident = f' id="{escape(chart_id)}"' if chart_id else ""
     out = [
         f'<svg{ident} class="chart" role="img" viewBox="0 0 {WIDTH} {height}" '
@@ -115,16 +134,22 @@ def bar_chart_svg(
         tx = x(tick)
         out.append(
             f'<line x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" y2="{plot_bottom}" class="grid"/>'
-            f'<text x="{tx:.1f}" y="{plot_bottom + 19}" class="tick">{tick:g}</text>'
+            f'<text x="{tx:.1f}" y="{plot_bottom + 19}" class="tick">{_tick_text(tick)}</text>'
         )
     out.append(f'<line x1="{x(0):.1f}" y1="{top - 6}" x2="{x(0):.1f}" y2="{plot_bottom}" class="zero"/>')
+    if reference is not None:
+        rx = x(reference[0])
+        out.append(
+            f'<line x1="{rx:.1f}" y1="{top - 8}" x2="{rx:.1f}" y2="{plot_bottom}" class="reference"/>'
+            f'<text x="{rx:.1f}" y="{top - 14}" class="reference-label">{escape(reference[1])}</text>'
+        )
     for i, bar in enumerate(bars):
         y = top + i * row_h
         x0, x1 = sorted((x(0.0), x(bar.value)))
         interval = ""
         if bar.low is not None and bar.high is not None:
-            interval = f" [{_num(bar.low)}, {_num(bar.high)}]"
-        tip = f"{bar.label}: {_num(bar.value)}{interval}" + (" (flagged)" if bar.flagged else "")
+            interval = f" [{show(bar.low)}, {show(bar.high)}]"
+        tip = f"{bar.label}: {show(bar.value)}{interval}" + (" (flagged)" if bar.flagged else "")
         label = bar.label + (" \u26a0" if bar.flagged else "")
         fill = escape(bar.colour or _colour(bar.joshi_class))
         out.append(
@@ -142,7 +167,7 @@ def bar_chart_svg(
                 f'<line x1="{wh:.1f}" y1="{mid - 6:.1f}" x2="{wh:.1f}" y2="{mid + 6:.1f}" class="ci"/>'
             )
         out.append(
-            f'<text x="{WIDTH - 4}" y="{y + row_h * 0.66:.1f}" class="value">{escape(_num(bar.value))}'
+            f'<text x="{WIDTH - 4}" y="{y + row_h * 0.66:.1f}" class="value">{escape(show(bar.value))}'
             f"{escape(interval)}</text>"
         )
         out.append("</g>")

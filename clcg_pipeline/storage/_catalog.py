@@ -81,8 +81,10 @@ def build_catalog(
         if is_local(target):
             final = local_path(target)
             final.parent.mkdir(parents=True, exist_ok=True)
-            # Beside the target, so the rename below is atomic on the same file system.
-            tmp = final.with_name(f".{final.name}.building")
+            # Beside the target, so the rename below is atomic on the same file system; named
+            # per build, so two overlapping runs (a job and the daemon's automation) never delete
+            # or publish each other's half-built file.
+            tmp = final.with_name(f".{final.name}.{os.getpid()}-{Path(scratch).name}.building")
         else:
             tmp = Path(scratch) / CATALOG_FILE
         tmp.unlink(missing_ok=True)

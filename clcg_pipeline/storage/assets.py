@@ -12,7 +12,12 @@ GROUP = "storage"
     group_name=GROUP,
     kinds={"duckdb"},
     owners=["team:clcg"],
-    deps=["languages", "articles", "paragraphs", "items", "predictions", "calls", "scores", "estimates"],
+    deps=[
+        *("languages", "articles", "paragraphs", "items", "predictions", "calls", "scores", "estimates"),
+        # study_results reads every study's results, so the catalog is built after every table
+        # upstream of them (validation sample, judgements, annotations, joins, granularity tasks)
+        "study_results",
+    ],
 )
 def duckdb_catalog(context: dg.AssetExecutionContext, study: StudyResource) -> dg.MaterializeResult:
     """clcg.duckdb: a read-only view per table over its Parquet glob, plus the views in sql/views."""

@@ -31,6 +31,7 @@ from clcg_pipeline.analysis import (
 from clcg_pipeline.analysis._drilldown import drilldown
 from clcg_pipeline.config import load_config
 from clcg_pipeline.report import render_report, write_report
+from clcg_pipeline_tests.report import study_fixtures
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "assets_config"
 CHROMIUM = os.environ.get("CLCG_CHROMIUM", "/usr/bin/chromium")
@@ -98,6 +99,10 @@ def _study(tmp_path: Path) -> tuple[dict[str, Any], pd.DataFrame, Path]:
         ],
     )
     results.setdefault("excluded_versions", [])
+    # The studies of issues 10 and 11, as their contracts shape them (simulated annotations: a banner).
+    results["error_taxonomy"] = study_fixtures.taxonomy()
+    results["human_validation"] = study_fixtures.human()
+    results["granularity"] = study_fixtures.granularity("not_identifiable")
     results["drilldown"] = drilldown(
         scores,
         predictions,
@@ -120,12 +125,15 @@ for (const svg of document.querySelectorAll('svg.chart')) {
   const box = svg.getBoundingClientRect();
   const section = svg.closest('section');
   const label = svg.querySelector('text.label');
-  const bars = Array.from(svg.querySelectorAll('rect.bar')).map(r => r.getBoundingClientRect());
+  // Bar charts declare bars, heat maps cells, line charts points: each must be drawn.
+  const kind = svg.dataset.cells !== undefined ? 'rect.cell, rect.cell.empty'
+    : svg.dataset.points !== undefined ? 'circle.point' : 'rect.bar';
+  const bars = Array.from(svg.querySelectorAll(kind)).map(r => r.getBoundingClientRect());
   out.charts.push({
-    id: svg.id, width: box.width, height: box.height,
+    id: svg.id, width: box.width, height: box.height, kind: kind,
     sectionWidth: section.clientWidth - parseFloat(getComputedStyle(section).paddingLeft)
       - parseFloat(getComputedStyle(section).paddingRight),
-    declared: Number(svg.dataset.bars), bars: bars.length,
+    declared: Number(svg.dataset.bars ?? svg.dataset.cells ?? svg.dataset.points), bars: bars.length,
     drawnBars: bars.filter(b => b.width > 0 && b.height > 0).length,
     fontPx: parseFloat(svg.getAttribute('font-size')) * box.width / svg.viewBox.baseVal.width,
     labelHeight: label ? label.getBoundingClientRect().height : 0,
@@ -168,6 +176,7 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
         measured = driver.execute_script(_MEASURE)
         heights = {s["id"]: s["height"] for s in measured["sections"]}
         expected_sections = {"header", "h1", "by-language", "by-model", "drilldown", "estimates", "settings"}
+        expected_sections |= {"result-error_taxonomy", "result-human_validation", "result-granularity"}
         expected_sections |= {
             f"result-{key}"
             for key in results
@@ -199,6 +208,30 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
             "chart-h3-standardized": len(levels),
         }
         assert {k: charts[k]["bars"] for k in expected_bars} == expected_bars
+        # The study sections: a transition heat map per judge (9 x 9 labelled cells), a gap heat map per
+        # language group, the position curve (3 groups x 9 places), and their bar charts.
+        n_labels = len(study_fixtures.LABELS)
+        study_charts = {
+            **{f"heatmap-transitions-{j}": n_labels**2 for j in study_fixtures.JUDGES},
+            **{f"heatmap-granularity-{g}": 9 for g in ("high", "mid", "low")},
+            "curve-word-accuracy": 27,
+            "score-curve-word-accuracy": 28,  # English's score too (one point), but no gap line for it
+            "chart-taxonomy-loss": 6,
+            "chart-human-funnel": 4,
+            "chart-human-alpha": 3,
+            "chart-granularity-tokens": 2,
+        }
+        assert {k: charts[k]["bars"] for k in study_charts} == study_charts
+        cell_texts = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#heatmap-transitions-judge-a text.cell-value'))"
+            ".filter(t => !t.classList.contains('cell-sub')).map(t => t.textContent)"
+        )
+        assert len(cell_texts) == n_labels**2 and "12" in cell_texts and "40" in cell_texts
+        banner = driver.find_element("css selector", "#result-human_validation .banner")
+        assert banner.is_displayed() and banner.text.startswith("SIMULATED annotations")
+        assert banner.rect["height"] > 30 and banner.rect["width"] > 600
+        status = driver.find_element("css selector", "#result-granularity p.status").text
+        assert status.startswith("Not identifiable") and "CI withheld" in status
         for chart in charts.values():
             assert chart["drawnBars"] == chart["bars"] == chart["declared"] > 0, chart
             assert chart["height"] > 50, chart

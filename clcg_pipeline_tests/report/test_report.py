@@ -68,7 +68,7 @@ LANGUAGES = [
 def _full() -> dict:
     return {
         "h1": _h1(),
-        "languages": LANGUAGES,
+        "languages": [dict(m) for m in LANGUAGES],  # a copy: tests rename languages
         "warnings": [
             "Basque coverage below threshold in 51 articles",
             {"message": "mixed model did not converge"},

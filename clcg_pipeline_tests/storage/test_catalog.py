@@ -233,3 +233,29 @@ def test_catalog_survives_a_file_url(data_dir: Path) -> None:
     counts = build_catalog(f"file://{data_dir}")
     assert counts["scores"] == 4
     assert len(query(data_dir / "clcg.duckdb", "SELECT * FROM scores", data_dir=f"file://{data_dir}")) == 4
+
+
+def test_overlapping_builds_do_not_share_a_temporary_file(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # QA: the daemon's automation rebuilt the catalog while human_validation_job was building it.
+    # A second build starting inside the first must neither delete nor publish the first's file.
+    from clcg_pipeline.storage import _catalog
+
+    catalog = data_dir / "clcg.duckdb"
+    real = _catalog._create_views
+    nested: list[dict[str, int]] = []
+    started: list[bool] = []
+
+    def overlapping(con, data_dir_, **kwargs):  # type: ignore[no-untyped-def]
+        counts = real(con, data_dir_, **kwargs)
+        if not started:
+            started.append(True)
+            nested.append(build_catalog(data_dir, catalog))  # another run's build, meanwhile
+        return counts
+
+    monkeypatch.setattr(_catalog, "_create_views", overlapping)
+    counts = build_catalog(data_dir, catalog)
+    assert counts == nested[0]
+    assert len(query(catalog, "SELECT * FROM scores")) == 4
+    assert sorted(p.name for p in data_dir.iterdir() if p.name.endswith(".building")) == []

@@ -35,6 +35,9 @@ _READER_FAMILIES = {version.rsplit("-v", 1)[0] for version in PROMPT_VERSIONS.va
 # that write auxiliary material (keypoint checklists, cloze confusion sentences).
 _ROUTES: dict[str, dict[str, OfflineHandler | str]] = {
     "lexical-overlap-v1": {
+        # "*": any other prompt (item generation, level audits) gets the reader's lexical answer,
+        # as before families existed; what it writes is then validated like any model's output.
+        "*": _reader,
         **dict.fromkeys(_READER_FAMILIES, _reader),
         **dict.fromkeys(
             (
@@ -92,12 +95,12 @@ class OfflineAPI(ModelAPI):
     async def generate(self, request: ChatRequest, *, timeout_s: float) -> ModelOutput:
         family = prompt_family(request.prompt_version)
         routes = _ROUTES[self.spec.model]
-        if family not in routes:
+        if family not in routes and "*" not in routes:
             raise ValueError(
                 f"model {self.spec.id!r}: offline model {self.spec.model!r} cannot answer prompt "
                 f"{request.prompt_version!r}; it answers {sorted(routes)}"
             )
-        text = _resolve(routes[family])(request, self.spec)
+        text = _resolve(routes.get(family, routes.get("*")))(request, self.spec)  # type: ignore[arg-type]
         return ModelOutput(
             text=text,
             finish_reason="stop",

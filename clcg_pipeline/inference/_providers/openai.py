@@ -7,7 +7,6 @@ from typing import Any
 
 import openai
 import pydantic
-from openai.types.chat import ChatCompletion
 
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference._prompts import ChatRequest
@@ -72,6 +71,33 @@ def output_from_completion(response: Any) -> ModelOutput:
     )
 
 
+def output_from_body(data: Any) -> ModelOutput:
+    """A chat-completions JSON body (as parsed by ``json.loads``) as a :class:`ModelOutput`.
+
+    Reads what :func:`output_from_completion` reads, from the dict; a body of the wrong shape
+    is a malformed response (retried), as the SDK's model would have made of it.
+    """
+    try:
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+        text = message.get("content")
+        finish_reason = choice.get("finish_reason")
+        usage = data.get("usage") or {}
+        input_tokens = int(usage.get("prompt_tokens") or 0)
+        output_tokens = int(usage.get("completion_tokens") or 0)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        raise ProviderError("transient", "MalformedResponse", "response has no choices") from None
+    if not all(v is None or isinstance(v, str) for v in (text, finish_reason)):
+        raise ProviderError("transient", "MalformedResponse", "response message is not text")
+    return ModelOutput(
+        text=text,
+        finish_reason=finish_reason,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        outcome=outcome_for(finish_reason, refused=bool(message.get("refusal"))),
+    )
+
+
 class OpenAIAPI(ModelAPI):
     provider = "openai"
 
@@ -89,16 +115,23 @@ class OpenAIAPI(ModelAPI):
         try:
             # The SDK's documented custom-request path with the body already in wire form:
             # `chat.completions.create` re-walks every message through its TypedDict
-            # transform, which was a third of the runner's CPU per call.
-            response = await self.client.post(
+            # transform, which was a third of the runner's CPU per call. The reply comes back
+            # as bytes (errors are still raised by the SDK) and only the five fields the runner
+            # keeps are read: building the ChatCompletion model was another tenth of it.
+            content = await self.client.post(
                 "/chat/completions",
-                cast_to=ChatCompletion,
+                cast_to=bytes,
                 body=self.body(request),
                 options={"headers": {CALL_ID_HEADER: request.call_id}, "timeout": timeout_s},
             )
         except (openai.OpenAIError, json.JSONDecodeError, pydantic.ValidationError) as exc:
             raise classify(exc) from None
-        return output_from_completion(response)
+        try:
+            data = json.loads(content)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            reason = f"{type(exc).__name__}: unreadable response body"
+            raise ProviderError("transient", "MalformedResponse", reason) from None
+        return output_from_body(data)
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The chat-completions request body as JSON (one line of a batch file)."""

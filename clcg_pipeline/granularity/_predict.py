@@ -1,0 +1,671 @@
+"""Plan and run one language x model partition of the granularity tasks, and parse the answers.
+
+Every task of every long document present in the language is rendered on that language's
+paragraphs (the tasks were built once from English; paragraph ids are shared), in every
+configured context (``full``, and the no-context ablation ``none``) and repetition, and sent
+through the same runner as the responses (cache, coordination, budget, study budget, batch
+mode, progress). A cloze group (one option set, several blanks) is one request; every other
+task is its own request. Parsing is strict for the classification tasks (one word; option
+letters as JSON) and light for the generated text (fences stripped, empty = unparseable).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pandas as pd
+from pandas.api.types import is_list_like
+
+from clcg_pipeline.config import ConditionSettings, GranularitySettings, ModelSpec
+from clcg_pipeline.granularity._prompts import (
+    OPTION_LETTERS,
+    PROMPT_VERSIONS,
+    Blank,
+    blank_document,
+    family,
+    render_task_request,
+    split_sentences,
+)
+from clcg_pipeline.inference._cache import CallCache
+from clcg_pipeline.inference._calls import Budget, CallResult, bind, cost_usd
+from clcg_pipeline.inference._parse import REFUSAL_REASONS, TRUNCATED_REASONS
+from clcg_pipeline.inference._prompts import ChatRequest, resolve_settings
+from clcg_pipeline.inference._runner import RetryPolicy, run_requests
+from clcg_pipeline.inference._tokens import TOKENIZER, count_tokens, estimate_input_tokens
+
+Status = Literal["ok", "unparseable", "missing"]
+
+PARAGRAPH_COLUMNS = ("doc_id", "language", "pid", "ordinal", "text")
+TASK_COLUMNS = ("task_id", "group_id", "doc_id", "task", "question", "gold", "options", "blank_pids")
+PREDICTION_COLUMNS = [
+    "model",
+    "language",
+    "doc_id",
+    "task_id",
+    "group_id",
+    "task",
+    "context",
+    "rep",
+    "answer",
+    "status",
+    "call_id",
+    "truncated",
+    "error",
+]
+CALL_COLUMNS = [
+    "call_id",
+    "model",
+    "provider",
+    "doc_id",
+    "language",
+    "context_scope",
+    "rep",
+    "prompt_version",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_s",
+    "attempts",
+    "outcome",
+    "error",
+    "cached",
+    "task",
+    "group_id",
+    "n_tasks",
+    "request_hash",
+    "finish_reason",
+]
+#: A word answer may be a short name ("New York"); longer replies are not single words.
+MAX_WORD_ANSWER_WORDS = 3
+_FENCE = re.compile(r"^\s*```[\w-]*[ \t]*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+_ANSWER_PREFIX = re.compile(r"^\s*(final\s+)?(answer|option|choice|word)\s*[:=-]\s*", re.I)
+_LETTER = re.compile(r"^\(?\s*(?:option\s+)?([A-Za-z])\s*[\).:]?\s*$", re.I)
+_EDGE_PUNCT = " \t\n\"'`“”‘’«».,;:!?()[]{}*"
+_TEXT_TASKS = frozenset({"paragraph_fill", "summary", "translation"})
+
+
+@dataclass(frozen=True)
+class PartitionResult:
+    """Rows of ``task_predictions`` and ``task_calls`` for one language x model."""
+
+    predictions: pd.DataFrame
+    calls: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class TaskSlot:
+    """One planned request and the tasks it answers (cloze: in blank-number order)."""
+
+    request: ChatRequest
+    doc_id: str
+    group_id: str
+    task: str
+    context: str
+    rep: int
+    task_ids: tuple[str, ...]
+    options: tuple[str, ...] = ()
+
+
+def _require(frame: pd.DataFrame, columns: Sequence[str], name: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name}: missing column(s) {missing}")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not is_list_like(value):
+        return []
+    return [str(v) for v in value]
+
+
+def _present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and pd.isna(value)) and value is not pd.NA
+
+
+def _where(row: Mapping[str, Any]) -> str:
+    return f"granularity_tasks: task {row.get('task_id')!r} (doc {row.get('doc_id')!r})"
+
+
+def _sentence_index(row: Mapping[str, Any], pid: str, english: Mapping[str, str]) -> int:
+    """The blanked sentence's index in its paragraph: the task's ``sentence_index`` when the
+    builder recorded it, else the gold sentence's place in the English paragraph."""
+    recorded = row.get("sentence_index")
+    if _present(recorded):
+        return int(recorded)
+    text = english.get(pid)
+    gold = " ".join(str(row.get("gold") or "").split())
+    if text is not None:
+        for k, sentence in enumerate(split_sentences(text)):
+            if " ".join(sentence.split()) == gold:
+                return k
+    raise ValueError(
+        f"{_where(row)}: field 'sentence_index' is missing and the gold sentence is not in {pid!r}"
+    )
+
+
+def token_factor(document: Sequence[tuple[str, str]], english: Sequence[tuple[str, str]]) -> float:
+    """How many times the English version's tokens this version of a document takes (at least 1)."""
+    english_tokens = sum(count_tokens(text) for _, text in english)
+    own = sum(count_tokens(text) for _, text in document)
+    return max(1.0, own / english_tokens) if english_tokens else 1.0
+
+
+def _settings(model: ModelSpec, gran: GranularitySettings, cap: Any) -> ConditionSettings:
+    max_tokens = int(cap) if _present(cap) else None
+    return resolve_settings(
+        model, ConditionSettings(temperature=gran.temperature, seed=gran.seed, max_output_tokens=max_tokens)
+    )
+
+
+def plan_tasks(
+    *,
+    model: ModelSpec,
+    language: str,
+    paragraphs: pd.DataFrame,
+    tasks: pd.DataFrame,
+    settings: GranularitySettings,
+    reference: str = "en",
+    language_name: str | None = None,
+) -> list[TaskSlot]:
+    """Every request of one partition, bound to ``model``; calls nothing.
+
+    ``paragraphs`` is ``long_paragraphs`` of the partition's language and of the reference
+    language (translation reads the English source; a cloze task without ``sentence_index``
+    finds its sentence in English). A document absent in the language is skipped (its tasks
+    have no row, as a responses partition has none for a missing article). Translation
+    (English into the language, ``language_name`` in the prompt) is not asked in the
+    reference language itself.
+    """
+    _require(paragraphs, PARAGRAPH_COLUMNS, "long_paragraphs")
+    _require(tasks, TASK_COLUMNS, "granularity_tasks")
+    dup = tasks[tasks.duplicated("task_id")]
+    if len(dup):
+        raise ValueError(f"granularity_tasks: task_id {dup.iloc[0]['task_id']!r} appears more than once")
+    ordered = paragraphs.sort_values(["doc_id", "ordinal"], kind="stable")
+    docs: dict[str, list[tuple[str, str]]] = {}
+    english: dict[str, dict[str, str]] = {}
+    english_docs: dict[str, list[tuple[str, str]]] = {}
+    for (doc_id, lang), group in ordered.groupby(["doc_id", "language"], sort=True):
+        pairs = [(str(p), str(t)) for p, t in zip(group["pid"], group["text"], strict=True)]
+        if lang == language:
+            docs[str(doc_id)] = pairs
+        if lang == reference:
+            english[str(doc_id)] = dict(pairs)
+            english_docs[str(doc_id)] = pairs
+    slots: list[TaskSlot] = []
+    rows = sorted(
+        tasks.to_dict("records"), key=lambda r: (str(r["doc_id"]), str(r["group_id"]), str(r["task_id"]))
+    )
+    cloze_groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    factors: dict[str, float] = {}
+    for row in rows:
+        task = str(row["task"])
+        family(task)  # an unknown kind is named
+        if str(row["doc_id"]) not in docs or (task == "translation" and language == reference):
+            continue
+        if task == "cloze":
+            cloze_groups.setdefault((str(row["doc_id"]), str(row["group_id"])), []).append(row)
+            continue
+        doc_id = str(row["doc_id"])
+        if doc_id not in factors:
+            factors[doc_id] = token_factor(docs[doc_id], english_docs.get(doc_id, []))
+        slots.extend(
+            _single(
+                model,
+                language,
+                row,
+                docs[doc_id],
+                english_docs.get(doc_id, []),
+                settings,
+                language_name,
+                factors[doc_id],
+            )
+        )
+    for (doc_id, group_id), group in sorted(cloze_groups.items()):
+        slots.extend(
+            _cloze(model, language, doc_id, group_id, group, docs[doc_id], english.get(doc_id, {}), settings)
+        )
+    bound = bind(model, [s.request for s in slots])
+    return [
+        TaskSlot(r, s.doc_id, s.group_id, s.task, s.context, s.rep, s.task_ids, s.options)
+        for r, s in zip(bound, slots, strict=True)
+    ]
+
+
+def _meta(language: str, row: Mapping[str, Any], context: str, task_ids: Sequence[str]) -> dict[str, str]:
+    return {
+        "doc_id": str(row["doc_id"]),
+        "language": language,
+        "context": context,
+        "task": str(row["task"]),
+        "group_id": str(row["group_id"]),
+        "task_ids": ",".join(task_ids),
+    }
+
+
+def _single(
+    model: ModelSpec,
+    language: str,
+    row: Mapping[str, Any],
+    document: list[tuple[str, str]],
+    english: list[tuple[str, str]],
+    gran: GranularitySettings,
+    language_name: str | None,
+    factor: float = 1.0,
+) -> list[TaskSlot]:
+    task, task_id = str(row["task"]), str(row["task_id"])
+    base_cap = row.get("max_output_tokens")
+    scaled_cap = base_cap
+    if task in _TEXT_TASKS and _present(base_cap):
+        # Caps are set in English tokens; a reply written in this language takes ``factor`` times
+        # as many (Georgian about 9x with cl100k_base), so an unscaled cap would cut it off. Without
+        # the document the request stays the same in every language (one shared call).
+        scaled_cap = math.ceil(int(base_cap) * factor)
+    pids = {pid for pid, _ in document}
+    paragraphs: list[tuple[str, str]] = document
+    source: list[tuple[str, str]] = []
+    if task == "paragraph_fill":
+        blanks = _strings(row.get("blank_pids"))
+        if len(blanks) != 1 or blanks[0] not in pids:
+            raise ValueError(
+                f"{_where(row)}: field 'blank_pids' must name one paragraph of the document, got {blanks}"
+            )
+        paragraphs = blank_document(document, [Blank(1, blanks[0])])
+    elif task == "translation":
+        # English into the partition's language: the source is the English excerpt and the
+        # context the English document (the language's own version would hold the answer).
+        wanted = _strings(row.get("evidence_pids"))
+        by_pid = dict(english)
+        unknown = [p for p in wanted if p not in by_pid]
+        if not wanted or unknown:
+            raise ValueError(
+                f"{_where(row)}: field 'evidence_pids' must name English paragraphs of the document, "
+                f"got {wanted} (unknown: {unknown})"
+            )
+        source = [(p, by_pid[p]) for p in wanted]
+        paragraphs = english
+    out: list[TaskSlot] = []
+    for context in gran.contexts:
+        for rep in range(gran.repetitions):
+            request = render_task_request(
+                task,
+                context=context,
+                paragraphs=paragraphs,
+                settings=_settings(model, gran, scaled_cap if context == "full" else base_cap),
+                rep=rep,
+                question=str(row["question"]) if _present(row.get("question")) else None,
+                source=source,
+                target_language=language_name or language,
+                metadata=_meta(language, row, context, [task_id]),
+            )
+            out.append(
+                TaskSlot(request, str(row["doc_id"]), str(row["group_id"]), task, context, rep, (task_id,))
+            )
+    return out
+
+
+def _cloze(
+    model: ModelSpec,
+    language: str,
+    doc_id: str,
+    group_id: str,
+    group: list[dict[str, Any]],
+    document: list[tuple[str, str]],
+    english: Mapping[str, str],
+    gran: GranularitySettings,
+) -> list[TaskSlot]:
+    options = tuple(_strings(group[0].get("options")))
+    if not options:
+        raise ValueError(f"{_where(group[0])}: field 'options' is empty")
+    if len(options) > len(OPTION_LETTERS):
+        raise ValueError(f"{_where(group[0])}: {len(options)} options; at most {len(OPTION_LETTERS)}")
+    for row in group[1:]:
+        if tuple(_strings(row.get("options"))) != options:
+            raise ValueError(f"{_where(row)}: field 'options' differs within cloze group {group_id!r}")
+    ordinal = {pid: k for k, (pid, _) in enumerate(document)}
+    placed: list[tuple[int, int, dict[str, Any]]] = []
+    for row in group:
+        pids = _strings(row.get("blank_pids"))
+        if len(pids) != 1 or pids[0] not in ordinal:
+            raise ValueError(
+                f"{_where(row)}: field 'blank_pids' must name one paragraph of the document, got {pids}"
+            )
+        placed.append((ordinal[pids[0]], _sentence_index(row, pids[0], english), row))
+    placed.sort(key=lambda p: (p[0], p[1]))  # blanks numbered in reading order
+    blanks = [Blank(n, document[k][0], s) for n, (k, s, _) in enumerate(placed, start=1)]
+    task_ids = tuple(str(r["task_id"]) for _, _, r in placed)
+    # Each row's cap is per blank; the group's one reply answers them all.
+    caps = [int(r["max_output_tokens"]) for r in group if _present(r.get("max_output_tokens"))]
+    paragraphs = blank_document(document, blanks)
+    out: list[TaskSlot] = []
+    for context in gran.contexts:
+        for rep in range(gran.repetitions):
+            request = render_task_request(
+                "cloze",
+                context=context,
+                paragraphs=paragraphs,
+                settings=_settings(model, gran, sum(caps) if caps else None),
+                rep=rep,
+                options=options,
+                n_blanks=len(blanks),
+                metadata=_meta(language, group[0], context, task_ids),
+            )
+            out.append(TaskSlot(request, doc_id, group_id, "cloze", context, rep, task_ids, options))
+    return out
+
+
+# -- parsing -----------------------------------------------------------------------------------
+def _unfence(text: str) -> str:
+    match = _FENCE.match(text)
+    return match.group(1) if match else text
+
+
+def _json(text: str) -> Any:
+    body = _unfence(text).strip()
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError:
+        start, end = body.find("{"), body.rfind("}")
+        if start != -1 and end > start:
+            try:
+                return json.loads(body[start : end + 1])
+            except json.JSONDecodeError:
+                return None
+        return None
+
+
+def parse_word(text: str) -> tuple[str | None, Status]:
+    """One short answer: a bare word, a JSON string, a one-string array or {"answer": w}."""
+    value: Any = _json(text)
+    if isinstance(value, dict) and len(value) == 1:
+        value = next(iter(value.values()))
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    raw = value if isinstance(value, str | int | float) and not isinstance(value, bool) else _unfence(text)
+    word = _ANSWER_PREFIX.sub("", str(raw).strip()).strip(_EDGE_PUNCT)
+    n = len(word.split())
+    if n == 0 or n > MAX_WORD_ANSWER_WORDS:
+        return None, "unparseable"
+    return word, "ok"
+
+
+def normalise_letter(value: Any, options: Sequence[str]) -> str | None:
+    """An option letter from "C", "c", "(C)", "C.", "Option C" or the option's exact text."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    match = _LETTER.match(text)
+    if match:
+        letter = match.group(1).upper()
+        return letter if OPTION_LETTERS.index(letter) < len(options) else None
+    folded = " ".join(text.split()).casefold()
+    for k, option in enumerate(options):
+        if " ".join(option.split()).casefold() == folded:
+            return OPTION_LETTERS[k]
+    return None
+
+
+def parse_cloze(text: str, n_blanks: int, options: Sequence[str]) -> list[tuple[str | None, Status]]:
+    """Option letters per blank from a JSON object {"1": "C", ...} (or an array in blank order).
+
+    A blank with no valid letter is unparseable on its own; a reply that is not JSON makes
+    every blank unparseable. Nothing is ever shifted from one blank to another.
+    """
+    value = _json(text)
+    letters: dict[int, Any] = {}
+    if isinstance(value, dict):
+        for key, letter in value.items():
+            number = re.search(r"\d+", str(key))
+            if number:
+                letters[int(number.group())] = letter
+    elif isinstance(value, list) and len(value) == n_blanks:
+        letters = dict(enumerate(value, start=1))
+    out: list[tuple[str | None, Status]] = []
+    for number in range(1, n_blanks + 1):
+        letter = normalise_letter(letters.get(number), options)
+        out.append((letter, "ok") if letter else (None, "unparseable"))
+    return out
+
+
+def parse_text(text: str) -> tuple[str | None, Status]:
+    """Generated text: code fences stripped; an empty reply is unparseable."""
+    body = _unfence(text).strip()
+    return (body, "ok") if body else (None, "unparseable")
+
+
+def _parsed(slot: TaskSlot, result: CallResult) -> tuple[list[tuple[str | None, Status]], bool, str | None]:
+    n = len(slot.task_ids)
+    finish = result.finish_reason or ""
+    if result.outcome == "refused" or finish in REFUSAL_REASONS:
+        return [(None, "unparseable")] * n, False, "refused"
+    if result.outcome not in ("ok", "truncated"):
+        return (
+            [(None, "missing")] * n,
+            False,
+            result.outcome if not result.error else f"{result.outcome}: {result.error}",
+        )
+    truncated = result.outcome == "truncated" or finish in TRUNCATED_REASONS
+    text = result.text or ""
+    if slot.task in _TEXT_TASKS:
+        # A capped text is still the model's text (MGAL caps output on purpose); it is scored,
+        # and flagged in the ``truncated`` column.
+        return [parse_text(text)], truncated, None
+    if truncated:
+        return (
+            [(None, "unparseable")] * n,
+            True,
+            f"truncated reply (finish_reason {finish or result.outcome})",
+        )
+    if slot.task == "cloze":
+        return parse_cloze(text, n, slot.options), False, None
+    return [parse_word(text)], False, None
+
+
+def rows_from_results(
+    *, model: ModelSpec, language: str, slots: Sequence[TaskSlot], results: Sequence[CallResult]
+) -> PartitionResult:
+    """One prediction row per task x context x rep and one call row per distinct request."""
+    predictions: list[dict[str, Any]] = []
+    calls: dict[str, dict[str, Any]] = {}
+    for slot, result in zip(slots, results, strict=True):
+        parsed, truncated, error = _parsed(slot, result)
+        for task_id, (answer, status) in zip(slot.task_ids, parsed, strict=True):
+            predictions.append(
+                {
+                    "model": model.id,
+                    "language": language,
+                    "doc_id": slot.doc_id,
+                    "task_id": task_id,
+                    "group_id": slot.group_id,
+                    "task": slot.task,
+                    "context": slot.context,
+                    "rep": slot.rep,
+                    "answer": answer,
+                    "status": status,
+                    "call_id": result.call_id,
+                    "truncated": truncated,
+                    "error": error if status != "ok" else None,
+                }
+            )
+        calls.setdefault(
+            result.call_id,
+            {
+                "call_id": result.call_id,
+                "model": model.id,
+                "provider": model.provider,
+                "doc_id": slot.doc_id,
+                "language": language,
+                "context_scope": slot.context,
+                "rep": slot.rep,
+                "prompt_version": slot.request.prompt_version,
+                "input_tokens": result.input_tokens,
+                "output_tokens": result.output_tokens,
+                "cost_usd": result.cost_usd,
+                "latency_s": result.latency_s,
+                "attempts": result.attempts,
+                "outcome": result.outcome,
+                "error": result.error,
+                "cached": result.cached,
+                "task": slot.task,
+                "group_id": slot.group_id,
+                "n_tasks": len(slot.task_ids),
+                "request_hash": slot.request.request_hash,
+                "finish_reason": result.finish_reason,
+            },
+        )
+    frame = pd.DataFrame(predictions, columns=PREDICTION_COLUMNS)
+    frame["rep"] = frame["rep"].astype("int64")
+    frame["truncated"] = frame["truncated"].astype(bool)
+    return PartitionResult(frame, pd.DataFrame(list(calls.values()), columns=CALL_COLUMNS))
+
+
+def predict_tasks(
+    *,
+    model: ModelSpec,
+    language: str,
+    paragraphs: pd.DataFrame,
+    tasks: pd.DataFrame,
+    settings: GranularitySettings,
+    cache_dir: str,
+    reference: str = "en",
+    language_name: str | None = None,
+    budget_usd: float | None = None,
+    study_budget_usd: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    mode: Literal["online", "batch"] = "online",
+    policy: RetryPolicy | None = None,
+    budget: Budget | None = None,
+) -> PartitionResult:
+    """Answer every task of every document of ``language`` with ``model`` (one partition).
+
+    ``budget`` (``inference._calls.run_budget``) is the run's budget, shared with its other paid ops.
+    """
+    slots = plan_tasks(
+        model=model,
+        language=language,
+        paragraphs=paragraphs,
+        tasks=tasks,
+        settings=settings,
+        reference=reference,
+        language_name=language_name,
+    )
+    results = (
+        run_requests(
+            model,
+            [s.request for s in slots],
+            cache_dir=cache_dir,
+            budget_usd=budget_usd,
+            study_budget_usd=study_budget_usd,
+            progress=progress,
+            mode=mode,
+            policy=policy,
+            budget=budget,
+        )
+        if slots
+        else []
+    )
+    return rows_from_results(model=model, language=language, slots=slots, results=results)
+
+
+# -- planning (clcg plan) ----------------------------------------------------------------------
+PLAN_COLUMNS = [
+    "model",
+    "language",
+    "task",
+    "context",
+    "calls",
+    "cached_calls",
+    "shared_calls",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "tokenizer",
+]
+
+
+def plan_task_calls(
+    *,
+    model: ModelSpec,
+    language: str,
+    paragraphs: pd.DataFrame,
+    tasks: pd.DataFrame,
+    settings: GranularitySettings,
+    cache_dir: str,
+    reference: str = "en",
+    language_name: str | None = None,
+    planned: set[str] | None = None,
+) -> pd.DataFrame:
+    """Calls, cache hits, estimated tokens and cost per task kind x context; calls nothing.
+
+    Input tokens are cl100k_base estimates of the rendered prompt (long documents dominate);
+    output tokens are each task's cap (``max_output_tokens``, the worst case) or, uncapped, the
+    model's cap or 1024. ``planned`` collects call ids across partitions, as for the responses.
+    """
+    slots = plan_tasks(
+        model=model,
+        language=language,
+        paragraphs=paragraphs,
+        tasks=tasks,
+        settings=settings,
+        reference=reference,
+        language_name=language_name,
+    )
+    cache = CallCache(cache_dir)
+    rows: list[dict[str, Any]] = []
+    keys = sorted(
+        {(s.task, s.context) for s in slots}, key=lambda k: (list(PROMPT_VERSIONS).index(k[0]), k[1])
+    )
+    for task, context in keys:
+        chosen = [s for s in slots if s.task == task and s.context == context]
+        unique = {s.request.call_id: s for s in chosen}
+        cached = {cid for cid in unique if cache.exists(cid)}
+        shared = {cid for cid in unique if planned is not None and cid in planned and cid not in cached}
+        if planned is not None:
+            planned.update(unique)
+        in_tok = out_tok = 0
+        for cid, slot in unique.items():
+            if cid in cached or cid in shared:
+                continue
+            in_tok += estimate_input_tokens(slot.request.messages)
+            out_tok += slot.request.settings.max_output_tokens or model.max_output_tokens or 1024
+        rows.append(
+            {
+                "model": model.id,
+                "language": language,
+                "task": task,
+                "context": context,
+                "calls": len(chosen),
+                "cached_calls": sum(1 for s in chosen if s.request.call_id in cached),
+                "shared_calls": sum(1 for s in chosen if s.request.call_id in shared),
+                "input_tokens": in_tok,
+                "output_tokens": out_tok,
+                "cost_usd": cost_usd(model, in_tok, out_tok),
+                "tokenizer": TOKENIZER,
+            }
+        )
+    return pd.DataFrame(rows, columns=PLAN_COLUMNS)
+
+
+__all__ = [
+    "CALL_COLUMNS",
+    "MAX_WORD_ANSWER_WORDS",
+    "PLAN_COLUMNS",
+    "PREDICTION_COLUMNS",
+    "PartitionResult",
+    "TaskSlot",
+    "normalise_letter",
+    "parse_cloze",
+    "parse_text",
+    "parse_word",
+    "plan_task_calls",
+    "plan_tasks",
+    "predict_tasks",
+    "rows_from_results",
+]

@@ -1,0 +1,176 @@
+"""A seeded simulated-annotator model: plausible, noisy, SIMULATED answers to the demo's tasks.
+
+Generated at run time from the annotation sample (and so from the exported tasks), because task
+ids depend on the demo sample: shipped files would go stale the moment the demo reader, corpus
+or sample settings change, whereas these always match. See README.md for the model.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clcg_pipeline.validation._annotation_sample import forms_of
+from clcg_pipeline.validation._exchange import ANSWER_COLUMNS, CSV_COLUMNS, _ls_pair, _ls_single
+from clcg_pipeline.validation._keypoints import keypoints_by_item
+
+SIMULATED_PREFIX = "SIMULATED-"
+LS_SINGLE_FILE = f"{SIMULATED_PREFIX}label-studio-single-export.json"
+LS_PAIR_FILE = f"{SIMULATED_PREFIX}label-studio-pair-export.json"
+CSV_FILE = f"{SIMULATED_PREFIX}crowd-export.csv"
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: Any) -> set[str]:
+    return {w.lower() for w in _WORD.findall(str(text or ""))}
+
+
+def _coverage(fact: str, response: str) -> float:
+    words = _words(fact)
+    return len(words & _words(response)) / len(words) if words else 0.0
+
+
+def simulate_annotations(sample: pd.DataFrame, keypoints: pd.DataFrame, *, seed: int) -> dict[str, bytes]:
+    """File name -> bytes: a Label Studio export of each project (half the annotators) and the
+    crowd CSV filled in (the other half). Every record carries ``simulated: true``."""
+    rng = np.random.default_rng(seed)
+    checklists = keypoints_by_item(keypoints)
+    tasks = {r["task_id"]: r for r in sample.to_dict("records")}
+    forms = forms_of(sample)
+    annotators = sorted(forms["annotator_id"].unique())
+    # Three planted misbehaviours, so the QC funnel has something to remove.
+    fails_attention, contradictory, speeder = (annotators + [None] * 3)[:3]
+    severity = {a: rng.normal(0, 0.35) for a in annotators}
+    pace = {a: float(np.exp(rng.normal(math.log(40), 0.3))) for a in annotators}
+    in_ls = {a: i % 2 == 0 for i, a in enumerate(annotators)}
+
+    def single(annotator: str, task: dict[str, Any]) -> dict[str, Any]:
+        response = str(task["response"] or "")
+        checklist = checklists.get(task["item_id"], []) if task["kind"] == "single" else []
+        hits = [k for k, text in checklist if (_coverage(text, response) >= 0.5) != (rng.random() < 0.1)]
+        quality = float(task["token_f1"]) if task["token_f1"] == task["token_f1"] else 0.0
+        if checklist:
+            quality = 0.6 * quality + 0.4 * len(hits) / len(checklist)
+        adequacy = int(np.clip(round(1 + 4 * quality + severity[annotator] + rng.normal(0, 0.6)), 1, 5))
+        equivalence = ("not_equivalent", "partially_equivalent", "equivalent")[
+            int(np.clip((adequacy - 1) // 2 + (rng.random() < 0.1) * rng.choice([-1, 1]), 0, 2))
+        ]
+        attribution = ("not_supported", "partially_supported", "supported")[
+            int(np.clip(round(2 * quality + rng.normal(0, 0.4)), 0, 2))
+        ]
+        answers: dict[str, Any] = {
+            "question_valid": "yes" if rng.random() < 0.95 else "no",
+            "adequacy": adequacy,
+            "keypoint_hits": hits,
+            "equivalence": equivalence,
+            "attribution": attribution,
+            "consistency": "consistent" if rng.random() < 0.95 else "inconsistent",
+        }
+        if task["kind"] == "attention":
+            answers["adequacy"] = 4 if annotator == fails_attention else 1
+            answers["equivalence"] = "not_equivalent"
+        elif annotator == contradictory and rng.random() < 0.8:
+            answers.update(adequacy=5, equivalence="not_equivalent")
+        if task["ask_error_category"]:
+            not_stated = response.strip().rstrip(".").lower() == "not stated"
+            answers["primary_error_category"] = (
+                "no_answer" if not_stated
+                else "correct" if adequacy >= 5
+                else "partial_or_omission" if adequacy >= 3
+                else "wrong_answer"
+            )  # fmt: skip
+        return answers
+
+    def pair(task: dict[str, Any]) -> dict[str, Any]:
+        f1_a, f1_b = float(task["token_f1_a"]), float(task["token_f1_b"])
+        if abs(f1_a - f1_b) < 0.1 and rng.random() < 0.4:
+            choice = "none"
+        else:
+            choice = "A" if rng.random() < 1 / (1 + math.exp(-6 * (f1_a - f1_b))) else "B"
+        confidence = int(np.clip(round(2 + 4 * abs(f1_a - f1_b) + rng.normal(0, 0.7)), 1, 5))
+        return {"preference": choice, "confidence": confidence}
+
+    ls_annotations: dict[str, list[dict[str, Any]]] = {t: [] for t in tasks}
+    csv_rows: list[dict[str, Any]] = []
+    for annotator, position, task_id in forms.itertuples(index=False):
+        task = tasks[task_id]
+        answers = pair(task) if task["kind"] == "pair" else single(annotator, task)
+        seconds = pace[annotator] * float(np.exp(rng.normal(0, 0.3)))
+        if annotator == speeder:
+            seconds = float(rng.uniform(1.0, 3.0))
+        if in_ls[annotator]:
+            ls_annotations[task_id].append(_ls_result(annotator, position, task["kind"], answers, seconds))
+        else:
+            csv_rows.append(
+                {
+                    "annotator_id": annotator,
+                    "position": position,
+                    "task_id": task_id,
+                    **{k: answers.get(k, "") for k in ANSWER_COLUMNS},
+                    "keypoint_hits": ";".join(answers.get("keypoint_hits", [])),
+                    "seconds": f"{seconds:.1f}",
+                    "simulated": "true",
+                }
+            )
+    files: dict[str, bytes] = {}
+    for name, kinds in ((LS_SINGLE_FILE, ("single", "attention")), (LS_PAIR_FILE, ("pair",))):
+        export = []
+        for n, (task_id, task) in enumerate(sorted(tasks.items()), start=1):
+            if task["kind"] not in kinds:
+                continue
+            item = checklists.get(task["item_id"], []) if task["kind"] == "single" else []
+            data = _ls_pair(task) if task["kind"] == "pair" else _ls_single(task, item)
+            export.append({"id": n, **data, "annotations": ls_annotations[task_id], "predictions": []})
+        files[name] = (json.dumps(export, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=[*CSV_COLUMNS, "simulated"], lineterminator="\n", restval="")
+    writer.writeheader()
+    writer.writerows(csv_rows)
+    files[CSV_FILE] = buffer.getvalue().encode("utf-8")
+    return files
+
+
+def _ls_result(
+    annotator: str, position: int, kind: str, answers: dict[str, Any], seconds: float
+) -> dict[str, Any]:
+    """One Label Studio annotation in the export's shape (``result`` items per control)."""
+    to = "question" if kind == "pair" else "response"
+    result: list[dict[str, Any]] = []
+    for name, value in answers.items():
+        if name in ("adequacy", "confidence"):
+            entry = {"type": "rating", "value": {"rating": value}}
+        elif name == "keypoint_hits":
+            if not value:
+                continue
+            entry = {"type": "choices", "value": {"choices": value}}
+            name = "keypoints"
+        else:
+            entry = {"type": "choices", "value": {"choices": [value]}}
+        result.append(
+            {"id": f"{name}-{position}", "from_name": name, "to_name": to, "origin": "manual", **entry}
+        )
+    return {
+        "id": int(annotator.rsplit("-", 1)[-1]) * 100 + position,
+        "completed_by": int(annotator.rsplit("-", 1)[-1]),
+        "result": result,
+        "was_cancelled": False,
+        "ground_truth": False,
+        "lead_time": round(seconds, 1),
+        "simulated": True,
+    }
+
+
+def simulated_inbox_files(
+    source_kind: str, sample: pd.DataFrame, keypoints: pd.DataFrame, *, seed: int
+) -> dict[str, bytes]:
+    """The SIMULATED files for the inbox: only for the bundled demo source, never a real study."""
+    if source_kind != "demo" or sample.empty:
+        return {}
+    return simulate_annotations(sample, keypoints, seed=seed)

@@ -1,0 +1,34 @@
+"""`clcg plan` says in words that the long (document-bearing) task prompts dominate the input tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clcg_pipeline.study_plan import plan_granularity
+
+
+@pytest.mark.filterwarnings("ignore:languages not in the panel were dropped")
+def test_plan_notes_that_long_prompts_dominate(
+    config_dir: Path, edit_yaml: Callable[[Path, Callable[[dict], None]], None], tmp_path: Path
+) -> None:
+    edit_yaml(
+        config_dir / "languages.yaml",
+        lambda doc: doc.update(languages=[x for x in doc["languages"] if x["iso"] in ("en", "pt")]),
+    )
+    edit_yaml(
+        config_dir / "study.yaml",
+        lambda doc: doc["granularity"].update(
+            buckets=[{"name": "1K-2K", "min_tokens": 1000, "max_tokens": 2000, "documents": 1}]
+        ),
+    )
+    plan, notes = plan_granularity(config_dir=str(config_dir), data_dir=str(tmp_path / "data"))
+    assert plan is not None
+    rows = plan[plan["model"] != "TOTAL"]
+    full = int(rows.loc[rows["context"] == "full", "input_tokens"].sum())
+    share = full / int(rows["input_tokens"].sum())
+    assert share > 0.5
+    [note] = [n for n in notes if n.startswith("long prompts dominate")]
+    assert f"{share:.0%}" in note and f"{int(rows['input_tokens'].sum()):,}" in note
