@@ -29,6 +29,11 @@ def test_run_then_query(demo_config_dir: Path, tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "H1 micro" in ran.stdout and "Georgian" in ran.stdout
     assert str(data / "report.html") in ran.stdout.replace("\n", "")
+    # issue 11: the demo's SIMULATED paragraph-filling ratings reach the human-vs-judge correlation.
+    granularity = json.loads((data / "study_results.json").read_text(encoding="utf-8"))["granularity"]
+    correlation = granularity["human_judge_correlation"]
+    assert correlation is not None and correlation["n"] >= 3 and correlation["simulated"] is True
+    assert any("SIMULATED" in c for c in granularity["caveats"])
 
     counted = run_clcg(
         "query",

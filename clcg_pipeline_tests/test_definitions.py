@@ -58,7 +58,8 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
         (
             "granularity",
             None,
-            {"long_documents", "task_scores", "task_judgements", "task_calls", "task_judge_calls"},
+            {"long_documents", "task_scores", "task_judgements", "task_calls", "task_judge_calls"}
+            | {"human_annotations", "annotation_sample"},
         ),
     ),
     "diagnostic_sample": ("validation", None, {"predictions", "scores"}),
@@ -75,7 +76,12 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
             | {"error_judgements"},
         ),
     ),
-    "annotation_sample": ("validation", None, {"predictions", "scores", "items", "languages"}),
+    "annotation_sample": (
+        "validation",
+        None,
+        {"predictions", "scores", "items", "languages"}
+        | {"task_predictions", "granularity_tasks", "long_paragraphs"},
+    ),
     **dict.fromkeys(["keypoints", "keypoint_calls"], ("validation", None, {"annotation_sample"})),
     "annotation_exports": ("validation", None, {"annotation_sample", "keypoints"}),
     **dict.fromkeys(

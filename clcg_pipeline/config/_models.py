@@ -241,6 +241,12 @@ class HumanValidationSettings(_Strict):
 
     responses: int = Field(default=600, ge=0, description="Individually rated responses.")
     pairs: int = Field(default=66, ge=0, description="Contrastive pairs (higher- vs lower-resource).")
+    fill_ratings: int = Field(
+        default=60,
+        ge=0,
+        description="Paragraph-filling answers (granularity task_predictions, full context) rated by "
+        "humans on the fill judge's five 0-20 dimensions, stratified by language; 0 = off.",
+    )
     annotators_per_item: int = Field(default=3, ge=1)
     attention_checks: int = Field(default=1, ge=0, description="Attention-check items planted per batch.")
     seed: int = 42

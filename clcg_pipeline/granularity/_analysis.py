@@ -889,6 +889,42 @@ def judge_agreement(judgements: pd.DataFrame | None) -> dict[str, Any] | None:
     }
 
 
+def human_fill_totals(annotations: pd.DataFrame | None, sample: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Human paragraph-filling ratings (``human_annotations`` kind ``fill``) as the unit keys of
+    the rated answer (from ``annotation_sample``) + ``total`` (0-100) + ``simulated``.
+
+    None when there are no imported fill ratings (the correlation then says so).
+    """
+    if annotations is None or annotations.empty or "fill_total" not in annotations.columns:
+        return None
+    rated = annotations[(annotations["kind"].astype(str) == "fill") & annotations["fill_total"].notna()]
+    if rated.empty:
+        return None
+    if sample is None or sample.empty or "gran_task_id" not in sample.columns:
+        raise ValueError(
+            "human_annotations holds paragraph-filling ratings but annotation_sample has no fill tasks "
+            "(column gran_task_id): the sample they were rated against is missing"
+        )
+    units = sample.loc[
+        sample["kind"].astype(str) == "fill", ["task_id", "model", "language", "doc_id"]
+    ].assign(unit_task_id=sample["gran_task_id"], context=sample["context"], rep=sample["rep"])
+    frame = rated[["task_id", "annotator_id", "fill_total", "simulated"]].merge(
+        units, on="task_id", how="inner"
+    )
+    if len(frame) < len(rated):
+        raise ValueError(
+            f"human_annotations: {len(rated) - len(frame)} fill rating(s) cite task ids not among the "
+            "annotation_sample's fill tasks"
+        )
+    out = frame.drop(columns=["task_id"]).rename(columns={"unit_task_id": "task_id", "fill_total": "total"})
+    for col in ("model", "language", "doc_id", "task_id", "context"):
+        out[col] = out[col].astype(str)
+    out["rep"] = out["rep"].astype("int64")
+    out["total"] = out["total"].astype(float)
+    out["simulated"] = out["simulated"].fillna(False).astype(bool)
+    return out.reset_index(drop=True)
+
+
 def human_judge_correlation(
     judgements: pd.DataFrame | None, human: pd.DataFrame | None
 ) -> tuple[dict[str, Any] | None, str | None]:
@@ -906,6 +942,11 @@ def human_judge_correlation(
     if fill.empty:
         return None, "no paragraph-filling judgements to compare with"
     keys = [k for k in _UNIT_KEYS if k in human.columns and k in fill.columns]
+    # Same key dtypes on both sides (stored ids are strings, rep an integer) so the join matches.
+    fill = fill.assign(**{k: fill[k].astype("int64") if k == "rep" else fill[k].astype(str) for k in keys})
+    human = human.assign(
+        **{k: human[k].astype("int64") if k == "rep" else human[k].astype(str) for k in keys}
+    )
     judged = fill.groupby(keys)["total"].mean().rename("judge_total")
     rated = human.groupby(keys)["total"].mean().rename("human_total")
     both = pd.concat([judged, rated], axis=1, join="inner").dropna()
@@ -919,6 +960,9 @@ def human_judge_correlation(
         "spearman_rho": num(sr.statistic),
         "spearman_p": num(sr.pvalue),
         "n": len(both),
+        "n_ratings": int(human.set_index(keys).index.isin(both.index).sum()),
+        "unit": "per answer: mean human total (0-100) vs mean judge total over judges",
+        "simulated": bool(human["simulated"].any()) if "simulated" in human.columns else False,
     }, None
 
 
@@ -1072,6 +1116,11 @@ def analyse_granularity(
         caveats.append(f"ICC not computed: {agreement['icc_reason']}")
     if corr_reason:
         caveats.append(f"human-vs-judge correlation: {corr_reason}")
+    elif correlation is not None and correlation["simulated"]:
+        caveats.append(
+            "human-vs-judge correlation: computed on SIMULATED ratings (the demo's simulated annotator, "
+            "validation/demo_annotations), not human judgments"
+        )
     results: dict[str, Any] = {
         "status": "ok",
         "reason": None,

@@ -648,7 +648,7 @@ def granularity_results_check(doc: dict[str, Any]) -> dg.AssetCheckResult:
 
 def build_granularity_analysis_defs(config: ProjectConfig) -> dg.Definitions:
     """G3: scores, gaps, position curve, no-context drop and judge agreement of the task family."""
-    from clcg_pipeline.granularity._analysis import analyse_granularity
+    from clcg_pipeline.granularity._analysis import analyse_granularity, human_fill_totals
 
     @dg.multi_asset(
         group_name=GROUP,
@@ -659,6 +659,10 @@ def build_granularity_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             dg.AssetDep("task_judgements"),
             dg.AssetDep("task_calls"),
             dg.AssetDep("task_judge_calls"),
+            # issue 11: imported human paragraph-filling ratings (and the sample they cite), for
+            # human_judge_correlation; both are upstream-free of this asset (no cycle).
+            dg.AssetDep("human_annotations"),
+            dg.AssetDep("annotation_sample"),
         ],
         outs={
             "granularity_estimates": dg.AssetOut(
@@ -710,6 +714,10 @@ def build_granularity_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             documents=long_documents,
             judgements=stored("task_judgements"),
             calls=calls,
+            human=human_fill_totals(
+                read_all_partitions(study.data_dir, "human_annotations"),
+                read_all_partitions(study.data_dir, "annotation_sample"),
+            ),
         )
         doc = result.results
         if doc["status"] != "ok":

@@ -547,6 +547,10 @@ def _judges(block: Mapping[str, Any], status: str) -> list[Part]:
         )
         if facts:
             parts.append(facts)
+        if correlation.get("simulated"):
+            parts.append(
+                Part("note", text="SIMULATED ratings (the demo's simulated annotator): no human rated these.")
+            )
     elif reason or status == "ok":
         parts.append(
             Part(

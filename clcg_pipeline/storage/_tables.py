@@ -491,6 +491,13 @@ TABLES: dict[str, pa.Schema] = {
             ("attention_passed", _BOOL),
             ("imported_at", _STR),
             ("simulated", _BOOL),
+            # issue 11: paragraph-filling ratings (kind fill), the fill judge's dimensions 0-20
+            ("topic_fidelity", _I64),
+            ("local_coherence", _I64),
+            ("entity_consistency", _I64),
+            ("instruction_following", _I64),
+            ("format_compliance", _I64),
+            ("fill_total", _I64),
         ]
     ),
     "annotation_imports": pa.schema(

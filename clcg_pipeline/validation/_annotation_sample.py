@@ -10,7 +10,12 @@ Pure: frames in, one frame out. Three arms, each a row kind:
   language (Joshi class), shown as Answer A / Answer B in a seeded random order (``a_side``
   records which one A is), with a non-decisive option in the rubric;
 - ``attention``: one instructed-response item per form (position ``attention_position``),
-  with a known correct answer, so the QC funnel can exclude inattentive annotators.
+  with a known correct answer, so the QC funnel can exclude inattentive annotators;
+- ``fill`` (issue 11): full-context paragraph-filling answers of the granularity family
+  (``task_predictions``), stratified by language, rated on the fill judge's five 0-20
+  dimensions so ``granularity_results`` can correlate human and judge totals. Drawn with its
+  own seeded generator and given its own annotator pool (``fill-NN``, no attention check: the
+  check is an adequacy item), so the single/pair/attention arms are exactly as without it.
 
 Annotators: every single and pair task gets ``annotators_per_item`` distinct annotators by a
 load-balanced incomplete block design (greedy least-loaded, seeded tie-break: loads differ by
@@ -75,7 +80,23 @@ SAMPLE_COLUMNS = [
     "ask_error_category",
     "attention_field",
     "attention_expected",
+    # fill rows only: the granularity answer rated (task_predictions key) and its neighbours
+    "gran_task_id",
+    "context",
+    "previous_text",
+    "next_text",
 ]
+FILL_QUESTION = (
+    "A paragraph was removed from a long document and regenerated from its context. Rate the "
+    "generated paragraph against the original on each dimension, 0 (worst) to 20 (best)."
+)
+FILL_DIMENSIONS = (
+    "topic_fidelity",
+    "local_coherence",
+    "entity_consistency",
+    "instruction_following",
+    "format_compliance",
+)
 
 
 @dataclass(frozen=True)
@@ -296,7 +317,11 @@ def draw_pairs(
 
 
 def assign_annotators(
-    task_ids: Sequence[str], settings: HumanValidationSettings, rng: np.random.Generator
+    task_ids: Sequence[str],
+    settings: HumanValidationSettings,
+    rng: np.random.Generator,
+    *,
+    prefix: str = "ann",
 ) -> dict[str, list[str]]:
     """annotator id -> the task ids of their form (attention checks not yet planted).
 
@@ -314,7 +339,7 @@ def assign_annotators(
         return {}
     n_annotators = max(per, math.ceil(len(task_ids) * per / capacity))
     width = len(str(n_annotators))
-    names = [f"ann-{i + 1:0{width}d}" for i in range(n_annotators)]
+    names = [f"{prefix}-{i + 1:0{width}d}" for i in range(n_annotators)]
     tie = rng.permutation(n_annotators)
     forms: dict[str, list[str]] = {n: [] for n in names}
     load = np.zeros(n_annotators, dtype=int)
@@ -326,6 +351,100 @@ def assign_annotators(
     return forms
 
 
+def draw_fills(
+    task_predictions: pd.DataFrame | None,
+    granularity_tasks: pd.DataFrame | None,
+    long_paragraphs: pd.DataFrame | None,
+    settings: HumanValidationSettings,
+    *,
+    models: Sequence[str],
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The paragraph-filling arm: ``fill_ratings`` full-context answers, spread evenly over languages.
+
+    Each row shows the previous, gold and next paragraph (in the answer's language) and the
+    answer, exactly the fields the fill judge sees (``granularity._scoring.fill_subjects``).
+    """
+    if settings.fill_ratings == 0 or task_predictions is None:
+        return [], []
+    # Imported here: the granularity package is only needed when the fill arm is on.
+    from clcg_pipeline.granularity._scoring import fill_subjects
+
+    rng = np.random.default_rng([settings.seed, 3])  # own stream: other arms stay unchanged
+    usable = (
+        task_predictions is not None
+        and len(task_predictions) > 0
+        and granularity_tasks is not None
+        and len(granularity_tasks) > 0
+        and long_paragraphs is not None
+        and len(long_paragraphs) > 0
+    )
+    subjects = []
+    if usable:
+        preds = task_predictions[task_predictions["model"].isin(list(models))]
+        subjects = fill_subjects(preds, granularity_tasks, long_paragraphs)
+    if not subjects:
+        return [], [
+            f"fill arm: 0 of {settings.fill_ratings} paragraph-filling answers - no parsed full-context "
+            "paragraph_fill answer of an evaluated model is stored (granularity off or not run yet)"
+        ]
+    subjects = sorted(subjects, key=lambda s: tuple(str(s[0][k]) for k in sorted(s[0])))
+    by_lang: dict[str, list[int]] = {}
+    for i, (keys, _) in enumerate(subjects):
+        by_lang.setdefault(str(keys["language"]), []).append(i)
+    langs = sorted(by_lang)
+    quotas = _allocate(settings.fill_ratings, [1.0] * len(langs), [len(by_lang[lang]) for lang in langs])
+    shortfalls = []
+    if sum(quotas) < settings.fill_ratings:
+        shortfalls.append(
+            f"fill arm: only {sum(quotas)} of {settings.fill_ratings} paragraph-filling answers "
+            f"available across {len(langs)} language(s)"
+        )
+    rows: list[dict[str, Any]] = []
+    for lang, quota in zip(langs, quotas, strict=True):
+        pool = by_lang[lang]
+        for k in np.sort(rng.choice(len(pool), size=quota, replace=False)):
+            keys, fields = subjects[pool[int(k)]]
+            rows.append(
+                {
+                    "task_id": _task_id(
+                        "f",
+                        keys["model"],
+                        lang,
+                        keys["doc_id"],
+                        keys["task_id"],
+                        keys["context"],
+                        keys["rep"],
+                    ),
+                    "kind": "fill",
+                    "model": str(keys["model"]),
+                    "language": lang,
+                    "doc_id": str(keys["doc_id"]),
+                    "item_id": None,
+                    "rep": int(keys["rep"]),
+                    "response": fields["generated"],
+                    "question": FILL_QUESTION,
+                    "gold_answer": fields["reference"],
+                    "passage_ref": "",
+                    "ask_error_category": False,
+                    "gran_task_id": str(keys["task_id"]),
+                    "context": str(keys["context"]),
+                    "previous_text": fields["previous"],
+                    "next_text": fields["next"],
+                }
+            )
+    forms = assign_annotators(
+        [r["task_id"] for r in rows], settings.model_copy(update={"attention_checks": 0}), rng, prefix="fill"
+    )
+    placed: dict[str, tuple[list[str], list[int]]] = {r["task_id"]: ([], []) for r in rows}
+    for annotator, form in forms.items():
+        for pos, task in enumerate([form[i] for i in rng.permutation(len(form))], start=1):
+            placed[task][0].append(annotator)
+            placed[task][1].append(pos)
+    return [
+        {**r, "annotators": placed[r["task_id"]][0], "positions": placed[r["task_id"]][1]} for r in rows
+    ], (shortfalls)
+
+
 def build_annotation_sample(
     predictions: pd.DataFrame,
     scores: pd.DataFrame,
@@ -334,8 +453,12 @@ def build_annotation_sample(
     settings: HumanValidationSettings,
     *,
     models: Sequence[str],
+    task_predictions: pd.DataFrame | None = None,
+    granularity_tasks: pd.DataFrame | None = None,
+    long_paragraphs: pd.DataFrame | None = None,
 ) -> AnnotationSample:
-    """The whole sample: singles, pairs and planted attention checks, with their annotators."""
+    """The whole sample: singles, pairs and planted attention checks, with their annotators; and,
+    given the granularity frames, the paragraph-filling arm (``draw_fills``)."""
     weights = [settings.quality_weights.get(b, 0.0) for b in BINS]
     if any(w < 0 for w in weights) or not math.isclose(sum(weights), 1.0, abs_tol=1e-6):
         raise ValueError(f"human_validation.quality_weights: must be >= 0 and sum to 1, got {weights}")
@@ -415,11 +538,17 @@ def build_annotation_sample(
     rows = [{**r, "annotators": annotators[t], "positions": positions[t]} for t, r in tasks.items()]
     if not templates and settings.attention_checks:
         shortfalls.append("attention checks: none planted (no task to plant them in)")
-    sample = pd.DataFrame([*rows, *attention_rows], columns=SAMPLE_COLUMNS)
+    fill_rows, fill_short = draw_fills(
+        task_predictions, granularity_tasks, long_paragraphs, settings, models=models
+    )
+    shortfalls += fill_short
+    sample = pd.DataFrame([*rows, *attention_rows, *fill_rows], columns=SAMPLE_COLUMNS)
     for column in ("rep",):
         sample[column] = sample[column].astype("Int64")
+    for column in ("gran_task_id", "context", "previous_text", "next_text"):
+        sample[column] = sample[column].astype(object)  # text, also when no fill row sets it
     sample["ask_error_category"] = sample["ask_error_category"].fillna(False).astype(bool)
-    order = {"single": 0, "pair": 1, "attention": 2}
+    order = {"single": 0, "pair": 1, "attention": 2, "fill": 3}
     sample = sample.sort_values(
         ["kind", "task_id"], key=lambda s: s.map(order) if s.name == "kind" else s, kind="stable"
     ).reset_index(drop=True)

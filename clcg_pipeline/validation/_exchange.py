@@ -5,6 +5,9 @@ Export, in the formats annotators' tools read:
   contrastive pairs), each a task list ``[{"data": {...}}]`` plus its labelling config XML. Two
   projects because a Label Studio config is one per project and the two arms ask different
   questions; attention checks go with the individual tasks, which they must look like.
+- a third project, paragraph filling (issue 11; only when the sample has ``fill`` rows): the
+  previous, original and next paragraph and the generated one, rated on the fill judge's five
+  0-20 dimensions (Label Studio ``Number`` controls);
 - a flat CSV, one row per assignment (annotator, position in their form, task) with empty
   answer columns, for spreadsheets and crowd platforms.
 Annotators see the question, gold answer and response(s) only: never the model, language,
@@ -33,6 +36,7 @@ from xml.sax.saxutils import quoteattr
 
 import pandas as pd
 
+from clcg_pipeline.validation._annotation_sample import FILL_DIMENSIONS
 from clcg_pipeline.validation._keypoints import keypoints_by_item
 from clcg_pipeline.validation._qc import normalize_value
 
@@ -46,6 +50,12 @@ LS_PAIR_TASKS = "label_studio_pair_tasks.json"
 LS_PAIR_CONFIG = "label_studio_pair_config.xml"
 CSV_TASKS = "annotation_tasks.csv"
 EXPORT_FILES = (LS_SINGLE_TASKS, LS_SINGLE_CONFIG, LS_PAIR_TASKS, LS_PAIR_CONFIG, CSV_TASKS)
+LS_FILL_TASKS = "label_studio_fill_tasks.json"
+LS_FILL_CONFIG = "label_studio_fill_config.xml"
+#: Written besides EXPORT_FILES only when the sample has paragraph-filling (``fill``) tasks.
+FILL_EXPORT_FILES = (LS_FILL_TASKS, LS_FILL_CONFIG)
+FILL_FIELDS = FILL_DIMENSIONS
+FILL_MAX = 20
 
 # Rubric answer options: (stored value, what the annotator reads). Stored values are the QC
 # funnel's canonical ones (validation/_qc.py).
@@ -89,6 +99,9 @@ SINGLE_FIELDS = (
     "primary_error_category",
 )
 PAIR_FIELDS = ("preference", "confidence")
+#: CSV columns added after CSV_COLUMNS when the sample has fill tasks (so a sample without them
+#: exports exactly the single/pair CSV).
+FILL_CSV_COLUMNS = ["previous_text", "next_text", *FILL_FIELDS]
 CSV_COLUMNS = [
     "annotator_id",
     "position",
@@ -127,6 +140,8 @@ ANNOTATION_COLUMNS = [
     "attention_passed",
     "imported_at",
     "simulated",
+    *FILL_FIELDS,
+    "fill_total",
 ]
 IMPORT_COLUMNS = [
     "file",
@@ -241,6 +256,36 @@ def label_config_pair() -> str:
     )
 
 
+def label_config_fill() -> str:
+    """Label Studio config of the paragraph-filling arm: the fill judge's five dimensions, 0-20 each."""
+    hints = {
+        "topic_fidelity": "Topic fidelity: same topic and points as the original paragraph",
+        "local_coherence": "Local coherence: follows the previous and leads into the next paragraph",
+        "entity_consistency": "Entity consistency: names, numbers and entities agree with the context",
+        "instruction_following": "Instruction following: one paragraph that fills the gap",
+        "format_compliance": "Format compliance: plain paragraph text, no headings or commentary",
+    }
+    lines = [
+        "<View>",
+        '  <Header value="$question"/>',
+        '  <Header value="Previous paragraph"/>',
+        '  <Text name="previous_text" value="$previous_text"/>',
+        '  <Header value="Original paragraph (removed)"/>',
+        '  <Text name="gold_answer" value="$gold_answer"/>',
+        '  <Header value="Generated paragraph"/>',
+        '  <Text name="response" value="$response"/>',
+        '  <Header value="Next paragraph"/>',
+        '  <Text name="next_text" value="$next_text"/>',
+    ]
+    for name in FILL_FIELDS:
+        lines.append(f"  <Header value={quoteattr(hints[name] + ' (0-20)')}/>")
+        lines.append(
+            f'  <Number name="{name}" toName="response" min="0" max="{FILL_MAX}" step="1" required="true"/>'
+        )
+    lines += ['  <TextArea name="comment" toName="response" placeholder="Optional comment"/>', "</View>", ""]
+    return "\n".join(lines)
+
+
 def _text(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
@@ -283,6 +328,20 @@ def _ls_pair(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _ls_fill(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "data": {
+            "task_id": row["task_id"],
+            "question": _text(row["question"]),
+            "previous_text": _text(row.get("previous_text")),
+            "gold_answer": _text(row["gold_answer"]),
+            "response": _text(row["response"]),
+            "next_text": _text(row.get("next_text")),
+            "annotators": ", ".join(row["annotators"]),
+        }
+    }
+
+
 def export_files(
     sample: pd.DataFrame, keypoints: pd.DataFrame, error_categories: Sequence[str]
 ) -> dict[str, bytes]:
@@ -298,8 +357,10 @@ def export_files(
         if r["kind"] in ("single", "attention")
     ]
     pairs = [_ls_pair(r) for r in rows if r["kind"] == "pair"]
+    fills = [_ls_fill(r) for r in rows if r["kind"] == "fill"]
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    columns = [*CSV_COLUMNS, *FILL_CSV_COLUMNS] if fills else CSV_COLUMNS
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
     assignments = sorted(
         ((a, int(p), r) for r in rows for a, p in zip(r["annotators"], r["positions"], strict=True)),
@@ -320,16 +381,23 @@ def export_files(
                 "keypoints": " | ".join(f"{kid}: {text}" for kid, text in checklist),
                 "ask_error_category": "yes" if r["ask_error_category"] else "no",
                 **dict.fromkeys(ANSWER_COLUMNS, ""),
+                "previous_text": _text(r.get("previous_text")),
+                "next_text": _text(r.get("next_text")),
+                **dict.fromkeys(FILL_FIELDS, ""),
             }
         )
     dump = lambda obj: (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")  # noqa: E731
-    return {
+    files = {
         LS_SINGLE_TASKS: dump(singles),
         LS_SINGLE_CONFIG: label_config_single(error_categories).encode("utf-8"),
         LS_PAIR_TASKS: dump(pairs),
         LS_PAIR_CONFIG: label_config_pair().encode("utf-8"),
         CSV_TASKS: buffer.getvalue().encode("utf-8"),
     }
+    if fills:
+        files[LS_FILL_TASKS] = dump(fills)
+        files[LS_FILL_CONFIG] = label_config_fill().encode("utf-8")
+    return files
 
 
 # ---------------------------------------------------------------------------------- import
@@ -369,7 +437,7 @@ def _record(
     if not annotator_id:
         raise AnnotationFileError(f"{_where(file, record, 'annotator_id')}: missing")
     kind = str(task["kind"])
-    allowed = PAIR_FIELDS if kind == "pair" else SINGLE_FIELDS
+    allowed = PAIR_FIELDS if kind == "pair" else (FILL_FIELDS if kind == "fill" else SINGLE_FIELDS)
     out: dict[str, Any] = {"task_id": task_id, "annotator_id": annotator_id, "kind": kind, "record": record}
     for name, raw in answers.items():
         if name in ("seconds", "comment", "simulated"):
@@ -381,6 +449,9 @@ def _record(
         raw = answers.get(name)
         if name == "keypoint_hits":
             continue
+        if kind == "fill":
+            out[name] = _fill_value(file, record, name, raw)
+            continue
         value, why = normalize_value(name, raw)
         if why:
             raise AnnotationFileError(f"{_where(file, record, name)}: {why}")
@@ -389,6 +460,7 @@ def _record(
                 f"{_where(file, record, name)}: {raw!r} is not one of {sorted(ctx.error_categories)}"
             )
         out[name] = value
+    out["fill_total"] = sum(out[d] for d in FILL_FIELDS) if kind == "fill" else None
     if kind != "pair":
         checklist = (
             [kid for kid, _ in ctx.checklists.get(str(task["item_id"]), [])] if kind == "single" else []
@@ -438,7 +510,28 @@ def _record(
     return out
 
 
-_LS_RESULT_KEY = {"rating": "rating", "choices": "choices", "textarea": "text"}
+def _fill_value(file: str, record: str, name: str, raw: Any) -> int:
+    """A fill dimension: a whole number 0-20, required (the total needs all five)."""
+    if (
+        raw is None
+        or (isinstance(raw, str) and not raw.strip())
+        or (isinstance(raw, float) and math.isnan(raw))
+    ):
+        raise AnnotationFileError(
+            f"{_where(file, record, name)}: missing (all five fill dimensions are required)"
+        )
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        raise AnnotationFileError(f"{_where(file, record, name)}: {name}={raw!r} is not a number") from None
+    if isinstance(raw, bool) or not number.is_integer() or not 0 <= number <= FILL_MAX:
+        raise AnnotationFileError(
+            f"{_where(file, record, name)}: {name}={raw!r} is outside 0..{FILL_MAX} (whole numbers)"
+        )
+    return int(number)
+
+
+_LS_RESULT_KEY = {"rating": "rating", "choices": "choices", "textarea": "text", "number": "number"}
 _LS_FIELDS = {
     "adequacy",
     "keypoints",
@@ -450,6 +543,7 @@ _LS_FIELDS = {
     "preference",
     "confidence",
     "comment",
+    *FILL_FIELDS,
 }
 
 
@@ -547,7 +641,7 @@ def parse_csv(file: InboxFile, ctx: _Context) -> tuple[list[dict[str, Any]], lis
     missing = [c for c in ("task_id", "annotator_id") if c not in header]
     if missing:
         raise AnnotationFileError(f"annotation file {file.name!r}, header: missing column(s) {missing}")
-    if not any(c in header for c in (*SINGLE_FIELDS, *PAIR_FIELDS)):
+    if not any(c in header for c in (*SINGLE_FIELDS, *PAIR_FIELDS, *FILL_FIELDS)):
         raise AnnotationFileError(
             f"annotation file {file.name!r}, header: no answer column ({ANSWER_COLUMNS})"
         )
@@ -559,8 +653,8 @@ def parse_csv(file: InboxFile, ctx: _Context) -> tuple[list[dict[str, Any]], lis
             if None in row:
                 errors.append(f"{_where(file.name, record)}: more cells than header columns")
                 continue
-            answers = {c: row.get(c) for c in (*ANSWER_COLUMNS, "simulated") if c in row}
-            if not any((answers.get(c) or "").strip() for c in (*SINGLE_FIELDS, *PAIR_FIELDS)):
+            answers = {c: row.get(c) for c in (*ANSWER_COLUMNS, *FILL_FIELDS, "simulated") if c in row}
+            if not any((answers.get(c) or "").strip() for c in (*SINGLE_FIELDS, *PAIR_FIELDS, *FILL_FIELDS)):
                 continue  # an assignment not answered (yet): not a rating
             try:
                 records.append(

@@ -396,7 +396,15 @@ def build_annotation_defs(config: ProjectConfig) -> dg.Definitions:
 
     @dg.asset(
         group_name=GROUP,
-        deps=[dg.AssetDep("scores"), dg.AssetDep("predictions"), dg.AssetDep("items")],
+        deps=[
+            dg.AssetDep("scores"),
+            dg.AssetDep("predictions"),
+            dg.AssetDep("items"),
+            # issue 11: the paragraph-filling arm reads the granularity answers and their context.
+            dg.AssetDep("task_predictions"),
+            dg.AssetDep("granularity_tasks"),
+            dg.AssetDep("long_paragraphs"),
+        ],
         ins={"languages": dg.AssetIn()},
         kinds={"parquet"},
         owners=["team:clcg"],
@@ -431,6 +439,9 @@ def build_annotation_defs(config: ProjectConfig) -> dg.Definitions:
                 languages,
                 hv,
                 models=[m.id for m in cfg.models.evaluated],
+                task_predictions=read_all_partitions(study.data_dir, "task_predictions"),
+                granularity_tasks=read_all_partitions(study.data_dir, "granularity_tasks"),
+                long_paragraphs=read_all_partitions(study.data_dir, "long_paragraphs"),
             )
             sample, shortfalls = drawn.sample, drawn.shortfalls
             provenance = f"drawn with seed {hv.seed}"
@@ -765,6 +776,13 @@ def build_human_validation_defs(config: ProjectConfig) -> dg.Definitions:
         """QC funnel, Krippendorff's alpha, Spearman, class adequacy, paired preference, ceiling rule and
         human-vs-judge agreement (STUDY.md section 7)."""
         cfg = study.load()
+        # Paragraph-filling ratings (kind fill, issue 11) are the granularity analysis's
+        # (granularity_results.human_judge_correlation); this study's QC and statistics are
+        # defined on the single/pair/attention arms only.
+        if len(human_annotations) and "kind" in human_annotations.columns:
+            human_annotations = human_annotations[human_annotations["kind"] != "fill"]
+        if len(annotation_sample) and "kind" in annotation_sample.columns:
+            annotation_sample = annotation_sample[annotation_sample["kind"] != "fill"]
         result = run_human_validation(
             cfg,
             human_annotations,

@@ -17,14 +17,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.validation._annotation_sample import forms_of
-from clcg_pipeline.validation._exchange import ANSWER_COLUMNS, CSV_COLUMNS, _ls_pair, _ls_single
+from clcg_pipeline.validation._annotation_sample import FILL_DIMENSIONS, forms_of
+from clcg_pipeline.validation._exchange import (
+    ANSWER_COLUMNS,
+    CSV_COLUMNS,
+    FILL_CSV_COLUMNS,
+    _ls_fill,
+    _ls_pair,
+    _ls_single,
+)
 from clcg_pipeline.validation._keypoints import keypoints_by_item
 
 SIMULATED_PREFIX = "SIMULATED-"
 LS_SINGLE_FILE = f"{SIMULATED_PREFIX}label-studio-single-export.json"
 LS_PAIR_FILE = f"{SIMULATED_PREFIX}label-studio-pair-export.json"
 CSV_FILE = f"{SIMULATED_PREFIX}crowd-export.csv"
+LS_FILL_FILE = f"{SIMULATED_PREFIX}label-studio-fill-export.json"
+CSV_FILL_FILE = f"{SIMULATED_PREFIX}crowd-fill-export.csv"
 _WORD = re.compile(r"\w+")
 
 
@@ -39,7 +48,12 @@ def _coverage(fact: str, response: str) -> float:
 
 def simulate_annotations(sample: pd.DataFrame, keypoints: pd.DataFrame, *, seed: int) -> dict[str, bytes]:
     """File name -> bytes: a Label Studio export of each project (half the annotators) and the
-    crowd CSV filled in (the other half). Every record carries ``simulated: true``."""
+    crowd CSV filled in (the other half). Every record carries ``simulated: true``.
+
+    Paragraph-filling (``fill``) tasks are simulated apart (``simulate_fill``, own generator), so
+    the single/pair files are the same with or without them."""
+    fill = sample[sample["kind"] == "fill"] if len(sample) else sample
+    sample = sample[sample["kind"] != "fill"] if len(sample) else sample
     rng = np.random.default_rng(seed)
     checklists = keypoints_by_item(keypoints)
     tasks = {r["task_id"]: r for r in sample.to_dict("records")}
@@ -134,7 +148,89 @@ def simulate_annotations(sample: pd.DataFrame, keypoints: pd.DataFrame, *, seed:
     writer.writeheader()
     writer.writerows(csv_rows)
     files[CSV_FILE] = buffer.getvalue().encode("utf-8")
+    if len(fill):
+        files.update(simulate_fill(fill, seed=seed))
     return files
+
+
+def simulate_fill(sample: pd.DataFrame, *, seed: int) -> dict[str, bytes]:
+    """SIMULATED ratings of paragraph-filling tasks: a judge-like total from ROUGE-L plus noise.
+
+    Latent quality per task = ROUGE-L F of the generated against the original paragraph; each
+    annotator's total ~ 100 x quality + severity N(0, 6) + noise N(0, 8), clipped to 0-100 and
+    split over the five 0-20 dimensions with per-dimension noise N(0, 2). Half the annotators
+    answer in a Label Studio export of the fill project, the other half in the fill CSV.
+    """
+    # Imported here: only needed when the sample has a fill arm.
+    from clcg_pipeline.granularity._scoring import rouge_l
+
+    rng = np.random.default_rng([seed, 3])
+    tasks = {r["task_id"]: r for r in sample.to_dict("records")}
+    ids = sorted(tasks)
+    quality = dict(
+        zip(
+            ids,
+            rouge_l(
+                [str(tasks[t]["response"] or "") for t in ids],
+                [str(tasks[t]["gold_answer"] or "") for t in ids],
+            ),
+            strict=True,
+        )
+    )
+    forms = forms_of(sample)
+    annotators = sorted(forms["annotator_id"].unique())
+    severity = {a: rng.normal(0, 6.0) for a in annotators}
+    in_ls = {a: i % 2 == 0 for i, a in enumerate(annotators)}
+    ls_annotations: dict[str, list[dict[str, Any]]] = {t: [] for t in tasks}
+    csv_rows: list[dict[str, Any]] = []
+    for annotator, position, task_id in forms.itertuples(index=False):
+        total = float(np.clip(100 * quality[task_id] + severity[annotator] + rng.normal(0, 8.0), 0, 100))
+        scores = {d: int(np.clip(round(total / 5 + rng.normal(0, 2.0)), 0, 20)) for d in FILL_DIMENSIONS}
+        seconds = float(np.exp(rng.normal(math.log(90), 0.3)))
+        number = int(annotator.rsplit("-", 1)[-1])
+        if in_ls[annotator]:
+            result = [
+                {"id": f"{d}-{position}", "from_name": d, "to_name": "response", "origin": "manual",
+                 "type": "number", "value": {"number": v}}
+                for d, v in scores.items()
+            ]  # fmt: skip
+            ls_annotations[task_id].append(
+                {
+                    # Label Studio users 1000+n: apart from the single/pair projects' users.
+                    "id": (1000 + number) * 100 + position,
+                    "completed_by": 1000 + number,
+                    "result": result,
+                    "was_cancelled": False,
+                    "ground_truth": False,
+                    "lead_time": round(seconds, 1),
+                    "simulated": True,
+                }
+            )
+        else:
+            csv_rows.append(
+                {
+                    "annotator_id": annotator,
+                    "position": position,
+                    "task_id": task_id,
+                    **scores,
+                    "seconds": f"{seconds:.1f}",
+                    "simulated": "true",
+                }
+            )
+    export = [
+        {"id": n, **_ls_fill(tasks[t]), "annotations": ls_annotations[t], "predictions": []}
+        for n, t in enumerate(ids, start=1)
+    ]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(
+        buffer, fieldnames=[*CSV_COLUMNS, *FILL_CSV_COLUMNS, "simulated"], lineterminator="\n", restval=""
+    )
+    writer.writeheader()
+    writer.writerows(csv_rows)
+    return {
+        LS_FILL_FILE: (json.dumps(export, indent=1, ensure_ascii=False) + "\n").encode("utf-8"),
+        CSV_FILL_FILE: buffer.getvalue().encode("utf-8"),
+    }
 
 
 def _ls_result(
