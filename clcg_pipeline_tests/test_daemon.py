@@ -93,7 +93,8 @@ def test_daemon_builds_the_study_from_nothing_then_follows_a_new_model(
             catalog_built = _latest(instance, "duckdb_catalog")
             last_scores = max(_latest(instance, "scores", str(response_key(iso, SECOND))) for iso in PANEL)
             runs = instance.get_run_records()
-            failed = [r.dagster_run for r in runs if r.dagster_run.status in FINISHED - {dg.DagsterRunStatus.SUCCESS}]
+            unsuccessful = FINISHED - {dg.DagsterRunStatus.SUCCESS}
+            failed = [r.dagster_run for r in runs if r.dagster_run.status in unsuccessful]
             # Dependency order: no run was launched before its inputs existed, so none failed.
             assert not failed, [(r.run_id, r.status, r.asset_selection) for r in failed]
             responses = [
