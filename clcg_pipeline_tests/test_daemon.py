@@ -79,17 +79,17 @@ def test_daemon_builds_the_study_from_nothing_then_follows_a_new_model(
             30,
         )
         with dg.DagsterInstance.from_config(str(daemon.home)) as instance:
-            # Runs the daemon launched after the results appeared (the studies' own analysis
-            # steps finishing a tick later) must finish too, and not fail, before we judge.
-            daemon.wait_for(
-                "every launched run to finish",
-                lambda: (
-                    not instance.get_run_records(
-                        dg.RunsFilter(statuses=[s for s in dg.DagsterRunStatus if s not in FINISHED])
-                    )
-                ),
-                180,
-            )
+            # The results can name the new model once its first language is scored; the daemon
+            # then scores the other language and rebuilds the analysis and the catalog by itself.
+            # Wait for that, and for every run it launched to finish, before judging.
+            def settled() -> bool:
+                in_flight = instance.get_run_records(
+                    dg.RunsFilter(statuses=[s for s in dg.DagsterRunStatus if s not in FINISHED])
+                )
+                scored = [_latest(instance, "scores", str(response_key(iso, SECOND))) for iso in PANEL]
+                return not in_flight and all(scored) and _latest(instance, "duckdb_catalog") > max(scored)
+
+            daemon.wait_for("the catalog rebuilt after every partition of the new model", settled, 240)
             catalog_built = _latest(instance, "duckdb_catalog")
             last_scores = max(_latest(instance, "scores", str(response_key(iso, SECOND))) for iso in PANEL)
             runs = instance.get_run_records()
