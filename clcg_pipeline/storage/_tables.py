@@ -16,6 +16,27 @@ _F64 = pa.float64()
 _BOOL = pa.bool_()
 _STRS = pa.list_(pa.string())
 
+# Every table of provider calls (responses, granularity tasks, judges, writers) shares these
+# columns, so spend and outcomes can be summed across them with one query.
+_CALL_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("call_id", _STR),
+    ("model", _STR),
+    ("provider", _STR),
+    ("doc_id", _STR),
+    ("language", _STR),
+    ("context_scope", _STR),
+    ("rep", _I64),
+    ("prompt_version", _STR),
+    ("input_tokens", _I64),
+    ("output_tokens", _I64),
+    ("cost_usd", _F64),
+    ("latency_s", _F64),
+    ("attempts", _I64),
+    ("outcome", _STR),
+    ("error", _STR),
+    ("cached", _BOOL),
+]
+
 TABLES: dict[str, pa.Schema] = {
     "languages": pa.schema(
         [
@@ -67,22 +88,7 @@ TABLES: dict[str, pa.Schema] = {
     ),
     "calls": pa.schema(
         [
-            ("call_id", _STR),
-            ("model", _STR),
-            ("provider", _STR),
-            ("doc_id", _STR),
-            ("language", _STR),
-            ("context_scope", _STR),
-            ("rep", _I64),
-            ("prompt_version", _STR),
-            ("input_tokens", _I64),
-            ("output_tokens", _I64),
-            ("cost_usd", _F64),
-            ("latency_s", _F64),
-            ("attempts", _I64),
-            ("outcome", _STR),
-            ("error", _STR),
-            ("cached", _BOOL),
+            *_CALL_FIELDS,
         ]
     ),
     "predictions": pa.schema(
@@ -268,22 +274,7 @@ TABLES: dict[str, pa.Schema] = {
     ),
     "judge_calls": pa.schema(
         [
-            ("call_id", _STR),
-            ("model", _STR),
-            ("provider", _STR),
-            ("doc_id", _STR),
-            ("language", _STR),
-            ("context_scope", _STR),
-            ("rep", _I64),
-            ("prompt_version", _STR),
-            ("input_tokens", _I64),
-            ("output_tokens", _I64),
-            ("cost_usd", _F64),
-            ("latency_s", _F64),
-            ("attempts", _I64),
-            ("outcome", _STR),
-            ("error", _STR),
-            ("cached", _BOOL),
+            *_CALL_FIELDS,
             ("judge", _STR),
         ]
     ),
@@ -307,22 +298,7 @@ TABLES: dict[str, pa.Schema] = {
     ),
     "task_calls": pa.schema(
         [
-            ("call_id", _STR),
-            ("model", _STR),
-            ("provider", _STR),
-            ("doc_id", _STR),
-            ("language", _STR),
-            ("context_scope", _STR),
-            ("rep", _I64),
-            ("prompt_version", _STR),
-            ("input_tokens", _I64),
-            ("output_tokens", _I64),
-            ("cost_usd", _F64),
-            ("latency_s", _F64),
-            ("attempts", _I64),
-            ("outcome", _STR),
-            ("error", _STR),
-            ("cached", _BOOL),
+            *_CALL_FIELDS,
             ("task", _STR),
             ("group_id", _STR),
             ("n_tasks", _I64),
@@ -396,22 +372,7 @@ TABLES: dict[str, pa.Schema] = {
     ),
     "task_judge_calls": pa.schema(
         [
-            ("call_id", _STR),
-            ("model", _STR),
-            ("provider", _STR),
-            ("doc_id", _STR),
-            ("language", _STR),
-            ("context_scope", _STR),
-            ("rep", _I64),
-            ("prompt_version", _STR),
-            ("input_tokens", _I64),
-            ("output_tokens", _I64),
-            ("cost_usd", _F64),
-            ("latency_s", _F64),
-            ("attempts", _I64),
-            ("outcome", _STR),
-            ("error", _STR),
-            ("cached", _BOOL),
+            *_CALL_FIELDS,
             ("judge", _STR),
             ("template_hash", _STR),
             ("request_hash", _STR),
