@@ -8,15 +8,21 @@ same number of calls to the same server at the same concurrency (the baseline). 
 * calling share: seconds with at least one call in flight / wall of ``clcg run``;
 * calling phase: first request to last response; the runner's rate over it (calls / phase)
   as a ratio to the bare loop's rate (target >= 0.9);
-* gaps: the calling phase minus busy time (drains between partitions show up here).
+* gaps: the calling phase minus busy time (drains between partitions show up here), and the
+  longest stretch of the phase with no answer coming back.
 
-    .venv/bin/python bench/runner_study.py [--articles 600] [--timeout 280]
+By default ``clcg run`` sends every partition's calls ahead of the partitions' runs, one stream
+per model (clcg_pipeline/study_calls.py); ``--no-calls-ahead`` measures the calls made inside
+each partition's Dagster run instead (what a UI backfill does).
+
+    .venv/bin/python bench/runner_study.py [--articles 600] [--timeout 280] [--no-calls-ahead]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -108,6 +114,7 @@ def main() -> int:
     )
     parser.add_argument("--articles", type=int, default=600)
     parser.add_argument("--timeout", type=float, default=280, help="seconds before clcg run is stopped")
+    parser.add_argument("--no-calls-ahead", action="store_true", help="calls inside each partition's run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, ServerProcess(Faults(latency_s=LATENCY_S)) as server:
         work = Path(tmp)
@@ -115,7 +122,7 @@ def main() -> int:
         _config(work / "config", work / "corpus", server.url)
         env = {**os.environ, KEY_ENV: "sk-bench-not-a-real-key", "DAGSTER_HOME": str(work / "home")}
         cmd = [str(Path(sys.executable).parent / "clcg"), "run", "--config", str(work / "config")]
-        cmd += ["--data", str(work / "data")]
+        cmd += ["--data", str(work / "data")] + (["--no-calls-ahead"] if args.no_calls_ahead else [])
         server.set_faults(Faults(latency_s=LATENCY_S))
         t0 = time.perf_counter()
         try:
@@ -131,13 +138,17 @@ def main() -> int:
         bare_n = min(max(calls, 1), BARE_CALLS)
         bare_s = asyncio.run(_bare_loop(server.url, bare_n))
     span, busy = stats["calling_span_s"], stats["busy_s"]
+    departures = sorted(stats["departures_s"])
+    longest = max((b - a for a, b in itertools.pairwise(departures)), default=0.0)
     bare_rate = bare_n / bare_s
     phase_rate = calls / span if span else 0.0
-    print(f"clcg run: {args.articles} articles x {len(LANGUAGES)} languages, latency {LATENCY_S}s, ")
+    how = "inside each partition's run" if args.no_calls_ahead else "sent ahead"
+    print(f"clcg run ({how}): {args.articles} articles x {len(LANGUAGES)} languages, latency {LATENCY_S}s, ")
     print(f"  concurrency {CONCURRENCY}: {'finished' if finished else 'DID NOT FINISH'} in {wall:.1f}s")
     print(f"  calls sent              {calls} (max in flight {stats['max_in_flight']})")
     print(f"  calling share of wall   {busy / wall:6.1%}  (busy {busy:.1f}s of {wall:.1f}s)")
     print(f"  calling phase           {span:.1f}s first request to last response; gaps {span - busy:.1f}s")
+    print(f"  longest wait for an answer within it {longest:.2f}s (latency {LATENCY_S}s)")
     print(f"  bare asyncio loop       {bare_rate:8.1f} calls/s ({bare_n} calls in {bare_s:.1f}s)")
     print(
         f"  runner over the phase   {phase_rate:8.1f} calls/s = {phase_rate / bare_rate:.2f} of the bare loop"

@@ -113,6 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             regenerate_items=args.regenerate_items,
             on_step=on_step,
             parallel=DEFAULT_PARALLEL if args.parallel is None else args.parallel,
+            calls_ahead=not args.no_calls_ahead,
         )
         progress.update(task, description="done", completed=progress.tasks[0].total)
     console.print(
@@ -121,6 +122,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{summary.task_calls} granularity tasks, {summary.judge_calls} judges and writers) "
         f"costing ${summary.new_cost_usd:.4f}"
     )
+    ahead = summary.calls_ahead
+    if ahead is not None and ahead.sent:
+        console.print(
+            f"{ahead.sent} of them sent ahead of their partitions' runs, one stream per model, in "
+            f"{ahead.seconds:.1f}s ({ahead.sent / max(ahead.seconds, 1e-9):.1f} calls/s)"
+        )
+    if ahead is not None and ahead.refused:
+        for model_id, reason in ahead.refused.items():
+            console.print(f"[yellow]{model_id}: calls not sent ahead: {reason}[/yellow]")
     if summary.budget_exhausted:
         console.print(
             "[yellow]budget reached: the calls and partitions past it were not run "
@@ -373,6 +383,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="responses partitions run at once, in worker processes (default 2; 1 = one after another)",
+    )
+    run.add_argument(
+        "--no-calls-ahead",
+        action="store_true",
+        help="make each partition's calls inside its own Dagster run, as UI backfills do, instead of "
+        "sending every hosted model's calls first in one stream (the default; see docs/DEPLOY.md)",
     )
     run.add_argument(
         "--regenerate-items",

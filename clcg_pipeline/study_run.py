@@ -37,6 +37,7 @@ from upath import UPath
 from clcg_pipeline.config import ProjectConfig, load_config
 from clcg_pipeline.definitions import build_definitions
 from clcg_pipeline.inference import check_credentials
+from clcg_pipeline.inference._calls import CALLS_AHEAD_TAG
 from clcg_pipeline.inference.sensors import sync_model_partitions
 from clcg_pipeline.jobs import (
     CORPUS_ASSETS,
@@ -47,6 +48,7 @@ from clcg_pipeline.jobs import (
 )
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, response_key
 from clcg_pipeline.storage import partition_dir, read_frame
+from clcg_pipeline.study_calls import CallsAhead, send_calls_ahead
 from clcg_pipeline.study_plan import select_models
 from clcg_pipeline.study_versions import code_versions, version_for
 
@@ -93,6 +95,7 @@ class RunSummary:
     response_calls: int = 0  # the evaluated models' answers (``calls``)
     task_calls: int = 0  # the granularity tasks' answers (``task_calls``)
     judge_calls: int = 0  # judges and writers (task, error-taxonomy and keypoint judges, confusion writer)
+    calls_ahead: CallsAhead | None = None  # what was sent ahead of the partitions' runs (study_calls.py)
 
     def count(self, kind: str, calls: int, cost_usd: float) -> None:
         self.new_calls += calls
@@ -373,6 +376,7 @@ def run_study(
     regenerate_items: bool = False,
     on_step: Callable[[str, int, int], None] | None = None,
     parallel: int = DEFAULT_PARALLEL,
+    calls_ahead: bool = True,
 ) -> RunSummary:
     """Materialize the whole graph: corpus, study inputs, responses, analysis.
 
@@ -390,6 +394,10 @@ def run_study(
     responses: the confusion writer (study inputs), the granularity tasks and their judges
     (each partition's run shares one budget: ``inference._calls.run_budget``), and the
     error-taxonomy judges and keypoint writer (analysis), which get whatever is left.
+
+    With ``calls_ahead`` (online, no ``budget_usd``), the hosted models' calls of the pending
+    responses partitions are sent first, one stream per model (``study_calls.py``); the
+    partitions' runs then find them cached and record them as their own.
     """
     if parallel < 1:
         raise StudyRunError(f"parallel must be at least 1, got {parallel}")
@@ -416,6 +424,7 @@ def run_study(
             on_step=on_step,
             interrupted=interrupted,
             parallel=parallel,
+            calls_ahead=calls_ahead,
         )
 
 
@@ -545,6 +554,7 @@ def _run_jobs(
     on_step: Callable[[str, int, int], None] | None,
     interrupted: Callable[[], bool],
     parallel: int = 1,
+    calls_ahead: bool = False,
 ) -> RunSummary:
     defs = build_definitions(config_dir, data_dir)
     sync_model_partitions(instance, config)
@@ -574,6 +584,7 @@ def _run_jobs(
         *,
         rerun: bool = False,
         done: Callable[[], bool] | None = None,
+        tags: dict[str, str] | None = None,
     ) -> dg.ExecuteInProcessResult | None:
         """Run one job partition unless it is up to date; its result when it ran, else None."""
         nonlocal step
@@ -591,7 +602,11 @@ def _run_jobs(
                 instance=instance,
                 partition_key=partition,
                 run_config={**_QUIET, **run_config},
-                tags={FINGERPRINT_TAG: versions["study"], **study_run_tags(config, partition)},
+                tags={
+                    FINGERPRINT_TAG: versions["study"],
+                    **study_run_tags(config, partition),
+                    **(tags or {}),
+                },
                 raise_on_error=False,
             )
         summary.runs += 1
@@ -692,6 +707,29 @@ def _run_jobs(
         return paid_ops("responses_job", remaining)
 
     partitions = [(model_id, iso) for model_id in model_ids for iso in isos]
+    ahead_tags: dict[str, str] = {}
+    if calls_ahead and budget_usd is None and mode == "online":
+        # Hosted models only: an offline model's "calls" are local CPU work, with no latency to hide.
+        pending = [
+            (model_id, iso)
+            for model_id, iso in partitions
+            if config.models.get(model_id).provider != "offline"
+            and (force or regenerate_items or not responses_done(iso, model_id))
+        ]
+        if pending:
+            token = make_new_run_id()
+            label = f"calls ahead of {len(pending)} partitions' runs"
+            if on_step:
+                on_step(label, step + 1, total)
+            summary.calls_ahead = send_calls_ahead(
+                config,
+                data_dir,
+                pending,
+                token=token,
+                interrupted=interrupted,
+                progress=(lambda text: on_step(text, step + 1, total)) if on_step else None,
+            )
+            ahead_tags = {CALLS_AHEAD_TAG: token}
     in_workers = budget_usd is None and parallel > 1 and len(partitions) > 1
     if in_workers:
         step = _run_responses_in_workers(
@@ -700,7 +738,11 @@ def _run_jobs(
             partitions,
             parallel=parallel,
             run_config=responses_config(None),
-            tags=lambda key: {FINGERPRINT_TAG: versions["study"], **study_run_tags(config, key)},
+            tags=lambda key: {
+                FINGERPRINT_TAG: versions["study"],
+                **study_run_tags(config, key),
+                **ahead_tags,
+            },
             # New items change the questions: every partition answers them (cached calls are free).
             skip=lambda iso, model_id: not (force or regenerate_items) and responses_done(iso, model_id),
             account=account,
@@ -726,6 +768,7 @@ def _run_jobs(
             # New items change the questions: every partition answers them (cached calls are free).
             rerun=regenerate_items,
             done=lambda iso=iso, model_id=model_id: responses_done(iso, model_id),
+            tags=ahead_tags,
         )
         if ran is None:
             continue

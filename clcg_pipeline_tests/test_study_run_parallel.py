@@ -79,6 +79,8 @@ def test_partitions_overlap_without_paying_twice_or_passing_the_limit(
             models=["fake-gpt"],
             languages=LANGUAGES,
             parallel=2,
+            # The calls inside the partitions' runs (test_study_calls.py covers sending them ahead).
+            calls_ahead=False,
         )
         requests = dict(server.state.requests)
         max_in_flight = server.state.max_in_flight
@@ -135,6 +137,8 @@ def test_ctrl_c_stops_the_workers_with_one_line(
             lambda doc: [m.update(concurrency=1) for m in doc["models"] if m["id"] == "fake-gpt"],
         )
         command = [sys.executable, "-m", "clcg_pipeline.cli", "run", "--config", str(demo_config_dir)]
+        # Stopped inside the workers' runs (test_study_calls.py stops it before them).
+        command += ["--no-calls-ahead"]
         process = subprocess.Popen(
             [*command, "--data", str(data), "--models", "fake-gpt", "--languages", ",".join(LANGUAGES)],
             stdout=subprocess.PIPE,

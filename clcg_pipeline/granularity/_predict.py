@@ -164,6 +164,11 @@ def _settings(model: ModelSpec, gran: GranularitySettings, cap: Any) -> Conditio
     )
 
 
+def partition_paragraphs(long_paragraphs: pd.DataFrame, language: str, reference: str) -> pd.DataFrame:
+    """The long paragraphs one partition reads: its language's and the reference's (see ``plan_tasks``)."""
+    return long_paragraphs[long_paragraphs["language"].isin([language, reference])]
+
+
 def plan_tasks(
     *,
     model: ModelSpec,
@@ -542,10 +547,12 @@ def predict_tasks(
     mode: Literal["online", "batch"] = "online",
     policy: RetryPolicy | None = None,
     budget: Budget | None = None,
+    origin: str | None = None,
 ) -> PartitionResult:
     """Answer every task of every document of ``language`` with ``model`` (one partition).
 
     ``budget`` (``inference._calls.run_budget``) is the run's budget, shared with its other paid ops.
+    ``origin`` (``inference._calls.call_origin``): calls ``clcg run`` sent ahead count as new.
     """
     slots = plan_tasks(
         model=model,
@@ -567,6 +574,7 @@ def predict_tasks(
             mode=mode,
             policy=policy,
             budget=budget,
+            origin=origin,
         )
         if slots
         else []

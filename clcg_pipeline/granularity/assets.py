@@ -17,7 +17,7 @@ from clcg_pipeline.granularity._documents import (
     build_long_documents,
 )
 from clcg_pipeline.granularity._predict import CALL_COLUMNS as TASK_CALL_COLUMNS
-from clcg_pipeline.granularity._predict import PREDICTION_COLUMNS, predict_tasks
+from clcg_pipeline.granularity._predict import PREDICTION_COLUMNS, partition_paragraphs, predict_tasks
 from clcg_pipeline.granularity._scoring import (
     JUDGEMENT_COLUMNS,
     SCORE_COLUMNS,
@@ -27,7 +27,7 @@ from clcg_pipeline.granularity._scoring import (
 )
 from clcg_pipeline.granularity._tasks import TASK_COLUMNS, TaskBank, build_tasks, freeze, judge_writer
 from clcg_pipeline.granularity._validate import REJECTION_COLUMNS
-from clcg_pipeline.inference._calls import run_budget
+from clcg_pipeline.inference._calls import CALLS_AHEAD_TAG, call_origin, run_budget
 from clcg_pipeline.inference._judge import CALL_COLUMNS as JUDGE_CALL_COLUMNS
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, response_partitions
 from clcg_pipeline.resources import StudyResource
@@ -477,7 +477,7 @@ def build_task_scoring_defs(config: ProjectConfig) -> dg.Definitions:
         result = predict_tasks(
             model=cfg.models.get(model_id),
             language=language,
-            paragraphs=long_paragraphs[long_paragraphs["language"].isin([language, reference])],
+            paragraphs=partition_paragraphs(long_paragraphs, language, reference),
             tasks=granularity_tasks,
             settings=gran,
             cache_dir=study.cache_dir,
@@ -487,6 +487,7 @@ def build_task_scoring_defs(config: ProjectConfig) -> dg.Definitions:
             progress=_progress(context, f"{model_id} / {language} tasks"),
             mode=config.mode,
             budget=run_budget(context.run_id, config.budget_usd),
+            origin=call_origin(context.run.tags.get(CALLS_AHEAD_TAG), str(context.partition_key)),
         )
         predictions, calls = result.predictions, result.calls
         yield dg.Output(

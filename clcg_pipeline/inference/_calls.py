@@ -19,6 +19,14 @@ from clcg_pipeline.inference._prompts import ChatRequest, model_key
 from clcg_pipeline.inference._tokens import estimate_input_tokens
 
 CACHEABLE = frozenset({"ok", "refused", "truncated"})
+# The run tag ``clcg run`` gives a partition's run when it has sent the partition's calls ahead
+# (``study_calls.py``); its value identifies that ``clcg run``.
+CALLS_AHEAD_TAG = "clcg/calls_ahead"
+
+
+def call_origin(calls_ahead: str | None, partition: str | None) -> str | None:
+    """Whom calls sent ahead for ``partition`` by one ``clcg run`` were paid for (see ``from_cache``)."""
+    return f"{calls_ahead}/{partition}" if calls_ahead and partition else None
 
 
 @dataclass(frozen=True)
@@ -106,7 +114,13 @@ def run_budget(run_id: str, limit: float | None) -> Budget:
         return budget
 
 
-def from_cache(call_id: str, entry: dict[str, Any]) -> CallResult:
+def from_cache(call_id: str, entry: dict[str, Any], origin: str | None = None) -> CallResult:
+    """A cached result; new (``cached=False``) when the entry was paid for on behalf of ``origin``.
+
+    ``clcg run`` sends a partition's calls ahead of its Dagster run (``study_calls.py``) and
+    tags each entry it writes with that partition; the partition's run then records those
+    calls as its own new calls, and any other reader as cached.
+    """
     return CallResult(
         call_id=call_id,
         text=entry.get("text"),
@@ -118,12 +132,14 @@ def from_cache(call_id: str, entry: dict[str, Any]) -> CallResult:
         cost_usd=float(entry.get("cost_usd", 0.0)),
         latency_s=float(entry.get("latency_s", 0.0)),
         attempts=int(entry.get("attempts", 1)),
-        cached=True,
+        cached=origin is None or entry.get("origin") != origin,
     )
 
 
-def cache_entry(model: ModelSpec, request: ChatRequest, result: CallResult) -> dict[str, Any]:
-    return {
+def cache_entry(
+    model: ModelSpec, request: ChatRequest, result: CallResult, origin: str | None = None
+) -> dict[str, Any]:
+    entry = {
         "provider": model.provider,
         "model": model.model,
         "prompt_version": request.prompt_version,
@@ -140,12 +156,17 @@ def cache_entry(model: ModelSpec, request: ChatRequest, result: CallResult) -> d
         "attempts": result.attempts,
         "created": time.time(),
     }
+    if origin is not None:
+        entry["origin"] = origin  # who the call was paid for (see ``from_cache``)
+    return entry
 
 
 def split_cached(
-    bound: Sequence[ChatRequest], cache: CallCache
+    bound: Sequence[ChatRequest], cache: CallCache, origin: str | None = None
 ) -> tuple[dict[str, CallResult], dict[str, ChatRequest]]:
-    """Results already in the cache, and the distinct requests still to send (by call id)."""
+    """Results already in the cache, and the distinct requests still to send (by call id).
+
+    ``origin``: see ``from_cache``."""
     results: dict[str, CallResult] = {}
     todo: dict[str, ChatRequest] = {}
     for request in bound:
@@ -154,7 +175,7 @@ def split_cached(
             continue
         entry = cache.get(cid)
         if entry is not None:
-            results[cid] = from_cache(cid, entry)
+            results[cid] = from_cache(cid, entry, origin)
         else:
             todo[cid] = request
     return results, todo

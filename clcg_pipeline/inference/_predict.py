@@ -155,6 +155,30 @@ def _plan(
     return [_Slot(r, s.doc_id, s.scope, s.rep, s.item_ids) for r, s in zip(bound, slots, strict=True)]
 
 
+def sampled_inputs(
+    paragraphs: pd.DataFrame, items: pd.DataFrame, study_sample: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
+    """A responses partition's paragraphs and items, cut to the sampled articles, and their repetitions."""
+    reps = dict(zip(study_sample["doc_id"], study_sample["n_reps"].astype(int), strict=True))
+    return paragraphs[paragraphs["doc_id"].isin(reps)], items[items["doc_id"].isin(reps)], reps
+
+
+def partition_requests(
+    *,
+    model: ModelSpec,
+    language: str,
+    paragraphs: pd.DataFrame,
+    items: pd.DataFrame,
+    reps: Mapping[str, int],
+    conditions: Mapping[str, ConditionSettings],
+) -> list[ChatRequest]:
+    """Every request :func:`predict_partition` sends for these inputs, in order; calls nothing."""
+    slots = _plan(
+        model=model, language=language, paragraphs=paragraphs, items=items, reps=reps, conditions=conditions
+    )
+    return [s.request for s in slots]
+
+
 def plan_partition(
     *,
     model: ModelSpec,
@@ -301,6 +325,7 @@ def predict_partition(
     mode: Literal["online", "batch"] = "online",
     policy: RetryPolicy | None = None,
     budget: Budget | None = None,
+    origin: str | None = None,
 ) -> InferenceResult:
     """Answer every item of every planned article x repetition x condition for one language.
 
@@ -308,6 +333,7 @@ def predict_partition(
     across every process sharing the cache. ``policy`` overrides the retry backoff (tests
     shorten it); it never changes a call id. ``budget`` (``_calls.run_budget``) is the Dagster
     run's budget, shared with its other paid ops; it replaces a fresh ``Budget(budget_usd)``.
+    ``origin`` (``_calls.call_origin``): calls ``clcg run`` sent ahead for this partition count as new.
     """
     slots = _plan(
         model=model, language=language, paragraphs=paragraphs, items=items, reps=reps, conditions=conditions
@@ -322,5 +348,6 @@ def predict_partition(
         mode=mode,
         policy=policy,
         budget=budget,
+        origin=origin,
     )
     return rows_from_results(model=model, language=language, slots=slots, results=results)

@@ -16,7 +16,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from clcg_pipeline.config import ModelSpec
@@ -45,6 +45,7 @@ __all__ = [
     "CACHEABLE",
     "AdaptiveLimiter",
     "CallResult",
+    "CallSession",
     "ProviderConfigError",
     "RetryPolicy",
     "arun_requests",
@@ -237,11 +238,13 @@ class _Run:
     def _failed(self, call_id: str, outcome: str, error: str | None, attempts: int) -> CallResult:
         return CallResult(call_id, None, None, outcome, error, 0, 0, 0.0, 0.0, attempts, False)
 
-    async def claimed(self, request: ChatRequest) -> CallResult:
-        """The call, unless another process is already making it: then its cached result."""
+    async def claimed(self, request: ChatRequest, origin: str | None = None) -> CallResult:
+        """The call, unless another process is already making it: then its cached result.
+
+        ``origin``: whom a call this run makes is paid for (``_calls.from_cache``)."""
         claims = self.coord.claims
         if claims is None:
-            return await self.call(request)
+            return await self.call(request, origin)
         call_id = request.call_id
         delay = 0.02
         while True:
@@ -257,8 +260,8 @@ class _Run:
                         entry = self.cache.get(call_id)
                         if entry is not None:
                             self.shared_waits += 1
-                            return from_cache(call_id, entry)
-                        return await self.call(request)
+                            return from_cache(call_id, entry, origin)
+                        return await self.call(request, origin)
                     finally:
                         claims.release(claim)
             # Claimed elsewhere: wait for its result. A holder that fails without a cacheable
@@ -268,7 +271,7 @@ class _Run:
             entry = await asyncio.to_thread(self.cache.get, call_id)
             if entry is not None:
                 self.shared_waits += 1
-                return from_cache(call_id, entry)
+                return from_cache(call_id, entry, origin)
 
     async def _reserve(self, estimate: float) -> str | bool | None:
         """A reservation against both budgets: a ledger id (or None without one), False when refused."""
@@ -290,7 +293,7 @@ class _Run:
             return False
         return rid
 
-    async def call(self, request: ChatRequest) -> CallResult:
+    async def call(self, request: ChatRequest, origin: str | None = None) -> CallResult:
         call_id = request.call_id
         budgeted = self.budget.limit is not None or self.study_budget_usd is not None
         estimate = estimate_cost(self.model, request) if budgeted else 0.0
@@ -336,7 +339,8 @@ class _Run:
                     self.budget.settle(estimate, result.cost_usd)
                     settle = (rid, result.cost_usd, self.model.id, call_id) if ledger is not None else None
                     reserved, rid = False, None
-                    entry = cache_entry(self.model, request, result) if result.outcome in CACHEABLE else None
+                    cacheable = result.outcome in CACHEABLE
+                    entry = cache_entry(self.model, request, result, origin) if cacheable else None
                     # Awaited, so a call counts as done (and its claim is dropped) only once its
                     # spend is in the ledger and its response on disk.
                     await self.persist.write(call_id, entry, settle)
@@ -365,43 +369,110 @@ class _Run:
                     ledger.release(rid)
 
 
-async def arun_requests(
-    model: ModelSpec,
-    requests: Sequence[ChatRequest],
-    *,
-    cache_dir: str,
-    budget_usd: float | None = None,
-    study_budget_usd: float | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    policy: RetryPolicy | None = None,
-    api: ModelAPI | None = None,
-    budget: Budget | None = None,
-) -> list[CallResult]:
-    """Async core of :func:`run_requests` (for callers already inside an event loop)."""
-    bound = bind(model, requests)
-    cache = CallCache(cache_dir)
-    total = len(bound)
-    results, todo = split_cached(bound, cache)
-    done = n_cached = total - sum(1 for r in bound if r.call_id in todo)
-    if progress:
-        progress(done, total)
-    if todo:
-        own_api = api is None
-        if own_api:
+class CallSession:
+    """One model's calls over several request lists: one limiter, API client, coordinator, budget.
+
+    ``clcg run`` streams every partition of a model through one session (``study_calls.py``),
+    so the model's calls flow from one partition into the next with no drain between them;
+    :func:`arun_requests` is a session of one list. The API client and the coordinator are
+    opened at the first request not in the cache (a fully cached list needs no key).
+    """
+
+    def __init__(
+        self,
+        model: ModelSpec,
+        *,
+        cache_dir: str,
+        budget_usd: float | None = None,
+        study_budget_usd: float | None = None,
+        policy: RetryPolicy | None = None,
+        api: ModelAPI | None = None,
+        budget: Budget | None = None,
+    ) -> None:
+        self.model = model
+        self.cache_dir = cache_dir
+        self.cache = CallCache(cache_dir)
+        self._budget_usd = budget_usd
+        self._study_budget_usd = study_budget_usd
+        self._policy = policy
+        self._api = api
+        self._own_api = api is None
+        self._budget = budget
+        self._run: _Run | None = None
+        self._coord: Coordinator | None = None
+        # Calls this session is making, by call id: a later list asking for one waits for it
+        # (a process's own file locks do not exclude each other, so claims cannot).
+        self._making: dict[str, asyncio.Future[CallResult]] = {}
+
+    def _started(self) -> _Run:
+        if self._run is not None:
+            return self._run
+        model, budget_usd = self.model, self._budget_usd
+        if self._api is None:
             check_credentials(model)
             from clcg_pipeline.inference._providers._registry import get_api
 
-            api = get_api(model)
-        assert api is not None
-        coord = Coordinator(cache_dir, model_key=model_key(model), concurrency=model.concurrency)
-        if coord.ledger is None and study_budget_usd is not None:
+            self._api = get_api(model)
+        coord = self._coord = Coordinator(
+            self.cache_dir, model_key=model_key(model), concurrency=model.concurrency
+        )
+        if coord.ledger is None and self._study_budget_usd is not None:
             # No shared ledger (the Coordinator warned): the study budget binds this run at least.
-            budget_usd = min(b for b in (budget_usd, study_budget_usd) if b is not None)
+            budget_usd = min(b for b in (budget_usd, self._study_budget_usd) if b is not None)
+        budget = self._budget
         if budget is None:
             budget = Budget(budget_usd)
         elif budget_usd is not None and (budget.limit is None or budget_usd < budget.limit):
             budget.limit = budget_usd  # the run's shared budget (``run_budget``), bound by the study's here
-        run = _Run(model, api, cache, budget, policy or RetryPolicy(), coord, study_budget_usd)
+        self._run = _Run(
+            model, self._api, self.cache, budget, self._policy or RetryPolicy(), coord, self._study_budget_usd
+        )
+        return self._run
+
+    async def _make(self, run: _Run, request: ChatRequest, origin: str | None) -> CallResult:
+        call_id = request.call_id
+        making = self._making.get(call_id)
+        if making is not None:
+            # Asked by an earlier list of this session (and paid for it): this list's copy is cached.
+            return replace(await asyncio.shield(making), cached=True)
+        future: asyncio.Future[CallResult] = asyncio.get_running_loop().create_future()
+        # Nobody may be waiting on it: an error is the caller's to handle, not the event loop's.
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self._making[call_id] = future
+        try:
+            result = await run.claimed(request, origin)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                future.cancel()
+            else:
+                future.set_exception(exc)
+            raise
+        finally:
+            self._making.pop(call_id, None)
+        future.set_result(result)
+        return result
+
+    async def run(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        origin: str | None = None,
+    ) -> list[CallResult]:
+        """Results of ``requests`` in order; only what the cache lacks is sent.
+
+        ``origin`` names whom the calls sent here are paid for (``_calls.from_cache``): cache
+        entries paid for the same origin come back as new calls, not cached ones."""
+        bound = bind(self.model, requests)
+        total = len(bound)
+        results, todo = split_cached(bound, self.cache, origin)
+        done = n_cached = total - sum(1 for r in bound if r.call_id in todo)
+        if progress:
+            progress(done, total)
+        if not todo:
+            return [results[r.call_id] for r in bound]
+        run = self._started()
+        waits_before = run.shared_waits
         multiplicity = {cid: 0 for cid in todo}
         for request in bound:
             if request.call_id in multiplicity:
@@ -409,8 +480,7 @@ async def arun_requests(
 
         async def one(request: ChatRequest) -> None:
             nonlocal done
-            result = await run.claimed(request)
-            results[request.call_id] = result
+            results[request.call_id] = await self._make(run, request, origin)
             done += multiplicity[request.call_id]
             if progress:
                 progress(done, total)
@@ -422,23 +492,58 @@ async def arun_requests(
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await run.persist.aclose()
-            coord.close()
-            if own_api:
-                await api.aclose()
+        shared = run.shared_waits - waits_before
         log.info(
             "model %s: %d requests, %d from cache, %d sent, %d answered by another process meanwhile; "
             "concurrency limit now %d after %d cut(s), spent $%.4f",
-            model.id,
+            self.model.id,
             total,
             n_cached,
-            len(todo) - run.shared_waits,
-            run.shared_waits,
+            len(todo) - shared,
+            shared,
             run.limiter.limit,
             run.limiter.cuts,
             run.budget.spent,
         )
-    return [results[r.call_id] for r in bound]
+        return [results[r.call_id] for r in bound]
+
+    async def aclose(self) -> None:
+        """Wait for the cache writes in progress, then close the coordinator and the API client."""
+        if self._run is not None:
+            await self._run.persist.aclose()
+        if self._coord is not None:
+            self._coord.close()
+        if self._own_api and self._api is not None:
+            await self._api.aclose()
+
+
+async def arun_requests(
+    model: ModelSpec,
+    requests: Sequence[ChatRequest],
+    *,
+    cache_dir: str,
+    budget_usd: float | None = None,
+    study_budget_usd: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    policy: RetryPolicy | None = None,
+    api: ModelAPI | None = None,
+    budget: Budget | None = None,
+    origin: str | None = None,
+) -> list[CallResult]:
+    """Async core of :func:`run_requests` (for callers already inside an event loop)."""
+    session = CallSession(
+        model,
+        cache_dir=cache_dir,
+        budget_usd=budget_usd,
+        study_budget_usd=study_budget_usd,
+        policy=policy,
+        api=api,
+        budget=budget,
+    )
+    try:
+        return await session.run(requests, progress=progress, origin=origin)
+    finally:
+        await session.aclose()
 
 
 def run_requests(
@@ -454,6 +559,7 @@ def run_requests(
     batch_poll_s: float = 30.0,
     batch_max_wait_s: float | None = None,
     budget: Budget | None = None,
+    origin: str | None = None,
 ) -> list[CallResult]:
     """Run ``requests`` against ``model`` in one event loop; results in request order.
 
@@ -489,5 +595,6 @@ def run_requests(
             progress=progress,
             policy=policy,
             budget=budget,
+            origin=origin,
         )
     )

@@ -8,7 +8,8 @@ import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.inference import predict_partition
-from clcg_pipeline.inference._calls import run_budget
+from clcg_pipeline.inference._calls import CALLS_AHEAD_TAG, call_origin, run_budget
+from clcg_pipeline.inference._predict import sampled_inputs
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, response_partitions
 from clcg_pipeline.resources import StudyResource
 
@@ -134,7 +135,7 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
         key = responses_partitions.get_partition_key_from_str(context.partition_key).keys_by_dimension
         language, model_id = key[LANGUAGE_DIMENSION], key[MODEL_DIMENSION]
         model = cfg.models.get(model_id)
-        reps = dict(zip(study_sample["doc_id"], study_sample["n_reps"].astype(int), strict=True))
+        sampled_paragraphs, sampled_items, reps = sampled_inputs(paragraphs, items, study_sample)
         logged = {"decile": -1}
 
         def progress(done: int, total: int) -> None:
@@ -147,8 +148,8 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
         result = predict_partition(
             model=model,
             language=language,
-            paragraphs=paragraphs[paragraphs["doc_id"].isin(reps)],
-            items=items[items["doc_id"].isin(reps)],
+            paragraphs=sampled_paragraphs,
+            items=sampled_items,
             reps=reps,
             conditions=cfg.study.conditions,
             cache_dir=study.cache_dir,
@@ -156,6 +157,7 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
             progress=progress,
             mode=config.mode,
             budget=run_budget(context.run_id, config.budget_usd),
+            origin=call_origin(context.run.tags.get(CALLS_AHEAD_TAG), str(context.partition_key)),
         )
         predictions, calls = result.predictions, result.calls
         yield dg.Output(

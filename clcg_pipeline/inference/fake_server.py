@@ -83,6 +83,7 @@ class _State:
     last_t: float | None = None
     busy_s: float = 0.0
     busy_since: float = 0.0
+    departures: list[float] = field(default_factory=list)  # monotonic times, for a calls/s timeline
     batches: dict[str, dict[str, Any]] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
     bodies: dict[str, dict[str, Any]] = field(default_factory=dict)  # last body per call id
@@ -414,6 +415,7 @@ class _App(_BatchMixin):
                 "max_in_flight": s.max_in_flight,
                 "busy_s": s.busy_s,
                 "calling_span_s": (s.last_t - s.first_t) if s.first_t and s.last_t else 0.0,
+                "departures_s": [round(t - s.first_t, 3) for t in s.departures] if s.first_t else [],
                 "total_requests": sum(s.requests.values()),
                 "batch_creates": s.batch_creates,
                 "batch_requests": dict(s.batch_requests),
@@ -498,6 +500,7 @@ class _App(_BatchMixin):
         s = self.state
         s.in_flight -= 1
         s.last_t = time.monotonic()
+        s.departures.append(s.last_t)
         if s.in_flight == 0:
             s.busy_s += s.last_t - s.busy_since
 

@@ -1,0 +1,228 @@
+"""Sending a study's calls ahead of its partitions' runs (what ``clcg run`` does before them).
+
+A responses partition (language x model) is one Dagster run that builds its requests, calls
+the model, then scores. Run after run, a model's calls drain at every partition boundary:
+the next run is still starting, loading and building prompts when the last answers of the
+previous one come back, and on a small machine scoring competes with calling for the CPU.
+
+So ``clcg run`` first sends every pending partition's requests (its items' and its
+granularity tasks') through one ``CallSession`` per hosted model: one limiter, and the next
+partition's requests are built while the previous ones are in flight, so calls flow from
+one partition into the next. Each result goes to the call cache, tagged with the partition
+it was paid for; the partitions' runs then find their calls there and record them as their
+own new calls (``inference._calls.from_cache``), with the same claims, slots and study
+ledger as ever (``inference._coord``). Judges read the answers, so they are still called
+inside the runs. Nothing here is needed for correctness: a run launched from the UI, a
+backfill or the daemon makes its own calls.
+
+The requests are built by the same functions the assets use (``partition_requests``,
+``plan_tasks``) from the stored inputs, so the call ids match; a mismatch would cost a
+second call, which ``clcg_pipeline_tests/test_study_calls.py`` guards against.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+from upath import UPath
+
+from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.granularity._predict import partition_paragraphs, plan_tasks
+from clcg_pipeline.inference._calls import call_origin
+from clcg_pipeline.inference._predict import partition_requests, sampled_inputs
+from clcg_pipeline.inference._prompts import ChatRequest
+from clcg_pipeline.inference._runner import CallSession, ProviderConfigError
+from clcg_pipeline.partitions import response_key
+from clcg_pipeline.storage import partition_dir, read_frame
+
+log = logging.getLogger(__name__)
+
+# Partitions whose requests are built but not yet all answered, per model: two keep the
+# limiter full across a boundary (one being answered, the next queued behind it) while
+# holding only two partitions' prompts in memory.
+_LOOKAHEAD = 2
+
+
+@dataclass
+class CallsAhead:
+    """What sending ahead did (the partitions' own ``calls`` tables stay the record of spend)."""
+
+    token: str
+    partitions: int = 0
+    requests: int = 0
+    sent: int = 0  # new calls answered (not from the cache)
+    failed: int = 0  # errors and budget stops: the partition's run tries them again
+    seconds: float = 0.0
+    # Models whose provider refused the configuration: their runs meet the same error and say so.
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+def _stored(data_dir: str, table: str, partition: dict[str, str] | None = None) -> pd.DataFrame | None:
+    path = partition_dir(data_dir, table, partition) / "data.parquet"
+    return read_frame(path) if UPath(path).exists() else None
+
+
+class _Inputs:
+    """The stored inputs of the responses partitions, read once per language."""
+
+    def __init__(self, config: ProjectConfig, data_dir: str) -> None:
+        self.config = config
+        self.data_dir = data_dir
+        self.items = _stored(data_dir, "items")
+        self.sample = _stored(data_dir, "study_sample")
+        gran = config.study.granularity
+        self.long_paragraphs = _stored(data_dir, "long_paragraphs") if gran.enabled else None
+        self.tasks = _stored(data_dir, "granularity_tasks") if gran.enabled else None
+        self.names = {lang.iso: lang.name for lang in config.languages.languages}
+
+    def requests(self, model_id: str, iso: str) -> list[ChatRequest]:
+        """The partition's requests, items' then tasks' (none when an input is not stored yet)."""
+        model = self.config.models.get(model_id)
+        found: list[ChatRequest] = []
+        paragraphs = _stored(self.data_dir, "paragraphs", {"language": iso})
+        if paragraphs is not None and self.items is not None and self.sample is not None:
+            paragraphs, items, reps = sampled_inputs(paragraphs, self.items, self.sample)
+            found += partition_requests(
+                model=model,
+                language=iso,
+                paragraphs=paragraphs,
+                items=items,
+                reps=reps,
+                conditions=self.config.study.conditions,
+            )
+        if self.long_paragraphs is not None and self.tasks is not None and len(self.tasks):
+            reference = self.config.languages.reference
+            slots = plan_tasks(
+                model=model,
+                language=iso,
+                paragraphs=partition_paragraphs(self.long_paragraphs, iso, reference),
+                tasks=self.tasks,
+                settings=self.config.study.granularity,
+                reference=reference,
+                language_name=self.names.get(iso),
+            )
+            found += [slot.request for slot in slots]
+        return found
+
+
+def send_calls_ahead(
+    config: ProjectConfig,
+    data_dir: str,
+    partitions: Sequence[tuple[str, str]],
+    *,
+    token: str,
+    interrupted: Callable[[], bool] = lambda: False,
+    progress: Callable[[str], None] | None = None,
+) -> CallsAhead:
+    """Send the requests of ``partitions`` ((model id, language) pairs) ahead of their runs.
+
+    Each result is cached for ``call_origin(token, partition)``; hand ``token`` to the runs in
+    the ``CALLS_AHEAD_TAG`` tag. Models run side by side, each through its own session.
+    Ctrl-C (``interrupted``) stops after the calls in flight are written, then raises
+    ``KeyboardInterrupt``: what was answered stays cached, so nothing is paid twice.
+    """
+    summary = CallsAhead(token=token)
+    by_model: dict[str, list[str]] = {}
+    for model_id, iso in partitions:
+        by_model.setdefault(model_id, []).append(iso)
+    if not by_model:
+        return summary
+    inputs = _Inputs(config, data_dir)
+    cache_dir = str(UPath(data_dir) / "cache" / "calls")
+    answered: dict[str, tuple[int, int]] = {}  # model -> (done, total so far)
+
+    def report() -> None:
+        if progress:
+            done = sum(d for d, _ in answered.values())
+            total = sum(t for _, t in answered.values())
+            progress(f"calls ahead of the partitions' runs: {done:,}/{total:,}")
+
+    async def one_model(model_id: str, isos: list[str]) -> None:
+        session = CallSession(
+            config.models.get(model_id), cache_dir=cache_dir, study_budget_usd=config.study.budget_usd
+        )
+        finished = {"done": 0, "total": 0}
+        last = {"shown": 0.0}
+
+        def partition_progress(offset: dict[str, int]) -> Callable[[int, int], None]:
+            def update(done: int, total: int) -> None:
+                offset["done"] = done
+                answered[model_id] = (finished["done"] + sum(o["done"] for o in live), finished["total"])
+                now = time.monotonic()
+                if now - last["shown"] > 0.25:
+                    last["shown"] = now
+                    report()
+
+            return update
+
+        async def answer(key: str, requests: list[ChatRequest], offset: dict[str, int]) -> None:
+            results = await session.run(
+                requests, progress=partition_progress(offset), origin=call_origin(token, key)
+            )
+            distinct = {r.call_id: r for r in results}.values()  # a list may ask for a call twice
+            summary.sent += sum(1 for r in distinct if not r.cached and r.outcome != "skipped_budget")
+            summary.failed += sum(1 for r in distinct if r.outcome in ("error", "skipped_budget"))
+            live.remove(offset)
+            finished["done"] += len(requests)
+
+        live: list[dict[str, int]] = []
+        in_flight: set[asyncio.Task[None]] = set()
+        try:
+            for iso in isos:
+                # Built in a thread: the event loop keeps the previous partition's calls flowing.
+                requests = await asyncio.to_thread(inputs.requests, model_id, iso)
+                summary.partitions += 1
+                summary.requests += len(requests)
+                finished["total"] += len(requests)
+                offset = {"done": 0}
+                live.append(offset)
+                key = str(response_key(iso, model_id))
+                in_flight.add(asyncio.ensure_future(answer(key, requests, offset)))
+                while len(in_flight) >= _LOOKAHEAD:
+                    done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                    for task in done:
+                        task.result()
+            if in_flight:
+                await asyncio.gather(*in_flight)
+        except ProviderConfigError as exc:
+            summary.refused[model_id] = str(exc)
+            log.warning("calls ahead stopped for %s: %s", model_id, exc)
+        finally:
+            for task in in_flight:
+                task.cancel()
+            await asyncio.gather(*in_flight, return_exceptions=True)
+            await session.aclose()
+
+    async def everything() -> None:
+        main = asyncio.gather(*(one_model(m, isos) for m, isos in by_model.items()))
+
+        async def watch() -> None:
+            while not interrupted():
+                await asyncio.sleep(0.1)
+            main.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await main
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    started = time.monotonic()
+    try:
+        asyncio.run(everything())
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+    finally:
+        summary.seconds = time.monotonic() - started
+    if interrupted():
+        raise KeyboardInterrupt
+    report()
+    return summary

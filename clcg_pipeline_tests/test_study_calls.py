@@ -1,0 +1,208 @@
+"""``clcg run`` sends a hosted model's calls ahead of its partitions' runs, in one stream per model."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from clcg_pipeline.config import load_config
+from clcg_pipeline.inference import fake_server
+from clcg_pipeline.inference._calls import CALLS_AHEAD_TAG
+from clcg_pipeline.study_calls import _Inputs
+from clcg_pipeline.study_run import run_study
+from clcg_pipeline_tests.conftest import assert_interrupted_in_one_line
+from clcg_pipeline_tests.inference.fake_server import CALL_ID_HEADER, FakeServer, Faults
+
+pytestmark = pytest.mark.slow
+
+KEY_ENV = "CLCG_AHEAD_FAKE_KEY"
+KEY = "fake-clcg-ahead-not-real"
+LANGUAGES = ["en", "pt", "ka"]
+LIMIT = 4
+
+
+def _add_model(config_dir: Path, edit_yaml: Callable, url: str, concurrency: int = LIMIT) -> None:
+    model = {
+        "id": "fake-gpt",
+        "provider": "openai_compatible",
+        "model": "gpt-fake",
+        "base_url": f"{url}/v1",
+        "api_key_env": KEY_ENV,
+        "concurrency": concurrency,
+        "timeout_s": 5.0,
+        "knowledge_cutoff": "2022-01-01",
+        "price_input_per_mtok": 1.0,
+        "price_output_per_mtok": 4.0,
+    }
+    edit_yaml(config_dir / "models.yaml", lambda doc: doc["models"].append(model))
+
+
+def _record_spans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float, float]]:
+    """(call id, arrival, departure) of every chat request the fake server answers, wall clock."""
+    spans: list[tuple[str, float, float]] = []
+    original = fake_server._App.openai
+
+    async def timed(self: Any, request: Any) -> Any:
+        start = time.time()
+        try:
+            return await original(self, request)
+        finally:
+            spans.append((request.headers.get(CALL_ID_HEADER, "-"), start, time.time()))
+
+    monkeypatch.setattr(fake_server._App, "openai", timed)
+    return spans
+
+
+def _responses_runs(home: Path) -> list[tuple[dg.DagsterRun, float]]:
+    """Each responses run and when it started."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return [
+            (run, instance.get_run_stats(run.run_id).start_time or 0.0)
+            for run in instance.get_runs()
+            if run.job_name == "responses_job"
+        ]
+
+
+def _calls(data: Path) -> pd.DataFrame:
+    return pd.concat(
+        pd.read_parquet(p)
+        for table in ("calls", "task_calls")
+        for p in (data / table).rglob("*.parquet")
+        if "fake-gpt" in str(p)
+    )
+
+
+def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
+    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(KEY_ENV, KEY)
+    data = tmp_path / "data"
+    spans = _record_spans(monkeypatch)
+    with FakeServer(Faults(latency_s=0.05)) as server:
+        _add_model(demo_config_dir, edit_yaml, server.url)
+        summary = run_study(
+            config_dir=str(demo_config_dir), data_dir=str(data), models=["fake-gpt"], languages=LANGUAGES
+        )
+        requests = dict(server.state.requests)
+        max_in_flight = server.state.max_in_flight
+        tables = _calls(data)
+        runs = _responses_runs(tmp_path / "home")
+        # Run again, forced: nothing sent, and every call is now an old one.
+        again = run_study(
+            config_dir=str(demo_config_dir),
+            data_dir=str(data),
+            models=["fake-gpt"],
+            languages=LANGUAGES,
+            force=True,
+        )
+        assert dict(server.state.requests) == requests
+
+    ahead = summary.calls_ahead
+    assert ahead is not None and ahead.partitions == len(LANGUAGES) and not ahead.refused
+    # Every call sent once, all of them ahead, within the model's limit.
+    assert requests and set(requests.values()) == {1}
+    assert ahead.sent == len(requests) and ahead.failed == 0
+    assert max_in_flight <= LIMIT
+    # The runs sent nothing: every answer had come back before the first run started.
+    assert sorted(run.tags["dagster/partition"] for run, _ in runs) == sorted(
+        f"{iso}|fake-gpt" for iso in LANGUAGES
+    )
+    assert all(run.status == dg.DagsterRunStatus.SUCCESS for run, _ in runs)
+    assert {run.tags[CALLS_AHEAD_TAG] for run, _ in runs} == {ahead.token}
+    assert max(end for _, _, end in spans) <= min(start for _, start in runs)
+    # One stream: the partitions' calls overlapped (no drain at a partition boundary).
+    calls = tables
+    own = calls.groupby("call_id")["language"].transform("nunique") == 1
+    language = dict(zip(calls.loc[own, "call_id"], calls.loc[own, "language"], strict=True))
+    by_language: dict[str, list[tuple[float, float]]] = {}
+    for call_id, start, end in spans:
+        if call_id in language:
+            by_language.setdefault(language[call_id], []).append((start, end))
+    assert set(by_language) == set(LANGUAGES)
+    for a, b in itertools.pairwise(LANGUAGES):
+        assert min(s for s, _ in by_language[b]) < max(e for _, e in by_language[a]), (a, b)
+    # The partitions' tables record each call sent ahead as new exactly once (a closed-book
+    # request, the same in every language, in the first partition that asked for it).
+    new = calls[~calls["cached"].astype(bool)]
+    assert sorted(new["call_id"]) == sorted(requests)
+    assert summary.response_calls + summary.task_calls == len(requests)
+    assert summary.new_cost_usd == pytest.approx(float(new["cost_usd"].sum()))
+    # The requests sent ahead are exactly those the runs asked for, partition by partition.
+    inputs = _Inputs(load_config(str(demo_config_dir)), str(data))
+    for iso in LANGUAGES:
+        asked = set(calls.loc[calls["language"] == iso, "call_id"])
+        assert {r.call_id for r in inputs.requests("fake-gpt", iso)} == asked, iso
+
+    assert again.calls_ahead is not None and again.calls_ahead.sent == 0
+    assert again.response_calls + again.task_calls == 0
+    assert _calls(data)["cached"].astype(bool).all()
+
+
+def test_without_calls_ahead_the_runs_make_their_own_calls(
+    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(KEY_ENV, KEY)
+    spans = _record_spans(monkeypatch)
+    with FakeServer(Faults(latency_s=0.05)) as server:
+        _add_model(demo_config_dir, edit_yaml, server.url)
+        summary = run_study(
+            config_dir=str(demo_config_dir),
+            data_dir=str(tmp_path / "data"),
+            models=["fake-gpt"],
+            languages=LANGUAGES[:2],
+            calls_ahead=False,
+        )
+        requests = dict(server.state.requests)
+    assert summary.calls_ahead is None
+    assert requests and set(requests.values()) == {1}
+    assert summary.response_calls + summary.task_calls == len(requests)
+    runs = _responses_runs(tmp_path / "home")
+    assert all(CALLS_AHEAD_TAG not in run.tags for run, _ in runs)
+    # The calls were made inside the runs.
+    assert max(end for _, _, end in spans) > min(start for _, start in runs)
+
+
+def test_ctrl_c_while_calling_ahead_stops_cleanly_and_pays_nothing_twice(
+    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable
+) -> None:
+    home, data = tmp_path / "home", tmp_path / "data"
+    env = {**os.environ, "DAGSTER_HOME": str(home), KEY_ENV: KEY}
+    command = [sys.executable, "-m", "clcg_pipeline.cli", "run", "--config", str(demo_config_dir)]
+    command += ["--data", str(data), "--models", "fake-gpt", "--languages", ",".join(LANGUAGES)]
+    with FakeServer(Faults(latency_s=0.3)) as server:
+        _add_model(demo_config_dir, edit_yaml, server.url, concurrency=2)
+        pipe = subprocess.PIPE
+        process = subprocess.Popen(command, stdout=pipe, stderr=pipe, env=env, text=True)
+        deadline = time.monotonic() + 240
+        while sum(server.state.requests.values()) < 4:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+        assert_interrupted_in_one_line(process.returncode, out, err)
+        # Stopped before any partition's run; what was answered is in the cache.
+        assert not _responses_runs(home)
+        # (The offline judges and writers cache their answers too, without the server.)
+        sent = set(server.state.requests)
+        answered = {path.stem for path in (data / "cache" / "calls").rglob("*.json")} & sent
+        # The next run resumes: what was answered is not asked again.
+        server.set_faults(Faults(latency_s=0.0))
+        done = subprocess.run(command, capture_output=True, env=env, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        requests = dict(server.state.requests)
+    # (A call cut off in flight by Ctrl-C is asked again, as in an interrupted run.)
+    assert answered and all(requests[cid] == 1 for cid in answered), "an answered call was paid twice"
