@@ -119,11 +119,15 @@ def send_calls_ahead(
     token: str,
     interrupted: Callable[[], bool] = lambda: False,
     progress: Callable[[str], None] | None = None,
+    answered_partition: Callable[[str, str], None] | None = None,
 ) -> CallsAhead:
     """Send the requests of ``partitions`` ((model id, language) pairs) ahead of their runs.
 
     Each result is cached for ``call_origin(token, partition)``; hand ``token`` to the runs in
     the ``CALLS_AHEAD_TAG`` tag. Models run side by side, each through its own session.
+    ``answered_partition(model id, language)`` is called as each partition's calls are all
+    answered (or will not be: a refused model's partitions are reported at once), so its run
+    can start while later partitions are still calling.
     Ctrl-C (``interrupted``) stops after the calls in flight are written, then raises
     ``KeyboardInterrupt``: what was answered stays cached, so nothing is paid twice.
     """
@@ -170,8 +174,11 @@ def send_calls_ahead(
             summary.failed += sum(1 for r in distinct if r.outcome in ("error", "skipped_budget"))
             live.remove(offset)
             finished["done"] += len(requests)
+            if answered_partition:
+                answered_partition(model_id, key_iso[key])
 
         live: list[dict[str, int]] = []
+        key_iso: dict[str, str] = {}
         in_flight: set[asyncio.Task[None]] = set()
         try:
             for iso in isos:
@@ -183,6 +190,7 @@ def send_calls_ahead(
                 offset = {"done": 0}
                 live.append(offset)
                 key = str(response_key(iso, model_id))
+                key_iso[key] = iso
                 in_flight.add(asyncio.ensure_future(answer(key, requests, offset)))
                 while len(in_flight) >= _LOOKAHEAD:
                     done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
@@ -193,6 +201,8 @@ def send_calls_ahead(
         except ProviderConfigError as exc:
             summary.refused[model_id] = str(exc)
             log.warning("calls ahead stopped for %s: %s", model_id, exc)
+            for iso in isos if answered_partition else ():
+                answered_partition(model_id, iso)  # their runs meet the same error and report it
         finally:
             for task in in_flight:
                 task.cancel()

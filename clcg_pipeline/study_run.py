@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass
@@ -79,6 +80,8 @@ _INTERRUPTS = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
 # calls flowing while a partition starts or finishes (no drain between partitions) and use
 # both cores of a small machine for the offline provider.
 DEFAULT_PARALLEL = 2
+# The workers' niceness while calls are sent ahead from the parent process (see _worker_start).
+_AHEAD_NICE = 10
 
 
 class StudyRunError(RuntimeError):
@@ -274,7 +277,7 @@ def _failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool, bool]:
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_start(ref: Any, pids: Any) -> None:
+def _worker_start(ref: Any, pids: Any, nice: int = 0) -> None:
     """A worker process of the responses pool: its own instance, and Ctrl-C from its parent only.
 
     In a process group of its own, so a Ctrl-C at the terminal reaches only ``clcg run``,
@@ -287,6 +290,10 @@ def _worker_start(ref: Any, pids: Any) -> None:
         _WORKER["interrupted"] = True
 
     signal.signal(signal.SIGINT, note)
+    if nice:
+        # Calls sent ahead stream from the parent meanwhile: the workers' CPU work (loading,
+        # scoring) yields to it, so a small machine keeps the calls flowing.
+        os.nice(nice)
     os.setpgrp()
     _die_with_parent()
     # A fresh instance: nothing of the parent's connections is shared across the fork.
@@ -451,8 +458,15 @@ def _run_responses_in_workers(
     total: int,
     on_step: Callable[[str, int, int], None] | None,
     interrupted: Callable[[], bool],
+    ready: Callable[[str, str], bool] | None = None,
+    workers_started: Callable[[], None] | None = None,
 ) -> int:
     """Run the responses partitions ``parallel`` at a time in forked workers; the last step number.
+
+    With calls sent ahead (``study_calls.py``), ``workers_started`` starts them once the
+    workers exist (forked before any other thread does), the workers run at a lower CPU
+    priority, and a partition starts only once ``ready(model id, language)``: its calls are
+    answered, while later partitions are still calling.
 
     A failure lets the partitions in progress finish (their calls are paid for) and starts no
     other; Ctrl-C is forwarded to the workers, whose Dagster runs stop as they do in process.
@@ -469,8 +483,13 @@ def _run_responses_in_workers(
         min(parallel, len(partitions)),
         mp_context=context,
         initializer=_worker_start,
-        initargs=(instance.get_ref(), pids),
+        initargs=(instance.get_ref(), pids, _AHEAD_NICE if ready is not None else 0),
     )
+    if workers_started is not None:
+        # With fork, the first task starts every worker: from this thread, before the
+        # calls-ahead thread exists (a fork copies no other thread, and none of its locks).
+        pool.submit(os.getpid).result()
+        workers_started()
     queue = list(partitions)
     running: dict[futures.Future[tuple[bool, str, bool, bool]], tuple[str, str]] = {}
     calling: dict[futures.Future[tuple[bool, str, bool, bool]], str] = {}  # run id, until calls end
@@ -486,7 +505,10 @@ def _run_responses_in_workers(
             while queue and len(running) < parallel and failure is None and not interrupted():
                 if started < parallel and calling:
                     break  # still staggering the first partitions
-                model_id, iso = queue.pop(0)
+                waiting = [i for i, (m, lang) in enumerate(queue) if ready is None or ready(m, lang)]
+                if not waiting:
+                    break  # every partition left is still calling ahead
+                model_id, iso = queue.pop(waiting[0])
                 key = str(response_key(iso, model_id))
                 step += 1
                 if on_step:
@@ -511,6 +533,8 @@ def _run_responses_in_workers(
             if failure is not None or interrupted():
                 queue.clear()
             if not running:
+                if queue:
+                    time.sleep(0.05)  # waiting for calls sent ahead
                 continue
             finished, _ = futures.wait(running, timeout=0.2, return_when=futures.FIRST_COMPLETED)
             for future in finished:
@@ -707,52 +731,90 @@ def _run_jobs(
         return paid_ops("responses_job", remaining)
 
     partitions = [(model_id, iso) for model_id in model_ids for iso in isos]
-    ahead_tags: dict[str, str] = {}
-    if calls_ahead and budget_usd is None and mode == "online":
-        # Hosted models only: an offline model's "calls" are local CPU work, with no latency to hide.
-        pending = [
-            (model_id, iso)
-            for model_id, iso in partitions
-            if config.models.get(model_id).provider != "offline"
-            and (force or regenerate_items or not responses_done(iso, model_id))
-        ]
-        if pending:
-            token = make_new_run_id()
-            label = f"calls ahead of {len(pending)} partitions' runs"
-            if on_step:
-                on_step(label, step + 1, total)
-            summary.calls_ahead = send_calls_ahead(
-                config,
-                data_dir,
-                pending,
-                token=token,
-                interrupted=interrupted,
-                progress=(lambda text: on_step(text, step + 1, total)) if on_step else None,
-            )
-            ahead_tags = {CALLS_AHEAD_TAG: token}
     in_workers = budget_usd is None and parallel > 1 and len(partitions) > 1
-    if in_workers:
-        step = _run_responses_in_workers(
-            instance,
-            defs,
-            partitions,
-            parallel=parallel,
-            run_config=responses_config(None),
-            tags=lambda key: {
-                FINGERPRINT_TAG: versions["study"],
-                **study_run_tags(config, key),
-                **ahead_tags,
-            },
-            # New items change the questions: every partition answers them (cached calls are free).
-            skip=lambda iso, model_id: not (force or regenerate_items) and responses_done(iso, model_id),
-            account=account,
-            on_forget=lambda key: fresh.forget(RESPONSE_ASSETS, key),
-            summary=summary,
-            step=step,
-            total=total,
-            on_step=on_step,
-            interrupted=interrupted,
+    # Hosted models only: an offline model's "calls" are local CPU work, with no latency to hide.
+    pending = [
+        (model_id, iso)
+        for model_id, iso in partitions
+        if calls_ahead
+        and budget_usd is None
+        and mode == "online"
+        and config.models.get(model_id).provider != "offline"
+        and (force or regenerate_items or not responses_done(iso, model_id))
+    ]
+    token = make_new_run_id() if pending else None
+    ahead_tags = {CALLS_AHEAD_TAG: token} if token else {}
+    shown = {"step": step + 1, "label": ""}  # what the progress line says besides the calls ahead
+
+    def show(label: str, number: int, total_steps: int) -> None:
+        shown.update(step=number, label=label)
+        if on_step:
+            on_step(label, number, total_steps)
+
+    def ahead_progress(text: str) -> None:
+        if on_step:
+            on_step(f"{shown['label']} ({text})" if shown["label"] else text, int(shown["step"]), total)
+
+    stop_ahead = threading.Event()
+
+    def send_ahead(answered: Callable[[str, str], None] | None = None) -> CallsAhead:
+        assert token is not None
+        return send_calls_ahead(
+            config,
+            data_dir,
+            pending,
+            token=token,
+            interrupted=lambda: interrupted() or stop_ahead.is_set(),
+            progress=ahead_progress,
+            answered_partition=answered,
         )
+
+    if pending and not in_workers:
+        summary.calls_ahead = send_ahead()
+    if in_workers:
+        answered: set[tuple[str, str]] = set()
+        pending_set = set(pending)
+        background: list[futures.Future[CallsAhead]] = []
+        threads = futures.ThreadPoolExecutor(1, thread_name_prefix="clcg-calls-ahead")
+
+        def start_ahead() -> None:
+            background.append(threads.submit(send_ahead, lambda m, iso: answered.add((m, iso))))
+
+        def ready(model_id: str, iso: str) -> bool:
+            done = bool(background) and background[0].done()
+            return (model_id, iso) not in pending_set or (model_id, iso) in answered or done
+
+        try:
+            step = _run_responses_in_workers(
+                instance,
+                defs,
+                partitions,
+                parallel=parallel,
+                run_config=responses_config(None),
+                tags=lambda key: {
+                    FINGERPRINT_TAG: versions["study"],
+                    **study_run_tags(config, key),
+                    **ahead_tags,
+                },
+                # New items change the questions: every partition answers them (cached calls are free).
+                skip=lambda iso, model_id: not (force or regenerate_items) and responses_done(iso, model_id),
+                account=account,
+                on_forget=lambda key: fresh.forget(RESPONSE_ASSETS, key),
+                summary=summary,
+                step=step,
+                total=total,
+                on_step=show,
+                interrupted=interrupted,
+                ready=ready if pending else None,
+                workers_started=start_ahead if pending else None,
+            )
+        except BaseException:
+            stop_ahead.set()  # a failed partition or Ctrl-C: stop sending, keep what was answered
+            raise
+        finally:
+            threads.shutdown(wait=True)
+        if background:
+            summary.calls_ahead = background[0].result()
     for model_id, iso in [] if in_workers else partitions:
         key = response_key(iso, model_id)
         if remaining is not None and remaining <= 0:
