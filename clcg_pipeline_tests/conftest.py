@@ -35,6 +35,43 @@ def assert_interrupted_in_one_line(returncode: int | None, out: str, err: str) -
         assert noise not in out + err
 
 
+def add_fake_model(config_dir: Path, edit_yaml: Callable, url: str, key_env: str, **settings: object) -> None:
+    """Add ``fake-gpt``, an OpenAI-compatible model served by the fake server at ``url``."""
+    model = {
+        "id": "fake-gpt",
+        "provider": "openai_compatible",
+        "model": "gpt-fake",
+        "base_url": f"{url}/v1",
+        "api_key_env": key_env,
+        "knowledge_cutoff": "2022-01-01",
+        "price_input_per_mtok": 1.0,
+        "price_output_per_mtok": 4.0,
+        **settings,
+    }
+    edit_yaml(config_dir / "models.yaml", lambda doc: doc["models"].append(model))
+
+
+def record_chat_spans(
+    monkeypatch: pytest.MonkeyPatch, clock: Callable[[], float]
+) -> list[tuple[str, float, float]]:
+    """(call id, arrival, departure) by ``clock`` of every chat request the fake server answers."""
+    from clcg_pipeline.inference import fake_server
+
+    spans: list[tuple[str, float, float]] = []
+    original = fake_server._App.openai
+
+    async def timed(self: object, request: object) -> object:
+        start = clock()
+        try:
+            return await original(self, request)
+        finally:
+            call_id = request.headers.get(fake_server.CALL_ID_HEADER, "-")  # type: ignore[attr-defined]
+            spans.append((call_id, start, clock()))
+
+    monkeypatch.setattr(fake_server._App, "openai", timed)
+    return spans
+
+
 DEFAULT_CONFIG = PROJECT_ROOT / "assets_config"
 DEMO_LANGUAGES = ("en", "pt", "is", "mt", "sw", "ka", "ht")
 

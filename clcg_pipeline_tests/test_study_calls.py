@@ -10,19 +10,17 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 import pandas as pd
 import pytest
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.inference import fake_server
 from clcg_pipeline.inference._calls import CALLS_AHEAD_TAG
 from clcg_pipeline.study_calls import _Inputs
 from clcg_pipeline.study_run import run_study
-from clcg_pipeline_tests.conftest import assert_interrupted_in_one_line
-from clcg_pipeline_tests.inference.fake_server import CALL_ID_HEADER, FakeServer, Faults
+from clcg_pipeline_tests.conftest import add_fake_model, assert_interrupted_in_one_line, record_chat_spans
+from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 pytestmark = pytest.mark.slow
 
@@ -30,38 +28,6 @@ KEY_ENV = "CLCG_AHEAD_FAKE_KEY"
 KEY = "fake-clcg-ahead-not-real"
 LANGUAGES = ["en", "pt", "ka"]
 LIMIT = 4
-
-
-def _add_model(config_dir: Path, edit_yaml: Callable, url: str, concurrency: int = LIMIT) -> None:
-    model = {
-        "id": "fake-gpt",
-        "provider": "openai_compatible",
-        "model": "gpt-fake",
-        "base_url": f"{url}/v1",
-        "api_key_env": KEY_ENV,
-        "concurrency": concurrency,
-        "timeout_s": 5.0,
-        "knowledge_cutoff": "2022-01-01",
-        "price_input_per_mtok": 1.0,
-        "price_output_per_mtok": 4.0,
-    }
-    edit_yaml(config_dir / "models.yaml", lambda doc: doc["models"].append(model))
-
-
-def _record_spans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float, float]]:
-    """(call id, arrival, departure) of every chat request the fake server answers, wall clock."""
-    spans: list[tuple[str, float, float]] = []
-    original = fake_server._App.openai
-
-    async def timed(self: Any, request: Any) -> Any:
-        start = time.time()
-        try:
-            return await original(self, request)
-        finally:
-            spans.append((request.headers.get(CALL_ID_HEADER, "-"), start, time.time()))
-
-    monkeypatch.setattr(fake_server._App, "openai", timed)
-    return spans
 
 
 def _responses_runs(home: Path) -> list[tuple[dg.DagsterRun, float]]:
@@ -89,9 +55,9 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv(KEY_ENV, KEY)
     data = tmp_path / "data"
-    spans = _record_spans(monkeypatch)
+    spans = record_chat_spans(monkeypatch, time.time)
     with FakeServer(Faults(latency_s=0.05)) as server:
-        _add_model(demo_config_dir, edit_yaml, server.url)
+        add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=5.0)
         summary = run_study(
             config_dir=str(demo_config_dir), data_dir=str(data), models=["fake-gpt"], languages=LANGUAGES
         )
@@ -160,9 +126,9 @@ def test_without_calls_ahead_the_runs_make_their_own_calls(
 ) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv(KEY_ENV, KEY)
-    spans = _record_spans(monkeypatch)
+    spans = record_chat_spans(monkeypatch, time.time)
     with FakeServer(Faults(latency_s=0.05)) as server:
-        _add_model(demo_config_dir, edit_yaml, server.url)
+        add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=5.0)
         summary = run_study(
             config_dir=str(demo_config_dir),
             data_dir=str(tmp_path / "data"),
@@ -188,7 +154,7 @@ def test_ctrl_c_while_calling_ahead_stops_cleanly_and_pays_nothing_twice(
     command = [sys.executable, "-m", "clcg_pipeline.cli", "run", "--config", str(demo_config_dir)]
     command += ["--data", str(data), "--models", "fake-gpt", "--languages", ",".join(LANGUAGES)]
     with FakeServer(Faults(latency_s=0.3)) as server:
-        _add_model(demo_config_dir, edit_yaml, server.url, concurrency=2)
+        add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=2, timeout_s=5.0)
         pipe = subprocess.PIPE
         process = subprocess.Popen(command, stdout=pipe, stderr=pipe, env=env, text=True)
         deadline = time.monotonic() + 240

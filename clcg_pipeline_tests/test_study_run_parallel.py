@@ -7,16 +7,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 import pandas as pd
 import pytest
 
-from clcg_pipeline.inference import fake_server
 from clcg_pipeline.study_run import run_study
-from clcg_pipeline_tests.conftest import assert_interrupted_in_one_line
-from clcg_pipeline_tests.inference.fake_server import CALL_ID_HEADER, FakeServer, Faults
+from clcg_pipeline_tests.conftest import add_fake_model, assert_interrupted_in_one_line, record_chat_spans
+from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 pytestmark = pytest.mark.slow
 
@@ -24,38 +22,6 @@ KEY_ENV = "CLCG_PARALLEL_FAKE_KEY"
 KEY = "fake-clcg-parallel-not-real"
 LANGUAGES = ["en", "pt", "ka"]
 LIMIT = 2
-
-
-def _add_model(config_dir: Path, edit_yaml: Callable, url: str) -> None:
-    model = {
-        "id": "fake-gpt",
-        "provider": "openai_compatible",
-        "model": "gpt-fake",
-        "base_url": f"{url}/v1",
-        "api_key_env": KEY_ENV,
-        "concurrency": LIMIT,
-        "timeout_s": 5.0,
-        "knowledge_cutoff": "2022-01-01",
-        "price_input_per_mtok": 1.0,
-        "price_output_per_mtok": 4.0,
-    }
-    edit_yaml(config_dir / "models.yaml", lambda doc: doc["models"].append(model))
-
-
-def _record_spans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float, float]]:
-    """(call id, arrival, departure) of every chat request the fake server answers."""
-    spans: list[tuple[str, float, float]] = []
-    original = fake_server._App.openai
-
-    async def timed(self: Any, request: Any) -> Any:
-        start = time.monotonic()
-        try:
-            return await original(self, request)
-        finally:
-            spans.append((request.headers.get(CALL_ID_HEADER, "-"), start, time.monotonic()))
-
-    monkeypatch.setattr(fake_server._App, "openai", timed)
-    return spans
 
 
 def _responses_runs(home: Path) -> list[dg.DagsterRun]:
@@ -69,10 +35,10 @@ def test_partitions_overlap_without_paying_twice_or_passing_the_limit(
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv(KEY_ENV, KEY)
     data = tmp_path / "data"
-    spans = _record_spans(monkeypatch)
+    spans = record_chat_spans(monkeypatch, time.monotonic)
     # Calls long enough that each partition calls for seconds, as hosted APIs do.
     with FakeServer(Faults(latency_s=0.8)) as server:
-        _add_model(demo_config_dir, edit_yaml, server.url)
+        add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=5.0)
         summary = run_study(
             config_dir=str(demo_config_dir),
             data_dir=str(data),
@@ -131,7 +97,7 @@ def test_ctrl_c_stops_the_workers_with_one_line(
     env = {**os.environ, "DAGSTER_HOME": str(home), KEY_ENV: KEY}
     # Slow calls, few at a time: the responses partitions are still calling when Ctrl-C comes.
     with FakeServer(Faults(latency_s=0.5)) as server:
-        _add_model(demo_config_dir, edit_yaml, server.url)
+        add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=5.0)
         edit_yaml(
             demo_config_dir / "models.yaml",
             lambda doc: [m.update(concurrency=1) for m in doc["models"] if m["id"] == "fake-gpt"],

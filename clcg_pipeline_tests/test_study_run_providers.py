@@ -8,6 +8,7 @@ import pytest
 
 from clcg_pipeline.inference import MissingCredentialsError
 from clcg_pipeline.study_run import run_study
+from clcg_pipeline_tests.conftest import add_fake_model
 from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 pytestmark = pytest.mark.slow
@@ -15,22 +16,6 @@ pytestmark = pytest.mark.slow
 KEY_ENV = "CLCG_E2E_FAKE_KEY"
 KEY = "fake-clcg-e2e-0d9f8e7c6b5a-not-real"
 LANGUAGES = ["en", "pt", "ka"]
-
-
-def _add_model(config_dir: Path, edit_yaml: Callable, url: str) -> None:
-    model = {
-        "id": "fake-gpt",
-        "provider": "openai_compatible",
-        "model": "gpt-fake",
-        "base_url": f"{url}/v1",
-        "api_key_env": KEY_ENV,
-        "timeout_s": 1.0,
-        "max_attempts": 6,
-        "knowledge_cutoff": "2022-01-01",
-        "price_input_per_mtok": 1.0,
-        "price_output_per_mtok": 4.0,
-    }
-    edit_yaml(config_dir / "models.yaml", lambda doc: doc["models"].append(model))
 
 
 def _files_containing(root: Path, needle: bytes) -> list[Path]:
@@ -45,7 +30,7 @@ def test_hosted_model_end_to_end_with_faults_and_no_key_leak(
     data = tmp_path / "data"
     faults = Faults(p429=0.2, p5xx=0.1, pmalformed=0.05, retry_after_s=0.01, seed=7)
     with FakeServer(faults) as server:
-        _add_model(demo_config_dir, edit_yaml, server.url)
+        add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, timeout_s=1.0, max_attempts=6)
         summary = run_study(
             config_dir=str(demo_config_dir), data_dir=str(data), models=["fake-gpt"], languages=LANGUAGES
         )
@@ -93,7 +78,7 @@ def test_missing_key_fails_before_any_call(
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.delenv(KEY_ENV, raising=False)
     with FakeServer() as server:
-        _add_model(demo_config_dir, edit_yaml, server.url)
+        add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, timeout_s=1.0, max_attempts=6)
         with pytest.raises(MissingCredentialsError, match=KEY_ENV):
             run_study(config_dir=str(demo_config_dir), data_dir=str(tmp_path / "data"), models=["fake-gpt"])
         assert sum(server.state.requests.values()) == 0
