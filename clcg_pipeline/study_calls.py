@@ -139,46 +139,36 @@ def send_calls_ahead(
         return summary
     inputs = _Inputs(config, data_dir)
     cache_dir = str(UPath(data_dir) / "cache" / "calls")
-    answered: dict[str, tuple[int, int]] = {}  # model -> (done, total so far)
+    counts: dict[str, list[int]] = {}  # partition key -> [answered, requests]
+    shown = [0.0]
 
-    def report() -> None:
-        if progress:
-            done = sum(d for d, _ in answered.values())
-            total = sum(t for _, t in answered.values())
-            progress(f"calls ahead of the partitions' runs: {done:,}/{total:,}")
+    def report(now: bool = False) -> None:
+        if not progress or (not now and time.monotonic() - shown[0] < 0.25):
+            return
+        shown[0] = time.monotonic()
+        done, total = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
+        progress(f"calls ahead of the partitions' runs: {done:,}/{total:,}")
 
     async def one_model(model_id: str, isos: list[str]) -> None:
         session = CallSession(
             config.models.get(model_id), cache_dir=cache_dir, study_budget_usd=config.study.budget_usd
         )
-        finished = {"done": 0, "total": 0}
-        last = {"shown": 0.0}
 
-        def partition_progress(offset: dict[str, int]) -> Callable[[int, int], None]:
-            def update(done: int, total: int) -> None:
-                offset["done"] = done
-                answered[model_id] = (finished["done"] + sum(o["done"] for o in live), finished["total"])
-                now = time.monotonic()
-                if now - last["shown"] > 0.25:
-                    last["shown"] = now
-                    report()
+        async def answer(iso: str, requests: list[ChatRequest]) -> None:
+            key = str(response_key(iso, model_id))
+            counts[key] = [0, len(requests)]
 
-            return update
+            def update(done: int, _total: int) -> None:
+                counts[key][0] = done
+                report()
 
-        async def answer(key: str, requests: list[ChatRequest], offset: dict[str, int]) -> None:
-            results = await session.run(
-                requests, progress=partition_progress(offset), origin=call_origin(token, key)
-            )
+            results = await session.run(requests, progress=update, origin=call_origin(token, key))
             distinct = {r.call_id: r for r in results}.values()  # a list may ask for a call twice
             summary.sent += sum(1 for r in distinct if not r.cached and r.outcome != "skipped_budget")
             summary.failed += sum(1 for r in distinct if r.outcome in ("error", "skipped_budget"))
-            live.remove(offset)
-            finished["done"] += len(requests)
             if answered_partition:
-                answered_partition(model_id, key_iso[key])
+                answered_partition(model_id, iso)
 
-        live: list[dict[str, int]] = []
-        key_iso: dict[str, str] = {}
         in_flight: set[asyncio.Task[None]] = set()
         try:
             for iso in isos:
@@ -186,12 +176,7 @@ def send_calls_ahead(
                 requests = await asyncio.to_thread(inputs.requests, model_id, iso)
                 summary.partitions += 1
                 summary.requests += len(requests)
-                finished["total"] += len(requests)
-                offset = {"done": 0}
-                live.append(offset)
-                key = str(response_key(iso, model_id))
-                key_iso[key] = iso
-                in_flight.add(asyncio.ensure_future(answer(key, requests, offset)))
+                in_flight.add(asyncio.ensure_future(answer(iso, requests)))
                 while len(in_flight) >= _LOOKAHEAD:
                     done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
                     for task in done:
@@ -234,5 +219,5 @@ def send_calls_ahead(
         summary.seconds = time.monotonic() - started
     if interrupted():
         raise KeyboardInterrupt
-    report()
+    report(now=True)
     return summary

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pandas as pd
-from pandas.api.types import is_list_like
 
 from clcg_pipeline.config import ConditionSettings, GranularitySettings, ModelSpec
 from clcg_pipeline.granularity._prompts import (
@@ -34,9 +33,11 @@ from clcg_pipeline.granularity._prompts import (
 from clcg_pipeline.inference._cache import CallCache
 from clcg_pipeline.inference._calls import Budget, CallResult, bind, cost_usd
 from clcg_pipeline.inference._parse import REFUSAL_REASONS, TRUNCATED_REASONS
+from clcg_pipeline.inference._predict import string_list
 from clcg_pipeline.inference._prompts import ChatRequest, resolve_settings
 from clcg_pipeline.inference._runner import RetryPolicy, run_requests
 from clcg_pipeline.inference._tokens import TOKENIZER, count_tokens, estimate_input_tokens
+from clcg_pipeline.storage._tables import TABLES
 
 Status = Literal["ok", "unparseable", "missing"]
 
@@ -57,29 +58,7 @@ PREDICTION_COLUMNS = [
     "truncated",
     "error",
 ]
-CALL_COLUMNS = [
-    "call_id",
-    "model",
-    "provider",
-    "doc_id",
-    "language",
-    "context_scope",
-    "rep",
-    "prompt_version",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "latency_s",
-    "attempts",
-    "outcome",
-    "error",
-    "cached",
-    "task",
-    "group_id",
-    "n_tasks",
-    "request_hash",
-    "finish_reason",
-]
+CALL_COLUMNS = list(TABLES["task_calls"].names)  # the data contract is the one list
 #: A word answer may be a short name ("New York"); longer replies are not single words.
 MAX_WORD_ANSWER_WORDS = 3
 _FENCE = re.compile(r"^\s*```[\w-]*[ \t]*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
@@ -115,14 +94,6 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], name: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ValueError(f"{name}: missing column(s) {missing}")
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if not is_list_like(value):
-        return []
-    return [str(v) for v in value]
 
 
 def _present(value: Any) -> bool:
@@ -277,7 +248,7 @@ def _single(
     paragraphs: list[tuple[str, str]] = document
     source: list[tuple[str, str]] = []
     if task == "paragraph_fill":
-        blanks = _strings(row.get("blank_pids"))
+        blanks = string_list(row.get("blank_pids"))
         if len(blanks) != 1 or blanks[0] not in pids:
             raise ValueError(
                 f"{_where(row)}: field 'blank_pids' must name one paragraph of the document, got {blanks}"
@@ -286,7 +257,7 @@ def _single(
     elif task == "translation":
         # English into the partition's language: the source is the English excerpt and the
         # context the English document (the language's own version would hold the answer).
-        wanted = _strings(row.get("evidence_pids"))
+        wanted = string_list(row.get("evidence_pids"))
         by_pid = dict(english)
         unknown = [p for p in wanted if p not in by_pid]
         if not wanted or unknown:
@@ -326,18 +297,18 @@ def _cloze(
     english: Mapping[str, str],
     gran: GranularitySettings,
 ) -> list[TaskSlot]:
-    options = tuple(_strings(group[0].get("options")))
+    options = tuple(string_list(group[0].get("options")))
     if not options:
         raise ValueError(f"{_where(group[0])}: field 'options' is empty")
     if len(options) > len(OPTION_LETTERS):
         raise ValueError(f"{_where(group[0])}: {len(options)} options; at most {len(OPTION_LETTERS)}")
     for row in group[1:]:
-        if tuple(_strings(row.get("options"))) != options:
+        if tuple(string_list(row.get("options"))) != options:
             raise ValueError(f"{_where(row)}: field 'options' differs within cloze group {group_id!r}")
     ordinal = {pid: k for k, (pid, _) in enumerate(document)}
     placed: list[tuple[int, int, dict[str, Any]]] = []
     for row in group:
-        pids = _strings(row.get("blank_pids"))
+        pids = string_list(row.get("blank_pids"))
         if len(pids) != 1 or pids[0] not in ordinal:
             raise ValueError(
                 f"{_where(row)}: field 'blank_pids' must name one paragraph of the document, got {pids}"

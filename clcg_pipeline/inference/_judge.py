@@ -33,6 +33,7 @@ from clcg_pipeline.inference._calls import Budget, CallResult
 from clcg_pipeline.inference._parse import REFUSAL_REASONS, TRUNCATED_REASONS
 from clcg_pipeline.inference._prompts import ChatRequest, resolve_settings
 from clcg_pipeline.inference._runner import RetryPolicy, run_requests
+from clcg_pipeline.storage._tables import TABLES
 
 JudgeStatus = Literal["ok", "unparseable", "refused", "missing"]
 JUDGE_STATUSES: tuple[str, ...] = ("ok", "unparseable", "refused", "missing")
@@ -46,28 +47,9 @@ _VERSION = re.compile(r"^[a-z0-9][a-z0-9-]*-v\d+$")
 _FENCED = re.compile(r"```(?:json|JSON)?[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
 
 JUDGEMENT_COLUMNS = ("judge", "prompt_version", "template_hash", "status", "error", "judgement", "call_id")
-CALL_COLUMNS = (
-    "call_id",
-    "model",
-    "provider",
-    "doc_id",
-    "language",
-    "context_scope",
-    "rep",
-    "prompt_version",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "latency_s",
-    "attempts",
-    "outcome",
-    "error",
-    "cached",
-    "judge",
-    "template_hash",
-    "request_hash",
-    "finish_reason",
-)
+# The judge API's call rows: the contract of task_judge_calls, the fullest judge-calls table
+# (judge_calls and keypoint_calls keep a subset of these columns).
+CALL_COLUMNS = tuple(TABLES["task_judge_calls"].names)
 
 
 @dataclass(frozen=True)

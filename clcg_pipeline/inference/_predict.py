@@ -54,7 +54,7 @@ def _require(frame: pd.DataFrame, columns: tuple[str, ...], name: str) -> None:
         raise ValueError(f"{name} frame is missing column(s) {missing}")
 
 
-def _strings(value: Any) -> list[str]:
+def string_list(value: Any) -> list[str]:
     """A list cell (list, array or missing) as a list of strings."""
     if isinstance(value, str):
         return [value]
@@ -64,7 +64,7 @@ def _strings(value: Any) -> list[str]:
 
 
 def _question(row: Mapping[str, Any]) -> Question:
-    options = _strings(row.get("options"))
+    options = string_list(row.get("options"))
     text = row.get("question")
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"items: item {row.get('item_id')!r} field 'question' is empty")
@@ -126,8 +126,8 @@ def _plan(
                 if scope == "item_grounded":
                     ordinal = {pid: i for i, (pid, _) in enumerate(passages[doc_id])}
                     for row, question in zip(rows, questions, strict=True):
-                        linked = set(_strings(row.get("supporting_pids"))) | set(
-                            _strings(row.get("target_pids"))
+                        linked = set(string_list(row.get("supporting_pids"))) | set(
+                            string_list(row.get("target_pids"))
                         )
                         # An item without links (e.g. a global L5 question) gets the whole body.
                         chosen = [p for p in passages[doc_id] if p[0] in linked] or passages[doc_id]
