@@ -38,7 +38,7 @@ test: setup
 	$(BIN)/python -m pytest
 
 # The UI and the daemon: with nothing else running, the daemon builds the study and follows
-# models.yaml (clcg_pipeline/automation.py). An older copied dagster.yaml lacks the run
+# models.yaml (clcg_pipeline/orchestration/_automation.py). An older copied dagster.yaml lacks the run
 # launcher and coordinator (provider tags, fast run start-up): say so rather than run without.
 dev: setup
 	@grep -q ProviderTaggingRunCoordinator $(DAGSTER_HOME)/dagster.yaml || echo "warning: \

@@ -42,7 +42,7 @@ def main() -> int:
 
     from clcg_pipeline.analysis import synthetic_config
     from clcg_pipeline.config import default_config_dir, load_config
-    from clcg_pipeline.granularity._analysis import analyse_granularity, synthetic_task_scores
+    from clcg_pipeline.granularity import analyse_granularity, synthetic_task_scores
 
     config = synthetic_config(load_config(default_config_dir()), n_models=5)
     config = config.model_copy(

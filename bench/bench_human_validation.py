@@ -36,15 +36,16 @@ def main() -> int:
     from scipy.stats import binomtest, spearmanr
 
     from clcg_pipeline.config import default_config_dir, load_config
-    from clcg_pipeline.validation._agreement import value_counts
-    from clcg_pipeline.validation._human_analysis import (
+    from clcg_pipeline.validation import (
+        RUBRIC,
         alpha_table,
         attach_sample,
         per_response,
         run_human_validation,
+        run_qc,
+        synthetic_human_study,
+        value_counts,
     )
-    from clcg_pipeline.validation._human_synthetic import synthetic_human_study
-    from clcg_pipeline.validation._qc import RUBRIC, run_qc
 
     cfg = load_config(default_config_dir())
     assert cfg.study.bootstrap_replicates == 2000

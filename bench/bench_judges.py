@@ -23,10 +23,10 @@ from typing import Any
 
 import httpx2
 
+from clcg_pipeline.calls import judge_settings, render_judge_request, run_judge
+from clcg_pipeline.calls.fake_server import Faults, ServerProcess, reply_marker
 from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.inference._judge import judge_settings, render_judge_request, run_judge
-from clcg_pipeline.inference.fake_server import Faults, ServerProcess, reply_marker
-from clcg_pipeline.validation._error_judging import ERROR_EVIDENCE_FIELDS, error_template
+from clcg_pipeline.validation import ERROR_EVIDENCE_FIELDS, error_template
 
 LATENCY_S = 0.2
 CONCURRENCY = 32

@@ -28,9 +28,8 @@ import dagster as dg
 import yaml
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.definitions import build_definitions
 from clcg_pipeline.inference.sensors import sync_model_partitions
-from clcg_pipeline.local_daemon import PROJECT_ROOT, LocalDaemon
+from clcg_pipeline.orchestration import PROJECT_ROOT, LocalDaemon, build_definitions
 from clcg_pipeline.partitions import response_key
 
 FIRST = "lexical-reader"

@@ -109,9 +109,7 @@ def bench_suite(config, workdir: Path, replicates: int, n_articles: int) -> bool
 
 
 def bench_mixed(config) -> None:
-    from clcg_pipeline.analysis import synthetic_scores
-    from clcg_pipeline.analysis._mixed import mixed_h1
-    from clcg_pipeline.analysis._prepare import analysis_rows
+    from clcg_pipeline.analysis import analysis_rows, mixed_h1, synthetic_scores
 
     sizes, walls = [150, 300, 600, 1200], []
     print("\n[mixed h1 fit] articles, cells, seconds")

@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from clcg_pipeline.calls import RetryPolicy, bind, run_requests
+from clcg_pipeline.calls.fake_server import Faults, ServerProcess
 from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference import Question, RetryPolicy, render_request, run_requests
-from clcg_pipeline.inference._runner import bind
-from clcg_pipeline.inference.fake_server import Faults, ServerProcess
+from clcg_pipeline.inference import Question, render_request
 
 LATENCY_S = 0.01
 CONCURRENCY = 32
@@ -48,7 +48,7 @@ def main() -> int:
     parser.add_argument("--provider", default="openai", choices=["openai", "anthropic", "gemini"])
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("clcg_pipeline.inference").setLevel(logging.INFO)
+    logging.getLogger("clcg_pipeline.calls").setLevel(logging.INFO)
     os.environ[KEY_ENV] = "sk-bench-not-a-real-key"
     settings = ConditionSettings(temperature=0.2, seed=42, max_output_tokens=128)
     with ServerProcess(FAULTS) as server, tempfile.TemporaryDirectory() as cache:

@@ -12,7 +12,7 @@ same number of calls to the same server at the same concurrency (the baseline). 
   longest stretch of the phase with no answer coming back.
 
 By default ``clcg run`` sends every partition's calls ahead of the partitions' runs, one stream
-per model (clcg_pipeline/study_calls.py); ``--no-calls-ahead`` measures the calls made inside
+per model (clcg_pipeline/orchestration/_calls_ahead.py); ``--no-calls-ahead`` measures the calls made inside
 each partition's Dagster run instead (what a UI backfill does).
 
     .venv/bin/python bench/runner_study.py [--articles 600] [--timeout 280] [--no-calls-ahead]
@@ -38,7 +38,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_corpus import LANGUAGES, write_corpus
 
-from clcg_pipeline.inference.fake_server import Faults, ServerProcess
+from clcg_pipeline.calls.fake_server import Faults, ServerProcess
 
 LATENCY_S = 0.2
 CONCURRENCY = 32

@@ -19,10 +19,10 @@ import time
 
 import httpx2
 
+from clcg_pipeline.calls import bind, run_requests
+from clcg_pipeline.calls.fake_server import Faults, ServerProcess
 from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference import Question, render_request, run_requests
-from clcg_pipeline.inference._runner import bind
-from clcg_pipeline.inference.fake_server import Faults, ServerProcess
+from clcg_pipeline.inference import Question, render_request
 
 LATENCY_S = 0.2
 CONCURRENCY = 32

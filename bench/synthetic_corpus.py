@@ -71,7 +71,7 @@ def _item(doc_id: str, level: str, k: int, pid: str, position: int) -> dict[str,
             if polar
             else f"What does paragraph {pid} say about the cost or the year? ({level}.{k})"
         ),
-        # The fake provider (clcg_pipeline.inference.fake_server) answers the n-th question of a
+        # The fake provider (clcg_pipeline.calls.fake_server) answers the n-th question of a
         # prompt with "answer n": these golds make its answers right, so scores vary only where
         # a language version makes it fail (below), as a real gap would.
         "gold_answer": "Yes" if polar else f"answer {position}",

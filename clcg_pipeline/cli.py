@@ -78,9 +78,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from upath import UPath
 
     from clcg_pipeline.config import load_config
+    from clcg_pipeline.orchestration import DEFAULT_PARALLEL, run_study
     from clcg_pipeline.report import format_h1_table
     from clcg_pipeline.storage import default_catalog_path, read_json
-    from clcg_pipeline.study_run import DEFAULT_PARALLEL, run_study
 
     config_dir, data_dir = _dirs(args)
     # Bad config or an unknown model/language is reported before any progress bar is drawn.
@@ -168,7 +168,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from clcg_pipeline.config import load_config
-    from clcg_pipeline.study_plan import plan_granularity, plan_study
+    from clcg_pipeline.orchestration import plan_granularity, plan_study
 
     config_dir, data_dir = _dirs(args)
     config = load_config(config_dir)

@@ -55,7 +55,7 @@ def record_chat_spans(
     monkeypatch: pytest.MonkeyPatch, clock: Callable[[], float]
 ) -> list[tuple[str, float, float]]:
     """(call id, arrival, departure) by ``clock`` of every chat request the fake server answers."""
-    from clcg_pipeline.inference import fake_server
+    from clcg_pipeline.calls import fake_server
 
     spans: list[tuple[str, float, float]] = []
     original = fake_server._App.openai

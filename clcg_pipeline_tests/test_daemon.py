@@ -13,12 +13,17 @@ from dagster._core.run_coordinator import SubmitRunContext
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.definitions import build_definitions
 from clcg_pipeline.inference.sensors import sync_model_partitions
-from clcg_pipeline.jobs import CODE_LOCATION, PROVIDER_TAG, code_location_job_origin, runs_under_code_location
-from clcg_pipeline.local_daemon import PROJECT_ROOT, LocalDaemon
+from clcg_pipeline.orchestration._coordinator import ProviderTaggingRunCoordinator
+from clcg_pipeline.orchestration._definitions import build_definitions
+from clcg_pipeline.orchestration._jobs import (
+    CODE_LOCATION,
+    PROVIDER_TAG,
+    code_location_job_origin,
+    runs_under_code_location,
+)
+from clcg_pipeline.orchestration._local_daemon import PROJECT_ROOT, LocalDaemon
 from clcg_pipeline.partitions import response_key
-from clcg_pipeline.run_coordinator import ProviderTaggingRunCoordinator
 from clcg_pipeline.storage import query
 
 FIRST, SECOND = "lexical-reader", "lexical-reader-b"

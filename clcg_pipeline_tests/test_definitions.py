@@ -5,8 +5,8 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
-from clcg_pipeline.definitions import build_definitions
-from clcg_pipeline.jobs import CODE_LOCATION
+from clcg_pipeline.orchestration._definitions import build_definitions
+from clcg_pipeline.orchestration._jobs import CODE_LOCATION
 
 LANGUAGE = "language"
 GRID = "language x model"
@@ -117,7 +117,7 @@ EXPECTED_CHECKS = {
 }
 
 
-# The daemon's condition per asset (clcg_pipeline/automation.py): corpus and responses are built
+# The daemon's condition per asset (orchestration/_automation.py): corpus and responses are built
 # once per partition, cheap study inputs follow their upstream, whole-study outputs wait for
 # every upstream partition.
 ONCE, FOLLOW, AFTER_ALL = "build_once", "follow_upstream", "after_every_partition"

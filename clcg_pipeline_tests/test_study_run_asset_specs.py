@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.corpus.assets import alignment_coverage, language_has_paragraphs
-from clcg_pipeline.definitions import build_definitions
 from clcg_pipeline.inference.assets import one_row_per_slot, parse_failure_rate
+from clcg_pipeline.orchestration._definitions import build_definitions
 from clcg_pipeline.scoring.assets import has_scores
 
 EXPECTED_KINDS = {

@@ -12,8 +12,8 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from clcg_pipeline.inference._calls import Budget, run_budget
-from clcg_pipeline.study_run import StudyRunError, _Freshness, run_study
+from clcg_pipeline.calls._results import Budget, run_budget
+from clcg_pipeline.orchestration._study_run import StudyRunError, _Freshness, run_study
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ import dagster as dg
 import pytest
 
 from clcg_pipeline.cli import main
-from clcg_pipeline.study_plan import plan_study
-from clcg_pipeline.study_run import StudyRunError, _clean_message, _failure, run_study
+from clcg_pipeline.orchestration._plan import plan_study
+from clcg_pipeline.orchestration._study_run import StudyRunError, _clean_message, _failure, run_study
 from clcg_pipeline_tests.conftest import assert_interrupted_in_one_line
 
 DEMO = Path(__file__).resolve().parents[1] / "clcg_pipeline" / "corpus" / "demo_data"

@@ -12,7 +12,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from clcg_pipeline.study_run import run_study
+from clcg_pipeline.orchestration._study_run import run_study
 from clcg_pipeline_tests.conftest import add_fake_model, assert_interrupted_in_one_line, record_chat_spans
 from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from clcg_pipeline.inference import MissingCredentialsError
-from clcg_pipeline.study_run import run_study
+from clcg_pipeline.calls import MissingCredentialsError
+from clcg_pipeline.orchestration._study_run import run_study
 from clcg_pipeline_tests.conftest import add_fake_model
 from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 

@@ -10,8 +10,8 @@ import dagster as dg
 import pytest
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.study_run import _Freshness, data_location, fingerprint
-from clcg_pipeline.study_versions import code_versions
+from clcg_pipeline.orchestration._study_run import _Freshness, data_location, fingerprint
+from clcg_pipeline.orchestration._versions import code_versions
 
 DEMO = Path(__file__).resolve().parents[1] / "clcg_pipeline" / "corpus" / "demo_data"
 

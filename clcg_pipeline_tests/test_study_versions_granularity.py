@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.study_versions import code_versions
+from clcg_pipeline.orchestration._versions import code_versions
 
 DEMO = Path(__file__).resolve().parents[1] / "clcg_pipeline" / "corpus" / "demo_data"
 

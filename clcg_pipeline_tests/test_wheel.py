@@ -64,7 +64,7 @@ def test_wheel_ships_queries_config_and_dagster_yaml(tmp_path: Path) -> None:
     }
     probe = (
         "import json, clcg_pipeline\n"
-        "from clcg_pipeline._project_files import project_path\n"
+        "from clcg_pipeline.config._project_files import project_path\n"
         "from clcg_pipeline.config import default_config_dir, load_config\n"
         "from clcg_pipeline.storage._catalog import SQL_DIR\n"
         "config = load_config()\n"

@@ -11,7 +11,7 @@ from clcg_pipeline.analysis._drilldown import drilldown
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import read_all_partitions
-from clcg_pipeline.validation._human_analysis import CLASS_CLCG_CAVEAT, class_clcg_spearman
+from clcg_pipeline.validation import CLASS_CLCG_CAVEAT, class_clcg_spearman
 
 GROUP = "analysis"
 

@@ -15,6 +15,7 @@ from clcg_pipeline.config._models import (
     ConditionSettings,
     ContextScope,
     ErrorTaxonomySettings,
+    GranularityBucket,
     GranularitySettings,
     HumanValidationSettings,
     Language,
@@ -30,6 +31,7 @@ from clcg_pipeline.config._models import (
     SourceSpec,
     StudyConfig,
 )
+from clcg_pipeline.config._project_files import project_path
 
 __all__ = [
     "CONFIG_ENV",
@@ -40,6 +42,7 @@ __all__ = [
     "ConfigError",
     "ContextScope",
     "ErrorTaxonomySettings",
+    "GranularityBucket",
     "GranularitySettings",
     "HumanValidationSettings",
     "Language",
@@ -58,4 +61,5 @@ __all__ = [
     "default_data_dir",
     "load_config",
     "load_file",
+    "project_path",
 ]

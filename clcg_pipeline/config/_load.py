@@ -48,7 +48,7 @@ def default_config_dir() -> Path:
     here = Path.cwd() / "assets_config"
     if here.is_dir():
         return here
-    from clcg_pipeline._project_files import project_path  # the checkout's, or the wheel's copy
+    from clcg_pipeline.config._project_files import project_path  # the checkout's, or the wheel's copy
 
     return project_path("assets_config")
 

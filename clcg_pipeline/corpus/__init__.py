@@ -3,9 +3,10 @@
 from clcg_pipeline.corpus._audit import AUDIT_COLUMNS, audit_corpus, incomplete_versions
 from clcg_pipeline.corpus._belebele import MC_LEVEL, load_belebele
 from clcg_pipeline.corpus._build import TRANSLATION_COLUMNS, CorpusTables
-from clcg_pipeline.corpus._errors import CorpusError, CorpusWarning
+from clcg_pipeline.corpus._errors import CorpusError, CorpusWarning, where
 from clcg_pipeline.corpus._fertility import FERTILITY_COLUMNS, tokenizer_fertility
 from clcg_pipeline.corpus._flores import flores_code_map, load_flores
+from clcg_pipeline.corpus._io import filesystem, glob, join, read_jsonl
 from clcg_pipeline.corpus._jsonl import HUMAN_LEVEL, load_jsonl
 from clcg_pipeline.corpus._records import (
     ArticleRecord,
@@ -35,16 +36,21 @@ __all__ = [
     "audit_corpus",
     "canonical_json_schema",
     "count_tokens",
+    "filesystem",
     "flores_code_map",
     "get_encoding",
+    "glob",
     "incomplete_versions",
+    "join",
     "load_belebele",
     "load_flores",
     "load_jsonl",
     "load_source",
     "load_source_cached",
     "offline_encodings",
+    "read_jsonl",
     "sample_articles",
     "source_signature",
     "tokenizer_fertility",
+    "where",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.config._models import Repetitions, Sampling
+from clcg_pipeline.config import Repetitions, Sampling
 from clcg_pipeline.corpus._errors import CorpusError
 
 SAMPLE_COLUMNS = ["doc_id", "stratum", "in_stability", "n_reps"]

@@ -5,3 +5,22 @@ sentence (cloze), paragraph (filling) and document (summary, translation) tasks 
 from English; answered through the same runner, cache and budget as the responses; scored
 and analysed by granularity, region and position across languages.
 """
+
+from clcg_pipeline.granularity._analysis import analyse_granularity, synthetic_task_scores
+from clcg_pipeline.granularity._documents import build_long_documents
+from clcg_pipeline.granularity._predict import partition_paragraphs, plan_task_calls, plan_tasks
+from clcg_pipeline.granularity._scoring import fill_subjects, rouge_l
+from clcg_pipeline.granularity._tasks import build_tasks, judge_writer
+
+__all__ = [
+    "analyse_granularity",
+    "build_long_documents",
+    "build_tasks",
+    "fill_subjects",
+    "judge_writer",
+    "partition_paragraphs",
+    "plan_task_calls",
+    "plan_tasks",
+    "rouge_l",
+    "synthetic_task_scores",
+]

@@ -24,9 +24,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.analysis._bootstrap import ClusterTable, cluster_table, draw_multiplicities, percentile_ci
-from clcg_pipeline.analysis._context import SuiteContext, num
-from clcg_pipeline.analysis._h1 import roles_of
+from clcg_pipeline.analysis import (
+    ClusterTable,
+    SuiteContext,
+    cluster_table,
+    draw_multiplicities,
+    num,
+    percentile_ci,
+    roles_of,
+)
 from clcg_pipeline.config import ProjectConfig
 
 #: Columns the analysis needs from ``task_scores``.

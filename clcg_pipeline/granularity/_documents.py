@@ -30,12 +30,18 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
-from clcg_pipeline.config._models import GranularityBucket, GranularitySettings
-from clcg_pipeline.corpus._audit import audit_corpus
-from clcg_pipeline.corpus._errors import CorpusError, where
-from clcg_pipeline.corpus._io import filesystem, glob, join, read_jsonl
-from clcg_pipeline.corpus._records import ArticleRecord
-from clcg_pipeline.corpus._tokens import count_tokens
+from clcg_pipeline.config import GranularityBucket, GranularitySettings
+from clcg_pipeline.corpus import (
+    ArticleRecord,
+    CorpusError,
+    audit_corpus,
+    count_tokens,
+    filesystem,
+    glob,
+    join,
+    read_jsonl,
+    where,
+)
 
 THIRDS: tuple[str, str, str] = ("begin", "middle", "end")
 ASSEMBLED = "assembled"

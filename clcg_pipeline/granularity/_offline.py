@@ -1,7 +1,7 @@
 """Offline, rule-based stand-ins for the granularity reader and judges (no network, no key).
 
 ``answer`` is the granularity side of the English-centric lexical reader
-(``lexical-overlap-v1``, see ``inference/_lexical.py``): it reads the same rendered prompt a
+(``lexical-overlap-v1``, see ``calls/_lexical.py``): it reads the same rendered prompt a
 hosted model gets and answers by English word overlap, so it does well on English documents
 and poorly on the others, a real (if crude) cross-lingual gap for the demo:
 
@@ -25,6 +25,7 @@ import json
 import math
 import re
 
+from clcg_pipeline.calls import PARAGRAPH_MARK, ChatRequest, content_words
 from clcg_pipeline.config import ModelSpec
 from clcg_pipeline.granularity._prompts import (
     BLANK_RE,
@@ -38,8 +39,6 @@ from clcg_pipeline.granularity._prompts import (
     split_sentences,
 )
 from clcg_pipeline.granularity._tasks import GAP
-from clcg_pipeline.inference._lexical import content_words
-from clcg_pipeline.inference._prompts import PARAGRAPH_MARK, ChatRequest
 
 UNKNOWN = "unknown"
 NO_DOCUMENT = "No document was given, so this cannot be answered from it."

@@ -20,6 +20,22 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from clcg_pipeline.calls import (
+    REFUSAL_REASONS,
+    TOKENIZER,
+    TRUNCATED_REASONS,
+    Budget,
+    CallCache,
+    CallResult,
+    ChatRequest,
+    RetryPolicy,
+    bind,
+    cost_usd,
+    count_tokens,
+    estimate_input_tokens,
+    resolve_settings,
+    run_requests,
+)
 from clcg_pipeline.config import ConditionSettings, GranularitySettings, ModelSpec
 from clcg_pipeline.granularity._prompts import (
     OPTION_LETTERS,
@@ -30,14 +46,8 @@ from clcg_pipeline.granularity._prompts import (
     render_task_request,
     split_sentences,
 )
-from clcg_pipeline.inference._cache import CallCache
-from clcg_pipeline.inference._calls import Budget, CallResult, bind, cost_usd
-from clcg_pipeline.inference._parse import REFUSAL_REASONS, TRUNCATED_REASONS
-from clcg_pipeline.inference._predict import string_list
-from clcg_pipeline.inference._prompts import ChatRequest, resolve_settings
-from clcg_pipeline.inference._runner import RetryPolicy, run_requests
-from clcg_pipeline.inference._tokens import TOKENIZER, count_tokens, estimate_input_tokens
-from clcg_pipeline.storage._tables import TABLES
+from clcg_pipeline.inference import string_list
+from clcg_pipeline.storage import TABLES
 
 Status = Literal["ok", "unparseable", "missing"]
 

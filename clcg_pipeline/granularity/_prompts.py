@@ -26,11 +26,10 @@ from typing import Literal
 
 import pydantic
 
+from clcg_pipeline.calls import PARAGRAPH_MARK, ChatRequest, JudgeTemplate
 from clcg_pipeline.config import ConditionSettings
 from clcg_pipeline.granularity._documents import blank_sentence
 from clcg_pipeline.granularity._documents import split_sentences as split_sentences
-from clcg_pipeline.inference._judge import JudgeTemplate
-from clcg_pipeline.inference._prompts import PARAGRAPH_MARK, ChatRequest
 
 TaskKind = Literal["word_single_qa", "word_multi_qa", "cloze", "paragraph_fill", "summary", "translation"]
 Context = Literal["full", "none"]

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from rapidfuzz.distance import LCSseq
 
+from clcg_pipeline.calls import Budget, RetryPolicy, run_judge
 from clcg_pipeline.config import ModelSpec
 from clcg_pipeline.granularity._predict import normalise_letter
 from clcg_pipeline.granularity._prompts import (
@@ -46,10 +47,7 @@ from clcg_pipeline.granularity._prompts import (
     blank_document,
 )
 from clcg_pipeline.granularity._validate import normalise_answer
-from clcg_pipeline.inference._calls import Budget
-from clcg_pipeline.inference._judge import run_judge
-from clcg_pipeline.inference._runner import RetryPolicy
-from clcg_pipeline.scoring._metrics import _harmonic
+from clcg_pipeline.scoring import harmonic_mean
 
 PREDICTION_KEY = ["model", "language", "doc_id", "task_id", "group_id", "task", "context", "rep"]
 SCORE_COLUMNS = [
@@ -123,7 +121,7 @@ def rouge_l(predictions: Sequence[str], references: Sequence[str]) -> list[float
     hits = np.array([LCSseq.similarity(p, r) for p, r in zip(pred_tokens, ref_tokens, strict=True)], float)
     n_pred = np.array([len(p) for p in pred_tokens], float)
     n_ref = np.array([len(r) for r in ref_tokens], float)
-    return [float(v) for v in _harmonic(hits, n_pred, n_ref)]
+    return [float(v) for v in harmonic_mean(hits, n_pred, n_ref)]
 
 
 def bleu_tokenizer(language: str) -> str:

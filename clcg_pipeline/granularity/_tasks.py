@@ -58,9 +58,9 @@ import numpy as np
 import pandas as pd
 import pydantic
 
-from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.config._models import GranularitySettings
-from clcg_pipeline.corpus._tokens import count_tokens
+from clcg_pipeline.calls import Budget, ChatRequest, JudgeTemplate, run_judge
+from clcg_pipeline.config import GranularitySettings, ModelSpec
+from clcg_pipeline.corpus import count_tokens
 from clcg_pipeline.granularity._documents import THIRDS, split_sentences, text_hash
 from clcg_pipeline.granularity._validate import (
     MIN_WORDS,
@@ -69,9 +69,6 @@ from clcg_pipeline.granularity._validate import (
     confusion_problem,
     tokens,
 )
-from clcg_pipeline.inference._calls import Budget
-from clcg_pipeline.inference._judge import JudgeTemplate, run_judge
-from clcg_pipeline.inference._prompts import ChatRequest
 
 TASK_COLUMNS = [
     "task_id",

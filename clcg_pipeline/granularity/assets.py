@@ -7,6 +7,8 @@ import dagster as dg
 import pandas as pd
 from upath import UPath
 
+from clcg_pipeline.calls import CALL_COLUMNS as JUDGE_CALL_COLUMNS
+from clcg_pipeline.calls import CALLS_AHEAD_TAG, call_origin, run_budget
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus.assets import checked_outputs
 from clcg_pipeline.granularity._documents import (
@@ -27,8 +29,6 @@ from clcg_pipeline.granularity._scoring import (
 )
 from clcg_pipeline.granularity._tasks import TASK_COLUMNS, TaskBank, build_tasks, freeze, judge_writer
 from clcg_pipeline.granularity._validate import REJECTION_COLUMNS
-from clcg_pipeline.inference._calls import CALLS_AHEAD_TAG, call_origin, run_budget
-from clcg_pipeline.inference._judge import CALL_COLUMNS as JUDGE_CALL_COLUMNS
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, response_partitions
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import read_all_partitions, read_frame

@@ -1,52 +1,25 @@
-"""Inference: versioned prompts, provider adapters, the call cache, the async runner, parsing."""
+"""The responses stage: the versioned answering prompts, the partition's requests and the
+parsing of answers into per-item prediction rows. Calling the model is ``clcg_pipeline.calls``."""
 
-from clcg_pipeline.inference._cache import CallCache
-from clcg_pipeline.inference._credentials import MissingCredentialsError, check_credentials
-from clcg_pipeline.inference._lexical import content_words, lexical_answers
 from clcg_pipeline.inference._parse import parse_answers
-from clcg_pipeline.inference._predict import InferenceResult, plan_partition, predict_partition
-from clcg_pipeline.inference._prompts import (
-    NOT_STATED,
-    PROMPT_VERSIONS,
-    ChatRequest,
-    Question,
-    model_key,
-    render_request,
-    resolve_settings,
+from clcg_pipeline.inference._predict import (
+    InferenceResult,
+    partition_requests,
+    plan_partition,
+    predict_partition,
+    sampled_inputs,
+    string_list,
 )
-from clcg_pipeline.inference._runner import (
-    AdaptiveLimiter,
-    CallResult,
-    ProviderConfigError,
-    RetryPolicy,
-    arun_requests,
-    run_requests,
-)
-from clcg_pipeline.inference._tokens import TOKENIZER, count_tokens
+from clcg_pipeline.inference._prompts import Question, render_request
 
 __all__ = [
-    "NOT_STATED",
-    "PROMPT_VERSIONS",
-    "TOKENIZER",
-    "AdaptiveLimiter",
-    "CallCache",
-    "CallResult",
-    "ChatRequest",
     "InferenceResult",
-    "MissingCredentialsError",
-    "ProviderConfigError",
     "Question",
-    "RetryPolicy",
-    "arun_requests",
-    "check_credentials",
-    "content_words",
-    "count_tokens",
-    "lexical_answers",
-    "model_key",
     "parse_answers",
+    "partition_requests",
     "plan_partition",
     "predict_partition",
     "render_request",
-    "resolve_settings",
-    "run_requests",
+    "sampled_inputs",
+    "string_list",
 ]

@@ -12,14 +12,9 @@ import json
 import re
 from typing import Literal
 
-Status = Literal["ok", "unparseable", "missing"]
+from clcg_pipeline.calls import REFUSAL_REASONS, TRUNCATED_REASONS
 
-# Finish reasons that mean the text was cut off (OpenAI, Anthropic, Gemini spellings).
-TRUNCATED_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS", "model_context_window_exceeded"})
-# Finish reasons that mean the provider refused or filtered the answer.
-REFUSAL_REASONS = frozenset(
-    {"content_filter", "refusal", "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"}
-)
+Status = Literal["ok", "unparseable", "missing"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[\]}])")

@@ -9,21 +9,25 @@ from typing import Any, Literal
 import pandas as pd
 from pandas.api.types import is_list_like
 
-from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference._cache import CallCache
-from clcg_pipeline.inference._calls import Budget, CallResult, bind, cost_usd
-from clcg_pipeline.inference._parse import parse_answers
-from clcg_pipeline.inference._prompts import (
+from clcg_pipeline.calls import (
     PROMPT_VERSIONS,
+    TOKENIZER,
+    Budget,
+    CallCache,
+    CallResult,
     ChatRequest,
-    Question,
-    is_polar,
-    render_request,
+    RetryPolicy,
+    bind,
+    cost_usd,
+    estimate_input_tokens,
+    estimate_output_tokens,
     resolve_settings,
+    run_requests,
 )
-from clcg_pipeline.inference._runner import RetryPolicy, run_requests
-from clcg_pipeline.inference._tokens import TOKENIZER, estimate_input_tokens, estimate_output_tokens
-from clcg_pipeline.storage._tables import TABLES
+from clcg_pipeline.config import ConditionSettings, ModelSpec
+from clcg_pipeline.inference._parse import parse_answers
+from clcg_pipeline.inference._prompts import Question, is_polar, render_request
+from clcg_pipeline.storage import TABLES
 
 _PARAGRAPH_COLUMNS = ("doc_id", "pid", "ordinal", "text")
 _ITEM_COLUMNS = ("item_id", "doc_id", "question")

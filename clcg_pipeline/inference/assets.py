@@ -6,9 +6,9 @@ from typing import Literal
 import dagster as dg
 import pandas as pd
 
+from clcg_pipeline.calls import CALLS_AHEAD_TAG, call_origin, run_budget
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.inference import predict_partition
-from clcg_pipeline.inference._calls import CALLS_AHEAD_TAG, call_origin, run_budget
 from clcg_pipeline.inference._predict import sampled_inputs
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, response_partitions
 from clcg_pipeline.resources import StudyResource

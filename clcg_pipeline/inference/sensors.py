@@ -1,13 +1,13 @@
 """Keeping the model dimension in step with models.yaml, and retrying what was never scored.
 
-Runs themselves are requested by declarative automation (``clcg_pipeline/automation.py``):
+Runs themselves are requested by declarative automation (``clcg_pipeline/orchestration/_automation.py``):
 this sensor only adds partitions, so nothing is launched before its inputs exist.
 """
 
 import dagster as dg
 
+from clcg_pipeline.calls import PROVIDER_TAG
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.jobs import PROVIDER_TAG
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, model_partitions, response_key
 from clcg_pipeline.resources import StudyResource
 

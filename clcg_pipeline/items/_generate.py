@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from clcg_pipeline.calls import ChatRequest, run_requests
 from clcg_pipeline.config import LEVELS, ConditionSettings, ModelSpec, StudyConfig
-from clcg_pipeline.inference import ChatRequest, run_requests
 from clcg_pipeline.items._prompts import (
     LEVEL_FORMAT,
     NOT_STATED,

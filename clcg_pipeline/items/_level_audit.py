@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import cohens_kappa
 
+from clcg_pipeline.calls import ChatRequest, run_requests
 from clcg_pipeline.config import LEVELS, ConditionSettings, ModelSpec
-from clcg_pipeline.inference import ChatRequest, run_requests
 from clcg_pipeline.items._prompts import LEVEL_INSTRUCTIONS, PARAGRAPH_MARK
 
 LEVEL_AUDIT_VERSION = "levelaudit-v1"

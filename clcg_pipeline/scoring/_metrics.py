@@ -190,7 +190,7 @@ def _lcs_lengths(left: list[str], right: list[str]) -> np.ndarray:
     return np.asarray(process.cpdist(left, right, scorer=LCSseq.similarity, dtype=np.int64, workers=1))
 
 
-def _harmonic(hits: np.ndarray, n_pred: np.ndarray, n_gold: np.ndarray) -> np.ndarray:
+def harmonic_mean(hits: np.ndarray, n_pred: np.ndarray, n_gold: np.ndarray) -> np.ndarray:
     """2PR/(P+R) with P = hits/n_pred and R = hits/n_gold, in the same float operations (and so
     to the same bits) as SQuAD's and rouge-score's scalar code; 0 where there are no hits."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -244,13 +244,13 @@ def score_pairs(
     n_gold = np.fromiter(map(len, squad_g), np.int64, len(squad_g))[gold_codes]
     # SQuAD v2 convention: if either side is empty the score is 1 only when both are.
     either_empty = (n_pred == 0) | (n_gold == 0)
-    f1 = np.where(either_empty, (n_pred == n_gold).astype(float), _harmonic(common, n_pred, n_gold))
+    f1 = np.where(either_empty, (n_pred == n_gold).astype(float), harmonic_mean(common, n_pred, n_gold))
 
     lcs = _lcs_lengths([rouge_p[i] for i in up], [rouge_g[i] for i in ug])[rows]
     r_pred = np.fromiter(map(len, rouge_p), np.int64, len(rouge_p))[pred_codes]
     r_gold = np.fromiter(map(len, rouge_g), np.int64, len(rouge_g))[gold_codes]
     # rouge-score scores an empty side 0; otherwise P = LCS/|pred|, R = LCS/|gold|.
-    rl = _harmonic(lcs, r_pred, r_gold)
+    rl = harmonic_mean(lcs, r_pred, r_gold)
     return f1.tolist(), em.astype(float).tolist(), rl.tolist()
 
 

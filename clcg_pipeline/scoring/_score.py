@@ -21,7 +21,7 @@ from clcg_pipeline.scoring._metrics import (
     polar_text,
     score_pairs,
 )
-from clcg_pipeline.storage._tables import PREDICTION_STATUSES, TABLES
+from clcg_pipeline.storage import PREDICTION_STATUSES, TABLES
 
 SemSim = Callable[[list[str], list[str]], list[float]]
 

@@ -29,14 +29,9 @@ import fsspec
 import pandas as pd
 from upath import UPath
 
-from clcg_pipeline._project_files import project_path
+from clcg_pipeline.config import project_path
 from clcg_pipeline.storage._duck import connect_duckdb, is_local, local_path, lock_down
-from clcg_pipeline.storage._files import (
-    data_root,
-    relative_table_glob,
-    table_glob,
-    write_bytes_atomic,
-)
+from clcg_pipeline.storage._files import data_root, relative_table_glob, table_glob, write_bytes_atomic
 
 CATALOG_FILE = "clcg.duckdb"
 SQL_DIR = project_path("sql")

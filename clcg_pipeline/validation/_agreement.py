@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from clcg_pipeline.analysis._bootstrap import draw_multiplicities, percentile_ci
+from clcg_pipeline.analysis import draw_multiplicities, percentile_ci
 
 Level = Literal["nominal", "ordinal", "interval"]
 

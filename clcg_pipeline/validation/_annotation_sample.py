@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.config._models import HumanValidationSettings
+from clcg_pipeline.config import HumanValidationSettings
 
 CATEGORIES = ("llm_shallow", "llm_deep", "human")
 BINS = ("LOW", "MID", "HIGH")
@@ -367,7 +367,7 @@ def draw_fills(
     if settings.fill_ratings == 0 or task_predictions is None:
         return [], []
     # Imported here: the granularity package is only needed when the fill arm is on.
-    from clcg_pipeline.granularity._scoring import fill_subjects
+    from clcg_pipeline.granularity import fill_subjects
 
     rng = np.random.default_rng([settings.seed, 3])  # own stream: other arms stay unchanged
     usable = (

@@ -27,10 +27,8 @@ import numpy as np
 import pandas as pd
 import pydantic
 
+from clcg_pipeline.calls import CALL_COLUMNS, Budget, JudgeTemplate, RetryPolicy, run_judge
 from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference._calls import Budget
-from clcg_pipeline.inference._judge import CALL_COLUMNS, JudgeTemplate, run_judge
-from clcg_pipeline.inference._runner import RetryPolicy
 from clcg_pipeline.validation._taxonomy import Taxonomy, load_taxonomy
 
 ERROR_JUDGE_VERSION = "error-judge-v1"

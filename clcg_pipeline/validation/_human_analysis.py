@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata, spearmanr
 
-from clcg_pipeline.analysis._bootstrap import percentile_ci
+from clcg_pipeline.analysis import percentile_ci
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.storage._tables import TABLES
+from clcg_pipeline.storage import TABLES
 from clcg_pipeline.validation._agreement import _num, cohen_kappa, krippendorff_alpha, withhold
 from clcg_pipeline.validation._preference import MIXED_METHOD
 from clcg_pipeline.validation._preference import preference as preference_block

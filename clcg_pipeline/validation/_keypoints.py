@@ -20,10 +20,8 @@ from typing import Any, Literal
 import pandas as pd
 import pydantic
 
+from clcg_pipeline.calls import Budget, ChatRequest, JudgeTemplate, run_judge
 from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.inference._calls import Budget
-from clcg_pipeline.inference._judge import JudgeTemplate, run_judge
-from clcg_pipeline.inference._prompts import ChatRequest
 
 KEYPOINT_COLUMNS = ["item_id", "keypoint_id", "text", "writer", "call_id", "prompt_version", "template_hash"]
 MAX_KEYPOINTS = 8

@@ -41,9 +41,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from clcg_pipeline.calls import NOT_STATED, STOPWORDS, ChatRequest, content_words
 from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.inference._lexical import _STOPWORDS, content_words
-from clcg_pipeline.inference._prompts import NOT_STATED, ChatRequest
 from clcg_pipeline.validation._error_judging import (
     END,
     GOLD,
@@ -152,7 +151,7 @@ def label_response(passage: str, question: str, gold: str, response: str, rules:
     words = _words(response)
     if _latin_share(response) < rules.latin_letters:
         return "wrong_language", f"Latin letters {_latin_share(response):.2f} < {rules.latin_letters}"
-    if len(words) >= 4 and not any(w in _STOPWORDS for w in words) and recall < rules.lo:
+    if len(words) >= 4 and not any(w in STOPWORDS for w in words) and recall < rules.lo:
         return "wrong_language", "no English function word in four or more words"
     unsupported = [w for w in resp_set if w not in gold_words and w not in passage_words]
     unsupported_share = len(unsupported) / len(resp_set) if resp_set else 0.0

@@ -25,7 +25,7 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import binomtest, norm
 
-from clcg_pipeline.analysis._bootstrap import draw_multiplicities, percentile_ci
+from clcg_pipeline.analysis import draw_multiplicities, percentile_ci
 from clcg_pipeline.validation._agreement import _num, withhold
 
 MIXED_METHOD = (

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.config._models import HumanValidationSettings
+from clcg_pipeline.config import HumanValidationSettings
 
 Level = Literal["nominal", "ordinal", "interval"]
 KEPT = "kept"

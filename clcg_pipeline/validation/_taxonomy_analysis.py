@@ -25,11 +25,16 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from clcg_pipeline.analysis._bootstrap import Replicates, cluster_table, draw_multiplicities, replicate
-from clcg_pipeline.analysis._context import SuiteContext, num
-from clcg_pipeline.analysis._h1 import roles_of
-from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.config._models import ModelSpec
+from clcg_pipeline.analysis import (
+    Replicates,
+    SuiteContext,
+    cluster_table,
+    draw_multiplicities,
+    num,
+    replicate,
+    roles_of,
+)
+from clcg_pipeline.config import ModelSpec, ProjectConfig
 from clcg_pipeline.validation._taxonomy import Taxonomy, load_taxonomy
 
 SAMPLE_COLUMNS = ("pair_id", "model", "doc_id", "language", "score_delta", "candidate_loss")

@@ -11,14 +11,11 @@ import dagster as dg
 import pandas as pd
 from upath import UPath
 
+from clcg_pipeline.calls import CALL_COLUMNS, run_budget
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus.assets import checked_outputs
-from clcg_pipeline.inference._calls import run_budget
-from clcg_pipeline.inference._judge import CALL_COLUMNS
 from clcg_pipeline.resources import StudyResource
-from clcg_pipeline.storage import read_all_partitions, read_frame
-from clcg_pipeline.storage._files import write_bytes_atomic
-from clcg_pipeline.storage._tables import empty_frame
+from clcg_pipeline.storage import empty_frame, read_all_partitions, read_frame, write_bytes_atomic
 from clcg_pipeline.validation._annotation_sample import build_annotation_sample
 from clcg_pipeline.validation._diagnostic import candidate_pairs
 from clcg_pipeline.validation._diagnostic import diagnostic_sample as draw_diagnostic_sample

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from clcg_pipeline.calls._judge import parse_judgement, render_judge_request
+from clcg_pipeline.calls._results import CallResult
+from clcg_pipeline.calls._runner import run_requests
 from clcg_pipeline.config import ConditionSettings
 from clcg_pipeline.granularity._offline import NO_DOCUMENT, UNKNOWN, answer, judge_cloze_error, judge_fill
 from clcg_pipeline.granularity._prompts import (
@@ -18,9 +21,6 @@ from clcg_pipeline.granularity._prompts import (
     blank_document,
     render_task_request,
 )
-from clcg_pipeline.inference._calls import CallResult
-from clcg_pipeline.inference._judge import parse_judgement, render_judge_request
-from clcg_pipeline.inference._runner import run_requests
 from clcg_pipeline_tests.granularity.g2_frames import (
     CLOZE_OPTIONS,
     EN,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.study_plan import plan_granularity
+from clcg_pipeline.orchestration._plan import plan_granularity
 
 
 @pytest.mark.filterwarnings("ignore:languages not in the panel were dropped")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls.fake_server import FakeServer, reply_marker
 from clcg_pipeline.granularity._predict import (
     parse_cloze,
     parse_text,
@@ -16,9 +17,8 @@ from clcg_pipeline.granularity._predict import (
     plan_tasks,
     predict_tasks,
 )
-from clcg_pipeline.inference.fake_server import FakeServer, reply_marker
+from clcg_pipeline.orchestration._plan import plan_granularity
 from clcg_pipeline.storage._tables import conform
-from clcg_pipeline.study_plan import plan_granularity
 from clcg_pipeline_tests.granularity.g2_frames import CLOZE_OPTIONS, READER, SETTINGS, paragraphs, tasks
 from clcg_pipeline_tests.inference.conftest import FAKE_KEY, FAKE_KEY_ENV, FAST, spec_for
 
@@ -228,9 +228,9 @@ def test_clcg_plan_counts_granularity_task_calls_or_says_why_not(
 
 
 def test_a_capped_reply_is_kept_for_text_but_never_guessed_for_classification() -> None:
+    from clcg_pipeline.calls._results import CallResult
     from clcg_pipeline.config import GranularitySettings
     from clcg_pipeline.granularity._predict import rows_from_results
-    from clcg_pipeline.inference._calls import CallResult
 
     slots = [
         s

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from clcg_pipeline.calls._providers.offline import _ROUTES, prompt_family
 from clcg_pipeline.config import ConditionSettings
 from clcg_pipeline.granularity._prompts import (
     CLOZE_ERROR_JUDGE,
@@ -17,7 +18,6 @@ from clcg_pipeline.granularity._prompts import (
     blank_document,
     render_task_request,
 )
-from clcg_pipeline.inference._providers.offline import _ROUTES, prompt_family
 from clcg_pipeline_tests.granularity.g2_frames import EN, PIDS, PT
 
 SETTINGS = ConditionSettings(temperature=0.0, seed=42, max_output_tokens=100)

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls._judge import render_judge_request
 from clcg_pipeline.config import ConditionSettings, load_config
 from clcg_pipeline.config._models import GranularityBucket, GranularitySettings
 from clcg_pipeline.corpus import audit_corpus, load_source_cached
@@ -24,7 +25,6 @@ from clcg_pipeline.granularity._tasks import (
     write_confusion_offline,
 )
 from clcg_pipeline.granularity._validate import answer_in_text, confusion_problem
-from clcg_pipeline.inference._judge import render_judge_request
 from clcg_pipeline.storage import conform
 
 DEMO = Path(__file__).resolve().parents[2] / "assets_config"

@@ -6,10 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from clcg_pipeline.calls import RetryPolicy
+from clcg_pipeline.calls._requests import ChatRequest
+from clcg_pipeline.calls.fake_server import FakeServer
 from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference import Question, RetryPolicy, render_request
-from clcg_pipeline.inference._prompts import ChatRequest
-from clcg_pipeline.inference.fake_server import FakeServer
+from clcg_pipeline.inference import Question, render_request
 
 FAKE_KEY_ENV = "CLCG_TEST_FAKE_KEY"
 FAKE_KEY = "fake-clcg-test-7f3a9c1e-not-a-real-key"

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from clcg_pipeline.inference import run_requests
+from clcg_pipeline.calls import run_requests
 from clcg_pipeline_tests.inference.conftest import FAST, make_request, spec_for
 
 

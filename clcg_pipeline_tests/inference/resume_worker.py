@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from clcg_pipeline.inference import run_requests
+from clcg_pipeline.calls import run_requests
 from clcg_pipeline_tests.inference.conftest import FAST, make_request, spec_for
 
 

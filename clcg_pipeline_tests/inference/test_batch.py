@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.inference import run_requests
-from clcg_pipeline.inference._batch import run_batch
-from clcg_pipeline.inference.fake_server import FakeServer, Faults
+from clcg_pipeline.calls import run_requests
+from clcg_pipeline.calls._batch import run_batch
+from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline_tests.inference.conftest import FAKE_KEY, make_request, spec_for
 
 pytestmark = pytest.mark.usefixtures("fake_key")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.inference import CallCache
+from clcg_pipeline.calls import CallCache
 
 CID = "ab" + "0" * 62
 

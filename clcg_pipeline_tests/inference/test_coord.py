@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.inference._coord import COORD_ENV, WAIT, CallClaims, SpendLedger, coord_root
-from clcg_pipeline.inference.fake_server import FakeServer, Faults
+from clcg_pipeline.calls._coord import COORD_ENV, WAIT, CallClaims, SpendLedger, coord_root
+from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline_tests.inference.conftest import FAKE_KEY_ENV
 
 WORKER = [sys.executable, "-m", "clcg_pipeline_tests.inference.coord_worker"]
@@ -100,7 +100,7 @@ def test_a_dead_holders_claim_is_taken_over(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import time; from pathlib import Path; from clcg_pipeline.inference._coord import CallClaims;"
+            "import time; from pathlib import Path; from clcg_pipeline.calls._coord import CallClaims;"
             f"c = CallClaims(Path({str(tmp_path)!r})).try_claim({call_id!r});"
             "print(c is not None, flush=True); time.sleep(60)",
         ],
@@ -146,7 +146,7 @@ def test_ledger_ignores_reservations_of_dead_processes(tmp_path: Path) -> None:
 
 
 def test_runner_and_batch_modules_do_not_import_each_other() -> None:
-    root = Path(__file__).resolve().parents[2] / "clcg_pipeline" / "inference"
+    root = Path(__file__).resolve().parents[2] / "clcg_pipeline" / "calls"
     graph: dict[str, set[str]] = {}
     for path in root.glob("*.py"):
         mods: set[str] = set()
@@ -154,7 +154,7 @@ def test_runner_and_batch_modules_do_not_import_each_other() -> None:
             if (
                 isinstance(node, ast.ImportFrom)
                 and node.module
-                and node.module.startswith("clcg_pipeline.inference.")
+                and node.module.startswith("clcg_pipeline.calls.")
             ):
                 mods.add(node.module.rsplit(".", 1)[1])
         graph[path.stem] = mods
@@ -205,7 +205,7 @@ def test_study_budget_binds_partition_after_partition(server: FakeServer, tmp_pa
 def test_a_remote_cache_is_coordinated_on_this_host(
     server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from clcg_pipeline.inference import run_requests
+    from clcg_pipeline.calls import run_requests
     from clcg_pipeline_tests.inference.conftest import FAST, make_request, spec_for
 
     monkeypatch.delenv(COORD_ENV, raising=False)
@@ -230,7 +230,7 @@ def test_a_remote_cache_is_coordinated_on_this_host(
 
 @pytest.mark.usefixtures("fake_key")
 def test_batch_mode_reserves_and_records_in_the_study_ledger(server: FakeServer, tmp_path: Path) -> None:
-    from clcg_pipeline.inference import run_requests
+    from clcg_pipeline.calls import run_requests
     from clcg_pipeline_tests.inference.conftest import make_request, spec_for
 
     spec = spec_for("openai", server.url)

@@ -9,16 +9,16 @@ from typing import Literal
 import pydantic
 import pytest
 
-from clcg_pipeline.config import ConditionSettings
-from clcg_pipeline.inference._calls import CallResult
-from clcg_pipeline.inference._judge import (
+from clcg_pipeline.calls._judge import (
     JudgeTemplate,
     judge_settings,
     parse_judgement,
     render_judge_request,
     run_judge,
 )
-from clcg_pipeline.inference.fake_server import FakeServer, reply_marker
+from clcg_pipeline.calls._results import CallResult
+from clcg_pipeline.calls.fake_server import FakeServer, reply_marker
+from clcg_pipeline.config import ConditionSettings
 from clcg_pipeline_tests.inference.conftest import FAST, PROVIDERS, spec_for
 
 pytestmark = pytest.mark.usefixtures("fake_key")

@@ -6,9 +6,10 @@ import random
 
 import pytest
 
+from clcg_pipeline.calls import content_words
+from clcg_pipeline.calls._providers.offline import OfflineAPI
 from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference import Question, content_words, render_request
-from clcg_pipeline.inference._providers.offline import OfflineAPI
+from clcg_pipeline.inference import Question, render_request
 
 EN = [
     ("p1", "The Golden Bridge was built in 1932 by the city council. It crosses the river Avon."),

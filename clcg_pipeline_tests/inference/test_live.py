@@ -8,8 +8,9 @@ import os
 
 import pytest
 
+from clcg_pipeline.calls import run_requests
 from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference import Question, parse_answers, render_request, run_requests
+from clcg_pipeline.inference import Question, parse_answers, render_request
 
 pytestmark = pytest.mark.live
 

@@ -1,4 +1,4 @@
-"""Which offline model answers which prompt family (inference/_providers/offline.py)."""
+"""Which offline model answers which prompt family (calls/_providers/offline.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import asyncio
 
 import pytest
 
+from clcg_pipeline.calls._providers.offline import OfflineAPI, prompt_family
+from clcg_pipeline.calls._requests import ChatRequest
 from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference._prompts import ChatRequest, Question, render_request
-from clcg_pipeline.inference._providers.offline import OfflineAPI, prompt_family
+from clcg_pipeline.inference._prompts import Question, render_request
 
 
 def _request(version: str) -> ChatRequest:

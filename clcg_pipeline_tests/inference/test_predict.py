@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference import plan_partition, predict_partition
-from clcg_pipeline.inference.fake_server import FakeServer, Faults
 from clcg_pipeline.storage._tables import conform
 from clcg_pipeline_tests.inference.conftest import FAST, spec_for
 

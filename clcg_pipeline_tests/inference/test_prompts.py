@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from clcg_pipeline.calls import PROMPT_VERSIONS, model_key, resolve_settings
+from clcg_pipeline.calls._runner import bind
 from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference import PROMPT_VERSIONS, Question, model_key, render_request, resolve_settings
-from clcg_pipeline.inference._runner import bind
+from clcg_pipeline.inference import Question, render_request
 
 SETTINGS = ConditionSettings(temperature=0.2, seed=42)
 PARAS = [("p1", "Der Fluss  fließt.\nNach Norden."), ("p2", "Zweiter Absatz.")]

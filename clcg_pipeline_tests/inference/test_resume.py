@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.inference import CallCache
-from clcg_pipeline.inference.fake_server import FakeServer, Faults
+from clcg_pipeline.calls import CallCache
+from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline_tests.inference.conftest import FAKE_KEY_ENV
 
 N = 40

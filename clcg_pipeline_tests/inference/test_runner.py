@@ -9,13 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.inference import (
-    AdaptiveLimiter,
-    MissingCredentialsError,
-    ProviderConfigError,
-    run_requests,
-)
-from clcg_pipeline.inference.fake_server import FakeServer, Faults
+from clcg_pipeline.calls import AdaptiveLimiter, MissingCredentialsError, ProviderConfigError, run_requests
+from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline_tests.inference.conftest import FAKE_KEY_ENV, FAST, PROVIDERS, make_request, spec_for
 
 pytestmark = pytest.mark.usefixtures("fake_key")
@@ -70,7 +65,7 @@ def test_faults_are_retried_bounded_and_every_slot_accounted(
 
 
 def _cid(spec: object, request: object) -> str:
-    from clcg_pipeline.inference._runner import bind
+    from clcg_pipeline.calls._runner import bind
 
     return bind(spec, [request])[0].call_id  # type: ignore[arg-type]
 
@@ -109,7 +104,7 @@ def test_concurrency_is_cut_on_429_and_grows_back() -> None:
 def test_runner_limits_in_flight_requests_under_429s(
     server: FakeServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="clcg_pipeline.inference")
+    caplog.set_level(logging.INFO, logger="clcg_pipeline.calls")
     server.set_faults(Faults(latency_s=0.02, p429=0.3, retry_after_s=None, seed=3))
     spec = spec_for("anthropic", server.url, concurrency=6, max_attempts=10)
     requests = [make_request(tag=f"r{i}") for i in range(60)]
@@ -145,7 +140,7 @@ def test_cached_results_need_no_key(
 def test_budget_stops_cleanly_and_keeps_partial_results(server: FakeServer, tmp_path: Path) -> None:
     spec = spec_for("openai", server.url, concurrency=1, max_output_tokens=100)
     requests = [make_request(tag=f"b{i}") for i in range(10)]
-    from clcg_pipeline.inference._runner import estimate_cost
+    from clcg_pipeline.calls._runner import estimate_cost
 
     per_call = estimate_cost(spec, requests[0])
     budget = per_call * 2

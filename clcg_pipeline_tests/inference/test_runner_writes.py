@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from openai.types.chat import ChatCompletion
 
-from clcg_pipeline.inference import run_requests
-from clcg_pipeline.inference._cache import CallCache
-from clcg_pipeline.inference._coord import SpendLedger, coord_root
-from clcg_pipeline.inference._providers._base import ProviderError
-from clcg_pipeline.inference._providers.openai import output_from_body, output_from_completion
-from clcg_pipeline.inference.fake_server import FakeServer
+from clcg_pipeline.calls import run_requests
+from clcg_pipeline.calls._cache import CallCache
+from clcg_pipeline.calls._coord import SpendLedger, coord_root
+from clcg_pipeline.calls._providers._base import ProviderError
+from clcg_pipeline.calls._providers.openai import output_from_body, output_from_completion
+from clcg_pipeline.calls.fake_server import FakeServer
 from clcg_pipeline_tests.inference.conftest import FAST, make_request, spec_for
 
 pytestmark = pytest.mark.usefixtures("fake_key")

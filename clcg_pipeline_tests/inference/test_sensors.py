@@ -11,7 +11,7 @@ from clcg_pipeline.inference.sensors import (
     model_partitions_sensor,
     sync_model_partitions,
 )
-from clcg_pipeline.jobs import PROVIDER_TAG, provider_tags, study_run_tags
+from clcg_pipeline.orchestration._jobs import PROVIDER_TAG, provider_tags, study_run_tags
 from clcg_pipeline.resources import StudyResource
 
 NEW_MODEL = {

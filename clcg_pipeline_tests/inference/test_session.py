@@ -7,10 +7,10 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
-from clcg_pipeline.inference import ChatRequest
-from clcg_pipeline.inference._calls import call_origin
-from clcg_pipeline.inference._providers._base import ModelAPI, ModelOutput
-from clcg_pipeline.inference._runner import CallSession, arun_requests
+from clcg_pipeline.calls import ChatRequest
+from clcg_pipeline.calls._providers._base import ModelAPI, ModelOutput
+from clcg_pipeline.calls._results import call_origin
+from clcg_pipeline.calls._runner import CallSession, arun_requests
 from clcg_pipeline_tests.inference.conftest import FAST, make_request, spec_for
 
 
@@ -35,7 +35,7 @@ class _HeldAPI(ModelAPI):
 
 
 def _bound(requests: list[ChatRequest]) -> list[ChatRequest]:
-    from clcg_pipeline.inference._calls import bind
+    from clcg_pipeline.calls._results import bind
 
     return bind(spec_for("openai", "http://unused"), requests)
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls import CallResult
 from clcg_pipeline.config import ModelSpec, StudyConfig
-from clcg_pipeline.inference import CallResult
 from clcg_pipeline.items import (
     GENERATION_VERSION,
     PROVENANCE_COLUMNS,

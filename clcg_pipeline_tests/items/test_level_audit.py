@@ -3,13 +3,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from clcg_pipeline.inference import CallResult
-from clcg_pipeline.items import (
-    LEVEL_AUDIT_VERSION,
-    level_agreement,
-    level_audit_requests,
-    parse_level_audit,
-)
+from clcg_pipeline.calls import CallResult
+from clcg_pipeline.items import LEVEL_AUDIT_VERSION, level_agreement, level_audit_requests, parse_level_audit
 
 PARAS = pd.DataFrame(
     {

@@ -8,13 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls._judge import render_judge_request
 from clcg_pipeline.config import ConditionSettings, ModelSpec, load_config
-from clcg_pipeline.inference._judge import render_judge_request
-from clcg_pipeline.validation._annotation_sample import (
-    ATTENTION_EXPECTED,
-    build_annotation_sample,
-    forms_of,
-)
+from clcg_pipeline.validation._annotation_sample import ATTENTION_EXPECTED, build_annotation_sample, forms_of
 from clcg_pipeline.validation._keypoints import (
     KEYPOINTS_TEMPLATE,
     checklist_items,

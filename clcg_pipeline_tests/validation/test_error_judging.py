@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from clcg_pipeline.calls.fake_server import FakeServer, reply_marker
 from clcg_pipeline.config import load_config
-from clcg_pipeline.inference.fake_server import FakeServer, reply_marker
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import ParquetIOManager, read_all_partitions
 from clcg_pipeline.storage._files import DATA_FILE, partition_dir, write_frame

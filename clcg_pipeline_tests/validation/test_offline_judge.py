@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from clcg_pipeline.calls._judge import parse_judgement, render_judge_request, run_judge
+from clcg_pipeline.calls._results import CallResult
 from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference._calls import CallResult
-from clcg_pipeline.inference._judge import parse_judgement, render_judge_request, run_judge
 from clcg_pipeline.validation._error_judging import (
     ERROR_EVIDENCE_FIELDS,
     PAIR_EVIDENCE_FIELDS,

@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from clcg_pipeline.definitions import build_definitions
+from clcg_pipeline.orchestration._definitions import build_definitions
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import read_frame
 from clcg_pipeline.storage._files import write_frame

@@ -162,7 +162,7 @@ def simulate_fill(sample: pd.DataFrame, *, seed: int) -> dict[str, bytes]:
     answer in a Label Studio export of the fill project, the other half in the fill CSV.
     """
     # Imported here: only needed when the sample has a fill arm.
-    from clcg_pipeline.granularity._scoring import rouge_l
+    from clcg_pipeline.granularity import rouge_l
 
     rng = np.random.default_rng([seed, 3])
     tasks = {r["task_id"]: r for r in sample.to_dict("records")}

@@ -1,7 +1,7 @@
 """LLM judges: versioned, hashed judge prompts, strict structured replies, the same runner.
 
 A judge is any model of ``models.yaml`` asked to label something with a JSON object. Judge
-calls go through :func:`~clcg_pipeline.inference._runner.run_requests` like the responses,
+calls go through :func:`~clcg_pipeline.calls._runner.run_requests` like the responses,
 so they are cached, budgeted, resumable and batchable, and the call id covers the rendered
 prompt, the template version and the judge model.
 
@@ -28,12 +28,11 @@ from typing import Any, Literal
 import pandas as pd
 import pydantic
 
+from clcg_pipeline.calls._requests import ChatRequest, resolve_settings
+from clcg_pipeline.calls._results import REFUSAL_REASONS, TRUNCATED_REASONS, Budget, CallResult
+from clcg_pipeline.calls._runner import RetryPolicy, run_requests
 from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference._calls import Budget, CallResult
-from clcg_pipeline.inference._parse import REFUSAL_REASONS, TRUNCATED_REASONS
-from clcg_pipeline.inference._prompts import ChatRequest, resolve_settings
-from clcg_pipeline.inference._runner import RetryPolicy, run_requests
-from clcg_pipeline.storage._tables import TABLES
+from clcg_pipeline.storage import TABLES
 
 JudgeStatus = Literal["ok", "unparseable", "refused", "missing"]
 JUDGE_STATUSES: tuple[str, ...] = ("ok", "unparseable", "refused", "missing")

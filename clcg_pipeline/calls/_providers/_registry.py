@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import importlib
 
+from clcg_pipeline.calls._credentials import api_key
+from clcg_pipeline.calls._providers._base import ModelAPI
 from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.inference._credentials import api_key
-from clcg_pipeline.inference._providers._base import ModelAPI
 
 _ADAPTERS: dict[str, tuple[str, str]] = {
-    "openai": ("clcg_pipeline.inference._providers.openai", "OpenAIAPI"),
-    "openai_compatible": ("clcg_pipeline.inference._providers.openai", "OpenAIAPI"),
-    "anthropic": ("clcg_pipeline.inference._providers.anthropic", "AnthropicAPI"),
-    "gemini": ("clcg_pipeline.inference._providers.google", "GoogleAPI"),
-    "offline": ("clcg_pipeline.inference._providers.offline", "OfflineAPI"),
+    "openai": ("clcg_pipeline.calls._providers.openai", "OpenAIAPI"),
+    "openai_compatible": ("clcg_pipeline.calls._providers.openai", "OpenAIAPI"),
+    "anthropic": ("clcg_pipeline.calls._providers.anthropic", "AnthropicAPI"),
+    "gemini": ("clcg_pipeline.calls._providers.google", "GoogleAPI"),
+    "offline": ("clcg_pipeline.calls._providers.offline", "OfflineAPI"),
 }
 
 

@@ -8,9 +8,7 @@ from typing import Any
 import openai
 import pydantic
 
-from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference._prompts import ChatRequest
-from clcg_pipeline.inference._providers._base import (
+from clcg_pipeline.calls._providers._base import (
     CALL_ID_HEADER,
     DECODE_ERRORS,
     ModelAPI,
@@ -20,6 +18,8 @@ from clcg_pipeline.inference._providers._base import (
     classify_status,
     outcome_for,
 )
+from clcg_pipeline.calls._requests import ChatRequest
+from clcg_pipeline.config import ConditionSettings, ModelSpec
 
 
 def completion_config(spec: ModelSpec, settings: ConditionSettings) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """What the online runner and the batch runner share: results, costs, budgets, cache records.
 
-Kept apart from both so that ``_runner`` (which dispatches to batch mode) and ``_batch``
+Kept apart from both so that ``calls._runner`` (which dispatches to batch mode) and ``calls._batch``
 import this module rather than each other.
 """
 
@@ -13,15 +13,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from clcg_pipeline.calls._cache import CallCache
+from clcg_pipeline.calls._requests import ChatRequest, model_key
+from clcg_pipeline.calls._tokens import estimate_input_tokens
 from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.inference._cache import CallCache
-from clcg_pipeline.inference._prompts import ChatRequest, model_key
-from clcg_pipeline.inference._tokens import estimate_input_tokens
+
+# Finish reasons that mean the text was cut off (OpenAI, Anthropic, Gemini spellings).
+TRUNCATED_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS", "model_context_window_exceeded"})
+# Finish reasons that mean the provider refused or filtered the answer.
+REFUSAL_REASONS = frozenset(
+    {"content_filter", "refusal", "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"}
+)
 
 CACHEABLE = frozenset({"ok", "refused", "truncated"})
 # The run tag ``clcg run`` gives a partition's run when it has sent the partition's calls ahead
-# (``study_calls.py``); its value identifies that ``clcg run``.
+# (``orchestration/_calls_ahead.py``); its value identifies that ``clcg run``.
 CALLS_AHEAD_TAG = "clcg/calls_ahead"
+PROVIDER_TAG = "clcg/provider"
 
 
 def call_origin(calls_ahead: str | None, partition: str | None) -> str | None:
@@ -63,7 +71,7 @@ def bind(model: ModelSpec, requests: Sequence[ChatRequest]) -> list[ChatRequest]
 
 
 class Budget:
-    """One run's spending limit, in process (the study-wide one is the ledger in ``_coord``)."""
+    """One run's spending limit, in process (the study-wide one is the ledger in ``calls._coord``)."""
 
     def __init__(self, limit: float | None) -> None:
         self.limit = limit
@@ -117,7 +125,7 @@ def run_budget(run_id: str, limit: float | None) -> Budget:
 def from_cache(call_id: str, entry: dict[str, Any], origin: str | None = None) -> CallResult:
     """A cached result; new (``cached=False``) when the entry was paid for on behalf of ``origin``.
 
-    ``clcg run`` sends a partition's calls ahead of its Dagster run (``study_calls.py``) and
+    ``clcg run`` sends a partition's calls ahead of its Dagster run (``orchestration/_calls_ahead.py``) and
     tags each entry it writes with that partition; the partition's run then records those
     calls as its own new calls, and any other reader as cached.
     """

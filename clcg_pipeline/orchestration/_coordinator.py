@@ -6,7 +6,7 @@ backfill, the UI's Materialize button and ``dagster job launch`` all submit runs
 instance's run coordinator, and none of them knows the model -> provider mapping; this
 coordinator adds the tag at submission, before the run is queued, from the run's partition
 and the current ``models.yaml``. (``clcg run`` executes in process and tags its own runs,
-see :func:`clcg_pipeline.jobs.study_run_tags`.)
+see :func:`clcg_pipeline.orchestration._jobs.study_run_tags`.)
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from dagster import DagsterRun, MultiPartitionKey
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
 from dagster._core.storage.tags import PARTITION_NAME_TAG
 
+from clcg_pipeline.calls import PROVIDER_TAG
 from clcg_pipeline.config import default_config_dir, load_config
-from clcg_pipeline.jobs import PROVIDER_TAG, provider_tags
+from clcg_pipeline.orchestration._jobs import provider_tags
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION
 
 _log = logging.getLogger(__name__)

@@ -112,10 +112,8 @@ def plan_granularity(
     """
     import tempfile
 
-    from clcg_pipeline.corpus._audit import audit_corpus
-    from clcg_pipeline.granularity._documents import build_long_documents
-    from clcg_pipeline.granularity._predict import plan_task_calls
-    from clcg_pipeline.granularity._tasks import build_tasks, judge_writer
+    from clcg_pipeline.corpus import audit_corpus
+    from clcg_pipeline.granularity import build_long_documents, build_tasks, judge_writer, plan_task_calls
 
     config = load_config(config_dir)
     gran = config.study.granularity

@@ -79,7 +79,7 @@ study_automation_sensor = dg.AutomationConditionSensorDefinition(
     minimum_interval_seconds=AUTOMATION_INTERVAL_S,
     # One run per partition, launched directly: a backfill adds a daemon hop per partition.
     emit_backfills=False,
-    description="Builds the study from nothing and follows new models (see clcg_pipeline/automation.py).",
+    description="Builds the study from nothing and follows new models (see orchestration/_automation.py).",
 )
 
 

@@ -10,9 +10,7 @@ import pydantic
 from google import genai
 from google.genai import errors, types
 
-from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference._prompts import ChatRequest
-from clcg_pipeline.inference._providers._base import (
+from clcg_pipeline.calls._providers._base import (
     CALL_ID_HEADER,
     DECODE_ERRORS,
     ModelAPI,
@@ -22,7 +20,9 @@ from clcg_pipeline.inference._providers._base import (
     classify_status,
     outcome_for,
 )
-from clcg_pipeline.inference._providers.anthropic import split_system
+from clcg_pipeline.calls._providers.anthropic import split_system
+from clcg_pipeline.calls._requests import ChatRequest
+from clcg_pipeline.config import ConditionSettings, ModelSpec
 
 
 def completion_config(spec: ModelSpec, settings: ConditionSettings, system: str | None) -> dict[str, Any]:

@@ -8,9 +8,7 @@ from typing import Any
 import anthropic
 import pydantic
 
-from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference._prompts import ChatRequest
-from clcg_pipeline.inference._providers._base import (
+from clcg_pipeline.calls._providers._base import (
     CALL_ID_HEADER,
     DECODE_ERRORS,
     ModelAPI,
@@ -20,6 +18,8 @@ from clcg_pipeline.inference._providers._base import (
     classify_status,
     outcome_for,
 )
+from clcg_pipeline.calls._requests import ChatRequest
+from clcg_pipeline.config import ConditionSettings, ModelSpec
 
 # The Messages API requires max_tokens; this is used when neither model nor condition sets one.
 DEFAULT_MAX_TOKENS = 4096

@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from clcg_pipeline.jobs import CODE_LOCATION
+from clcg_pipeline.orchestration._jobs import CODE_LOCATION
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class DaemonTimeout(AssertionError):

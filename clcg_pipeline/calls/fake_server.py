@@ -676,7 +676,7 @@ class ServerProcess:
 
     def __enter__(self) -> ServerProcess:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "clcg_pipeline.inference.fake_server", "--port", str(self.port)]
+            [sys.executable, "-m", "clcg_pipeline.calls.fake_server", "--port", str(self.port)]
         )
         deadline = time.monotonic() + 30
         while True:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_PACKAGE = Path(__file__).resolve().parent
+# The ``clcg_pipeline`` package folder (this module sits in its ``config`` package).
+_PACKAGE = Path(__file__).resolve().parent.parent
 BUNDLE_DIR = "_project"
 PROJECT_FILES = ("sql", "assets_config", "dagster.yaml", "dagster.postgres.yaml")
 

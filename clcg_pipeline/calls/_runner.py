@@ -5,7 +5,7 @@ Concurrency follows AIMD (cut in half on a 429, at most once per round of reques
 one after a window of successes), ``Retry-After`` wins over backoff, backoff is exponential
 with jitter, every attempt has a timeout and attempts are bounded. A result is written to
 the cache the moment it arrives, so a killed run repeats no completed call when restarted.
-Processes sharing the cache coordinate through ``_coord``: a call in flight elsewhere is
+Processes sharing the cache coordinate through ``calls._coord``: a call in flight elsewhere is
 waited for, not paid twice; the model's concurrency limit and the study budget hold for all.
 """
 
@@ -19,10 +19,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.inference._batch import run_batch
-from clcg_pipeline.inference._cache import CallCache
-from clcg_pipeline.inference._calls import (
+from clcg_pipeline.calls._batch import run_batch
+from clcg_pipeline.calls._cache import CallCache
+from clcg_pipeline.calls._coord import WAIT, Coordinator, SpendLedger
+from clcg_pipeline.calls._credentials import check_credentials
+from clcg_pipeline.calls._providers._base import ModelAPI, ModelOutput, ProviderError
+from clcg_pipeline.calls._requests import ChatRequest, model_key
+from clcg_pipeline.calls._results import (
     CACHEABLE,
     Budget,
     CallResult,
@@ -33,10 +36,7 @@ from clcg_pipeline.inference._calls import (
     from_cache,
     split_cached,
 )
-from clcg_pipeline.inference._coord import WAIT, Coordinator, SpendLedger
-from clcg_pipeline.inference._credentials import check_credentials
-from clcg_pipeline.inference._prompts import ChatRequest, model_key
-from clcg_pipeline.inference._providers._base import ModelAPI, ModelOutput, ProviderError
+from clcg_pipeline.config import ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +372,7 @@ class _Run:
 class CallSession:
     """One model's calls over several request lists: one limiter, API client, coordinator, budget.
 
-    ``clcg run`` streams every partition of a model through one session (``study_calls.py``),
+    ``clcg run`` streams every partition of a model through one session (``orchestration/_calls_ahead.py``),
     so the model's calls flow from one partition into the next with no drain between them;
     :func:`arun_requests` is a session of one list. The API client and the coordinator are
     opened at the first request not in the cache (a fully cached list needs no key).
@@ -410,7 +410,7 @@ class CallSession:
         model, budget_usd = self.model, self._budget_usd
         if self._api is None:
             check_credentials(model)
-            from clcg_pipeline.inference._providers._registry import get_api
+            from clcg_pipeline.calls._providers._registry import get_api
 
             self._api = get_api(model)
         coord = self._coord = Coordinator(
@@ -566,7 +566,7 @@ def run_requests(
         Cached requests are not sent. A missing key raises :class:`MissingCredentialsError` before
         any call. With ``budget_usd``, calls that would exceed it are not issued (outcome
         ``skipped_budget``); ``study_budget_usd`` is the same across every process sharing the cache
-    (the ledger in ``_coord``). ``mode="batch"`` goes through the provider's batch API, polling every
+    (the ledger in ``calls._coord``). ``mode="batch"`` goes through the provider's batch API, polling every
         ``batch_poll_s`` and, with ``batch_max_wait_s``, returning ``batch_pending`` rows for what
         has not finished (a later run collects them without resubmitting). ``budget`` (from
         ``_calls.run_budget``) replaces a fresh ``Budget(budget_usd)``: the ops of one Dagster run share it.

@@ -14,7 +14,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from clcg_pipeline.inference._prompts import NOT_STATED, OPTIONS_HINT, PARAGRAPH_MARK, POLAR_HINT
+from clcg_pipeline.calls._requests import NOT_STATED, OPTIONS_HINT, PARAGRAPH_MARK, POLAR_HINT
 
 # A fixed list (the usual English function words) instead of nltk's, whose corpus needs a
 # download at run time; fixed also keeps the reader's output stable across installs.
@@ -26,7 +26,7 @@ _STOPWORD_TEXT = """a about above after again against all am an and any are as a
     these they this those through to too under until up very was we were what when where which
     while who whom why will with would you your yours yourself yourselves s t don according
     passage article text"""
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _SENTENCE_END = re.compile(r"(?<=[.!?。؟።])\s+")
 _QUESTION = re.compile(r"^(\d+)\.\s+(.*)$")
 _OPTION = re.compile(r"^\s+-\s+(.*)$")
@@ -36,7 +36,7 @@ def content_words(text: str) -> list[str]:
     """Lowercased words with punctuation removed and English stopwords dropped."""
     folded = unicodedata.normalize("NFKC", text).lower()
     words = re.sub(r"[^\w\s]", " ", folded).split()
-    return [w for w in words if w not in _STOPWORDS]
+    return [w for w in words if w not in STOPWORDS]
 
 
 @dataclass(frozen=True)

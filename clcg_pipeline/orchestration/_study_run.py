@@ -5,13 +5,13 @@ and asset check shows in the UI (``make dev``) exactly as if launched from there
 
 A partition is skipped only when it is up to date *in this data folder*: every asset the job
 writes has a materialization, recorded by Dagster whoever launched it, that was stored in
-this folder, carries the current code version (``study_versions.py``: package version,
+this folder, carries the current code version (``clcg_pipeline/orchestration/_versions.py``: package version,
 config and source contents), is newer than everything it reads, and whose file is still
 there. The files are the truth; the instance only says how they were made.
 
 Responses partitions run several at a time (``parallel``), each as its own Dagster run in a
 forked worker process: threads would not do, since Dagster handles Ctrl-C only in a main
-thread, and the runner's coordination (``inference/_coord.py``: call claims, the model's
+thread, and the runner's coordination (``calls/_coord.py``: call claims, the model's
 concurrency slots, the study's spend ledger) is built for processes.
 """
 
@@ -35,25 +35,24 @@ from dagster._core.definitions.data_version import CODE_VERSION_TAG
 from dagster._core.utils import make_new_run_id
 from upath import UPath
 
+from clcg_pipeline.calls import CALLS_AHEAD_TAG, check_credentials
 from clcg_pipeline.config import ProjectConfig, load_config
-from clcg_pipeline.definitions import build_definitions
-from clcg_pipeline.inference import check_credentials
-from clcg_pipeline.inference._calls import CALLS_AHEAD_TAG
 from clcg_pipeline.inference.sensors import sync_model_partitions
-from clcg_pipeline.jobs import (
+from clcg_pipeline.orchestration._calls_ahead import CallsAhead, send_calls_ahead
+from clcg_pipeline.orchestration._definitions import build_definitions
+from clcg_pipeline.orchestration._jobs import (
     CORPUS_ASSETS,
     RESPONSE_ASSETS,
     STUDY_INPUT_ASSETS,
     runs_under_code_location,
     study_run_tags,
 )
+from clcg_pipeline.orchestration._plan import select_models
+from clcg_pipeline.orchestration._versions import code_versions, version_for
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, response_key
 from clcg_pipeline.storage import partition_dir, read_frame
-from clcg_pipeline.study_calls import CallsAhead, send_calls_ahead
-from clcg_pipeline.study_plan import select_models
-from clcg_pipeline.study_versions import code_versions, version_for
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 FINGERPRINT_TAG = "clcg/fingerprint"
 # The CLI prints its own progress and one root-cause line per failure; every event (stack
 # traces included) is still stored on the instance and shown in the UI.
@@ -98,7 +97,9 @@ class RunSummary:
     response_calls: int = 0  # the evaluated models' answers (``calls``)
     task_calls: int = 0  # the granularity tasks' answers (``task_calls``)
     judge_calls: int = 0  # judges and writers (task, error-taxonomy and keypoint judges, confusion writer)
-    calls_ahead: CallsAhead | None = None  # what was sent ahead of the partitions' runs (study_calls.py)
+    calls_ahead: CallsAhead | None = (
+        None  # what was sent ahead of the partitions' runs (clcg_pipeline/orchestration/_calls_ahead.py)
+    )
 
     def count(self, kind: str, calls: int, cost_usd: float) -> None:
         self.new_calls += calls
@@ -394,7 +395,7 @@ def run_study(
     Up to ``parallel`` responses partitions run at once, each in a worker process (forked, so
     nothing is imported again) as its own Dagster run on the same instance. A model's calls
     then flow without a drain between partitions, while the claims, concurrency slots and
-    spend ledger of ``inference/_coord.py`` hold across the workers: no call is paid twice,
+    spend ledger of ``calls/_coord.py`` hold across the workers: no call is paid twice,
     the model's limit binds them together. With ``budget_usd`` the partitions run one after
     another as before, each given what the previous ones left (a limit for this command only,
     which the study-wide ledger does not express). Every paid op gets it, not only the
@@ -403,7 +404,7 @@ def run_study(
     error-taxonomy judges and keypoint writer (analysis), which get whatever is left.
 
     With ``calls_ahead`` (online, no ``budget_usd``), the hosted models' calls of the pending
-    responses partitions are sent first, one stream per model (``study_calls.py``); the
+    responses partitions are sent first, one stream per model (``orchestration/_calls_ahead.py``); the
     partitions' runs then find them cached and record them as their own.
     """
     if parallel < 1:
@@ -463,7 +464,7 @@ def _run_responses_in_workers(
 ) -> int:
     """Run the responses partitions ``parallel`` at a time in forked workers; the last step number.
 
-    With calls sent ahead (``study_calls.py``), ``workers_started`` starts them once the
+    With calls sent ahead (``orchestration/_calls_ahead.py``), ``workers_started`` starts them once the
     workers exist (forked before any other thread does), the workers run at a lower CPU
     priority, and a partition starts only once ``ready(model id, language)``: its calls are
     answered, while later partitions are still calling.

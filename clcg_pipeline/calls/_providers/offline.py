@@ -12,11 +12,11 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from clcg_pipeline.calls._lexical import lexical_answers
+from clcg_pipeline.calls._providers._base import ModelAPI, ModelOutput
+from clcg_pipeline.calls._requests import PROMPT_VERSIONS, ChatRequest
+from clcg_pipeline.calls._tokens import count_tokens
 from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.inference._lexical import lexical_answers
-from clcg_pipeline.inference._prompts import PROMPT_VERSIONS, ChatRequest
-from clcg_pipeline.inference._providers._base import ModelAPI, ModelOutput
-from clcg_pipeline.inference._tokens import count_tokens
 
 #: handler(request, spec) -> the model's reply text
 OfflineHandler = Callable[[ChatRequest, ModelSpec], str]

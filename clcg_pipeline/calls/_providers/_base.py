@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 import pydantic
 
+from clcg_pipeline.calls._requests import ChatRequest
+from clcg_pipeline.calls._results import REFUSAL_REASONS, TRUNCATED_REASONS
 from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.inference._parse import REFUSAL_REASONS, TRUNCATED_REASONS
-from clcg_pipeline.inference._prompts import ChatRequest
 
 Outcome = Literal["ok", "refused", "truncated", "error"]
 ErrorKind = Literal["rate_limit", "transient", "timeout", "bad_request", "config"]

@@ -14,6 +14,7 @@ import dagster as dg
 from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
 from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
 
+from clcg_pipeline.calls import PROVIDER_TAG
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.partitions import (
     MODEL_DIMENSION,
@@ -79,7 +80,6 @@ ANALYSIS_ASSETS = (
 # downstream of it (the human-validation joins and analysis), whatever is added there later.
 HUMAN_VALIDATION_IMPORT_ASSETS = ("human_annotations", "annotation_imports")
 
-PROVIDER_TAG = "clcg/provider"
 # The code location's name in workspace.yaml (what `make dev` and the daemon load).
 CODE_LOCATION = "clcg_pipeline"
 

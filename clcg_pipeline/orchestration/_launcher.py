@@ -6,7 +6,7 @@ step: about 5-20 s per run on a small machine, against 1-5 s of work for most pa
 model is 18 such runs, plus its analysis). No launcher shipped with Dagster avoids that, so this
 one, hand-written, forks each run worker from a ``multiprocessing`` fork server that has the
 third-party libraries already imported. The project's own modules are dropped from the server
-after the preload (see :mod:`clcg_pipeline._run_worker_preload`), so every run imports the
+after the preload (see :mod:`clcg_pipeline.orchestration._worker_preload`), so every run imports the
 code as it is on disk now, exactly like a spawned worker would.
 
 Each worker runs the same entry point as ``dagster api execute_run`` (what Dagster's Docker and
@@ -27,7 +27,7 @@ from dagster._grpc.types import ExecuteRunArgs
 from dagster._serdes import ConfigurableClass, ConfigurableClassData, serialize_value
 
 WORKER_PID_TAG = "clcg/run_worker_pid"
-_PRELOAD_MODULE = "clcg_pipeline._run_worker_preload"
+_PRELOAD_MODULE = "clcg_pipeline.orchestration._worker_preload"
 
 
 def _run_worker(serialized_args: str) -> None:

@@ -17,9 +17,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.inference._cache import CallCache
-from clcg_pipeline.inference._calls import (
+from clcg_pipeline.calls._cache import CallCache
+from clcg_pipeline.calls._coord import COORD_ENV, WAIT, SpendLedger, coord_root
+from clcg_pipeline.calls._credentials import api_key, check_credentials
+from clcg_pipeline.calls._providers._base import ModelOutput, ProviderError
+from clcg_pipeline.calls._requests import ChatRequest, model_key
+from clcg_pipeline.calls._results import (
     CACHEABLE,
     Budget,
     CallResult,
@@ -29,10 +32,7 @@ from clcg_pipeline.inference._calls import (
     estimate_cost,
     split_cached,
 )
-from clcg_pipeline.inference._coord import COORD_ENV, WAIT, SpendLedger, coord_root
-from clcg_pipeline.inference._credentials import api_key, check_credentials
-from clcg_pipeline.inference._prompts import ChatRequest, model_key
-from clcg_pipeline.inference._providers._base import ModelOutput, ProviderError
+from clcg_pipeline.config import ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class _OpenAIBatch(_Backend):
     def __init__(self, spec: ModelSpec) -> None:
         import openai
 
-        from clcg_pipeline.inference._providers.openai import OpenAIAPI
+        from clcg_pipeline.calls._providers.openai import OpenAIAPI
 
         super().__init__(spec)
         key = api_key(spec)
@@ -95,7 +95,7 @@ class _OpenAIBatch(_Backend):
     def collect(self, batch_id: str) -> Iterator[tuple[str, ModelOutput | str]]:
         from openai.types.chat import ChatCompletion
 
-        from clcg_pipeline.inference._providers.openai import output_from_completion
+        from clcg_pipeline.calls._providers.openai import output_from_completion
 
         batch = self.client.batches.retrieve(batch_id)
         for file_id in (batch.output_file_id, batch.error_file_id):
@@ -122,7 +122,7 @@ class _AnthropicBatch(_Backend):
     def __init__(self, spec: ModelSpec) -> None:
         import anthropic
 
-        from clcg_pipeline.inference._providers.anthropic import AnthropicAPI
+        from clcg_pipeline.calls._providers.anthropic import AnthropicAPI
 
         super().__init__(spec)
         key = api_key(spec)
@@ -141,7 +141,7 @@ class _AnthropicBatch(_Backend):
         return self.client.messages.batches.retrieve(batch_id).processing_status == "ended"
 
     def collect(self, batch_id: str) -> Iterator[tuple[str, ModelOutput | str]]:
-        from clcg_pipeline.inference._providers.anthropic import output_from_message
+        from clcg_pipeline.calls._providers.anthropic import output_from_message
 
         for entry in self.client.messages.batches.results(batch_id):
             result = entry.result
@@ -171,8 +171,8 @@ class _GeminiBatch(_Backend):
         )
 
     def submit(self, requests: Sequence[ChatRequest]) -> str:
-        from clcg_pipeline.inference._providers.anthropic import split_system
-        from clcg_pipeline.inference._providers.google import completion_config, contents
+        from clcg_pipeline.calls._providers.anthropic import split_system
+        from clcg_pipeline.calls._providers.google import completion_config, contents
 
         inlined = []
         for r in requests:
@@ -196,7 +196,7 @@ class _GeminiBatch(_Backend):
         return state is not None and state.value in self._ENDED
 
     def collect(self, batch_id: str) -> Iterator[tuple[str, ModelOutput | str]]:
-        from clcg_pipeline.inference._providers.google import output_from_response
+        from clcg_pipeline.calls._providers.google import output_from_response
 
         job = self.client.batches.get(name=batch_id)
         for entry in (job.dest.inlined_responses if job.dest else None) or []:

@@ -32,12 +32,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 from upath import UPath
 
+from clcg_pipeline.calls import CallSession, ChatRequest, ProviderConfigError, call_origin
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.granularity._predict import partition_paragraphs, plan_tasks
-from clcg_pipeline.inference._calls import call_origin
-from clcg_pipeline.inference._predict import partition_requests, sampled_inputs
-from clcg_pipeline.inference._prompts import ChatRequest
-from clcg_pipeline.inference._runner import CallSession, ProviderConfigError
+from clcg_pipeline.granularity import partition_paragraphs, plan_tasks
+from clcg_pipeline.inference import partition_requests, sampled_inputs
 from clcg_pipeline.partitions import response_key
 from clcg_pipeline.storage import partition_dir, read_frame
 

@@ -1,0 +1,92 @@
+"""Calling models, for every stage that calls one.
+
+Requests and their call ids, results and costs, budgets, the async runner (retry policy,
+adaptive limiter, call sessions), the call cache, cross-process coordination, credentials,
+token counting, the judge API, one adapter per provider and per provider batch API, and the
+offline models. The fake provider server (``clcg_pipeline.calls.fake_server``) speaks the
+providers' HTTP APIs for tests and the deployment smoke test.
+"""
+
+from clcg_pipeline.calls._cache import CallCache
+from clcg_pipeline.calls._credentials import MissingCredentialsError, check_credentials
+from clcg_pipeline.calls._judge import (
+    CALL_COLUMNS,
+    JudgeTemplate,
+    judge_settings,
+    render_judge_request,
+    run_judge,
+)
+from clcg_pipeline.calls._lexical import STOPWORDS, content_words, lexical_answers
+from clcg_pipeline.calls._requests import (
+    NOT_STATED,
+    OPTIONS_HINT,
+    PARAGRAPH_MARK,
+    POLAR_HINT,
+    PROMPT_VERSIONS,
+    ChatRequest,
+    model_key,
+    resolve_settings,
+)
+from clcg_pipeline.calls._results import (
+    CALLS_AHEAD_TAG,
+    PROVIDER_TAG,
+    REFUSAL_REASONS,
+    TRUNCATED_REASONS,
+    Budget,
+    CallResult,
+    bind,
+    call_origin,
+    cost_usd,
+    run_budget,
+)
+from clcg_pipeline.calls._runner import (
+    AdaptiveLimiter,
+    CallSession,
+    ProviderConfigError,
+    RetryPolicy,
+    arun_requests,
+    run_requests,
+)
+from clcg_pipeline.calls._tokens import TOKENIZER, count_tokens, estimate_input_tokens, estimate_output_tokens
+
+__all__ = [
+    "CALLS_AHEAD_TAG",
+    "CALL_COLUMNS",
+    "NOT_STATED",
+    "OPTIONS_HINT",
+    "PARAGRAPH_MARK",
+    "POLAR_HINT",
+    "PROMPT_VERSIONS",
+    "PROVIDER_TAG",
+    "REFUSAL_REASONS",
+    "STOPWORDS",
+    "TOKENIZER",
+    "TRUNCATED_REASONS",
+    "AdaptiveLimiter",
+    "Budget",
+    "CallCache",
+    "CallResult",
+    "CallSession",
+    "ChatRequest",
+    "JudgeTemplate",
+    "MissingCredentialsError",
+    "ProviderConfigError",
+    "RetryPolicy",
+    "arun_requests",
+    "bind",
+    "call_origin",
+    "check_credentials",
+    "content_words",
+    "cost_usd",
+    "count_tokens",
+    "estimate_input_tokens",
+    "estimate_output_tokens",
+    "judge_settings",
+    "lexical_answers",
+    "model_key",
+    "render_judge_request",
+    "resolve_settings",
+    "run_budget",
+    "run_judge",
+    "run_requests",
+]

@@ -1,0 +1,25 @@
+"""How the study is run: the Dagster definitions, jobs, automation conditions, the run
+coordinator and launcher, the ``clcg run`` runner, the calls sent ahead, the plan, code
+versions and the local daemon used by tests and benchmarks."""
+
+from clcg_pipeline.orchestration._coordinator import ProviderTaggingRunCoordinator
+from clcg_pipeline.orchestration._definitions import build_definitions
+from clcg_pipeline.orchestration._launcher import PreloadedRunLauncher
+from clcg_pipeline.orchestration._local_daemon import PROJECT_ROOT, DaemonTimeout, LocalDaemon
+from clcg_pipeline.orchestration._plan import plan_granularity, plan_study
+from clcg_pipeline.orchestration._study_run import DEFAULT_PARALLEL, RunSummary, StudyRunError, run_study
+
+__all__ = [
+    "DEFAULT_PARALLEL",
+    "PROJECT_ROOT",
+    "DaemonTimeout",
+    "LocalDaemon",
+    "PreloadedRunLauncher",
+    "ProviderTaggingRunCoordinator",
+    "RunSummary",
+    "StudyRunError",
+    "build_definitions",
+    "plan_granularity",
+    "plan_study",
+    "run_study",
+]
