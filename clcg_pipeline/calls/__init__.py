@@ -17,6 +17,7 @@ from clcg_pipeline.calls._judge import (
     run_judge,
 )
 from clcg_pipeline.calls._lexical import STOPWORDS, content_words, lexical_answers
+from clcg_pipeline.calls._options import CallOptions
 from clcg_pipeline.calls._requests import (
     NOT_STATED,
     OPTIONS_HINT,
@@ -39,11 +40,11 @@ from clcg_pipeline.calls._results import (
     cost_usd,
     run_budget,
 )
+from clcg_pipeline.calls._retry import RetryPolicy
 from clcg_pipeline.calls._runner import (
     AdaptiveLimiter,
     CallSession,
     ProviderConfigError,
-    RetryPolicy,
     arun_requests,
     run_requests,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "AdaptiveLimiter",
     "Budget",
     "CallCache",
+    "CallOptions",
     "CallResult",
     "CallSession",
     "ChatRequest",

@@ -14,12 +14,13 @@ import json
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.calls._coord import COORD_ENV, WAIT, SpendLedger, coord_root
 from clcg_pipeline.calls._credentials import api_key, check_credentials
+from clcg_pipeline.calls._options import CallOptions
 from clcg_pipeline.calls._providers._base import ModelOutput, ProviderError
 from clcg_pipeline.calls._requests import ChatRequest, model_key
 from clcg_pipeline.calls._results import (
@@ -229,18 +230,7 @@ def _meta_name(model: ModelSpec) -> str:
     return f"batches-{model_key(model)[:24]}"
 
 
-def run_batch(
-    model: ModelSpec,
-    requests: Sequence[ChatRequest],
-    *,
-    cache_dir: str,
-    budget_usd: float | None = None,
-    study_budget_usd: float | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    poll_s: float = 30.0,
-    max_wait_s: float | None = None,
-    budget: Budget | None = None,
-) -> list[CallResult]:
+def run_batch(model: ModelSpec, requests: Sequence[ChatRequest], options: CallOptions) -> list[CallResult]:
     """Submit uncached requests as one batch (or resume a pending one), wait, collect.
 
     With ``max_wait_s``, calls still pending when it runs out come back with outcome
@@ -249,6 +239,9 @@ def run_batch(
     collected call's cost is recorded there (a pending batch is reserved only while the
     process that submitted it lives).
     """
+    cache_dir, budget, progress = options.cache_dir, options.budget, options.progress
+    budget_usd, study_budget_usd = options.budget_usd, options.study_budget_usd
+    poll_s, max_wait_s = options.batch_poll_s, options.batch_max_wait_s
     bound = bind(model, requests)
     cache = CallCache(cache_dir)
     results, todo = split_cached(bound, cache)

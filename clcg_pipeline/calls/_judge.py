@@ -21,16 +21,17 @@ import hashlib
 import json
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pandas as pd
 import pydantic
 
+from clcg_pipeline.calls._options import CallOptions
 from clcg_pipeline.calls._requests import ChatRequest, resolve_settings
-from clcg_pipeline.calls._results import REFUSAL_REASONS, TRUNCATED_REASONS, Budget, CallResult
-from clcg_pipeline.calls._runner import RetryPolicy, run_requests
+from clcg_pipeline.calls._results import REFUSAL_REASONS, TRUNCATED_REASONS, CallResult
+from clcg_pipeline.calls._runner import run_requests
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.storage import TABLES
 
@@ -242,16 +243,10 @@ def run_judge(
     judge: ModelSpec,
     template: JudgeTemplate,
     subjects: Sequence[tuple[Mapping[str, Any], Mapping[str, str]]],
+    options: CallOptions,
     *,
-    cache_dir: str,
     settings: ConditionSettings | None = None,
-    budget_usd: float | None = None,
-    study_budget_usd: float | None = None,
-    mode: Literal["online", "batch"] = "online",
-    progress: Callable[[int, int], None] | None = None,
-    policy: RetryPolicy | None = None,
     evidence_fields: Sequence[str] = (),
-    budget: Budget | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Judge every subject ``(key columns, template fields)`` with ``judge``.
 
@@ -279,21 +274,7 @@ def run_judge(
         )
         for keys, fields in subjects
     ]
-    results = (
-        run_requests(
-            judge,
-            requests,
-            cache_dir=cache_dir,
-            budget_usd=budget_usd,
-            study_budget_usd=study_budget_usd,
-            progress=progress,
-            mode=mode,
-            policy=policy,
-            budget=budget,
-        )
-        if requests
-        else []
-    )
+    results = run_requests(judge, requests, options) if requests else []
     template_hash = template.template_hash
     rows: list[dict[str, Any]] = []
     calls: dict[str, dict[str, Any]] = {}

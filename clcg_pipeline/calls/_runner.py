@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 from clcg_pipeline.calls._batch import run_batch
 from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.calls._coord import WAIT, Coordinator, SpendLedger
 from clcg_pipeline.calls._credentials import check_credentials
+from clcg_pipeline.calls._options import CallOptions
 from clcg_pipeline.calls._providers._base import ModelAPI, ModelOutput, ProviderError
 from clcg_pipeline.calls._requests import ChatRequest, model_key
 from clcg_pipeline.calls._results import (
@@ -36,36 +36,11 @@ from clcg_pipeline.calls._results import (
     from_cache,
     split_cached,
 )
+from clcg_pipeline.calls._retry import RetryPolicy, backoff_delay
 from clcg_pipeline.config import ModelSpec
 
 log = logging.getLogger(__name__)
 
-# Re-exported: callers import these from the runner.
-__all__ = [
-    "CACHEABLE",
-    "AdaptiveLimiter",
-    "CallResult",
-    "CallSession",
-    "ProviderConfigError",
-    "RetryPolicy",
-    "arun_requests",
-    "bind",
-    "cost_usd",
-    "estimate_cost",
-    "run_requests",
-    "split_cached",
-]
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Backoff settings; tests shrink them. None of these enter the cache key."""
-
-    backoff_base_s: float = 1.0
-    backoff_cap_s: float = 60.0
-    max_retry_after_s: float = 300.0
-    # Extra seconds the runner allows beyond the SDK's own timeout before it gives up itself.
-    timeout_grace_s: float = 1.0
 
 
 class ProviderConfigError(RuntimeError):
@@ -130,12 +105,6 @@ class AdaptiveLimiter:
         if self._successes >= self.limit:
             self.limit += 1
             self._successes = 0
-
-
-def _backoff(policy: RetryPolicy, attempt: int) -> float:
-    ceiling = min(policy.backoff_cap_s, policy.backoff_base_s * 2 ** (attempt - 1))
-    # "Equal jitter": at least half the exponential delay, so retries stay spread but bounded below.
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
 class _Persister:
@@ -360,7 +329,7 @@ class _Run:
                 if error.retry_after is not None:
                     delay = min(error.retry_after, self.policy.max_retry_after_s)
                 else:
-                    delay = _backoff(self.policy, attempt)
+                    delay = backoff_delay(self.policy, attempt)
                 await asyncio.sleep(delay)
         finally:
             if reserved:
@@ -378,26 +347,17 @@ class CallSession:
     opened at the first request not in the cache (a fully cached list needs no key).
     """
 
-    def __init__(
-        self,
-        model: ModelSpec,
-        *,
-        cache_dir: str,
-        budget_usd: float | None = None,
-        study_budget_usd: float | None = None,
-        policy: RetryPolicy | None = None,
-        api: ModelAPI | None = None,
-        budget: Budget | None = None,
-    ) -> None:
+    def __init__(self, model: ModelSpec, options: CallOptions, *, api: ModelAPI | None = None) -> None:
         self.model = model
-        self.cache_dir = cache_dir
-        self.cache = CallCache(cache_dir)
-        self._budget_usd = budget_usd
-        self._study_budget_usd = study_budget_usd
-        self._policy = policy
+        self.options = options
+        self.cache_dir = options.cache_dir
+        self.cache = CallCache(options.cache_dir)
+        self._budget_usd = options.budget_usd
+        self._study_budget_usd = options.study_budget_usd
+        self._policy = options.policy
         self._api = api
         self._own_api = api is None
-        self._budget = budget
+        self._budget = options.budget
         self._run: _Run | None = None
         self._coord: Coordinator | None = None
         # Calls this session is making, by call id: a later list asking for one waits for it
@@ -520,81 +480,26 @@ class CallSession:
 async def arun_requests(
     model: ModelSpec,
     requests: Sequence[ChatRequest],
+    options: CallOptions,
     *,
-    cache_dir: str,
-    budget_usd: float | None = None,
-    study_budget_usd: float | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    policy: RetryPolicy | None = None,
     api: ModelAPI | None = None,
-    budget: Budget | None = None,
-    origin: str | None = None,
 ) -> list[CallResult]:
     """Async core of :func:`run_requests` (for callers already inside an event loop)."""
-    session = CallSession(
-        model,
-        cache_dir=cache_dir,
-        budget_usd=budget_usd,
-        study_budget_usd=study_budget_usd,
-        policy=policy,
-        api=api,
-        budget=budget,
-    )
+    session = CallSession(model, options, api=api)
     try:
-        return await session.run(requests, progress=progress, origin=origin)
+        return await session.run(requests, progress=options.progress, origin=options.origin)
     finally:
         await session.aclose()
 
 
-def run_requests(
-    model: ModelSpec,
-    requests: Sequence[ChatRequest],
-    *,
-    cache_dir: str,
-    budget_usd: float | None = None,
-    study_budget_usd: float | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    mode: Literal["online", "batch"] = "online",
-    policy: RetryPolicy | None = None,
-    batch_poll_s: float = 30.0,
-    batch_max_wait_s: float | None = None,
-    budget: Budget | None = None,
-    origin: str | None = None,
-) -> list[CallResult]:
+def run_requests(model: ModelSpec, requests: Sequence[ChatRequest], options: CallOptions) -> list[CallResult]:
     """Run ``requests`` against ``model`` in one event loop; results in request order.
 
-        Cached requests are not sent. A missing key raises :class:`MissingCredentialsError` before
-        any call. With ``budget_usd``, calls that would exceed it are not issued (outcome
-        ``skipped_budget``); ``study_budget_usd`` is the same across every process sharing the cache
-    (the ledger in ``calls._coord``). ``mode="batch"`` goes through the provider's batch API, polling every
-        ``batch_poll_s`` and, with ``batch_max_wait_s``, returning ``batch_pending`` rows for what
-        has not finished (a later run collects them without resubmitting). ``budget`` (from
-        ``_calls.run_budget``) replaces a fresh ``Budget(budget_usd)``: the ops of one Dagster run share it.
+    Cached requests are not sent. A missing key raises :class:`MissingCredentialsError` before
+    any call. Calls that would pass ``options``' budgets are not issued (outcome
+    ``skipped_budget``). ``options.mode == "batch"`` goes through the provider's batch API
+    (see :class:`CallOptions`).
     """
-    if mode == "batch":
-        return run_batch(
-            model,
-            requests,
-            cache_dir=cache_dir,
-            budget_usd=budget_usd,
-            study_budget_usd=study_budget_usd,
-            progress=progress,
-            poll_s=batch_poll_s,
-            max_wait_s=batch_max_wait_s,
-            budget=budget,
-        )
-    if mode != "online":
-        raise ValueError(f"mode must be 'online' or 'batch', got {mode!r}")
-    return asyncio.run(
-        arun_requests(
-            model,
-            requests,
-            cache_dir=cache_dir,
-            budget_usd=budget_usd,
-            study_budget_usd=study_budget_usd,
-            progress=progress,
-            policy=policy,
-            budget=budget,
-            origin=origin,
-        )
-    )
+    if options.mode == "batch":
+        return run_batch(model, requests, options)
+    return asyncio.run(arun_requests(model, requests, options))
