@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.lock
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	# The pinned setuptools/wheel of requirements.lock build the package (a bare Python 3.11 venv
+	# has setuptools 65 and no wheel): the same tools as the wheel test, and no download.
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 SEMSIM_STAMP := $(VENV)/.installed-semsim
@@ -49,9 +51,13 @@ dev: setup
 bench: setup
 	$(BIN)/python bench/run_all.py
 
+# Style, then the architecture: import-linter's contracts (pyproject.toml, drawn in
+# docs/ARCHITECTURE.md) over the package, and the same private-modules rule over bench/.
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/python -m lint.bench_imports
 
 clean:
 	rm -rf clcg_data .dagster_home/storage .dagster_home/history .dagster_home/schedules .dagster_home/logs

@@ -54,8 +54,8 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, default=None, help="folder to keep the generated files in")
     args = parser.parse_args()
 
-    from clcg_pipeline.analysis import synthetic_scores
     from clcg_pipeline.config import default_config_dir, load_config
+    from clcg_pipeline.synthetic import synthetic_scores
 
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="clcg_bench_"))
     workdir.mkdir(parents=True, exist_ok=True)

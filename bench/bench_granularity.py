@@ -40,9 +40,9 @@ def main() -> int:
     parser.add_argument("--replicates", type=int, default=2000)
     args = parser.parse_args()
 
-    from clcg_pipeline.analysis import synthetic_config
     from clcg_pipeline.config import default_config_dir, load_config
-    from clcg_pipeline.granularity import analyse_granularity, synthetic_task_scores
+    from clcg_pipeline.granularity import analyse_granularity
+    from clcg_pipeline.synthetic import synthetic_config, synthetic_task_scores
 
     config = synthetic_config(load_config(default_config_dir()), n_models=5)
     config = config.model_copy(

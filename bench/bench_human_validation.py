@@ -36,6 +36,7 @@ def main() -> int:
     from scipy.stats import binomtest, spearmanr
 
     from clcg_pipeline.config import default_config_dir, load_config
+    from clcg_pipeline.synthetic import synthetic_human_study
     from clcg_pipeline.validation import (
         RUBRIC,
         alpha_table,
@@ -43,7 +44,6 @@ def main() -> int:
         per_response,
         run_human_validation,
         run_qc,
-        synthetic_human_study,
         value_counts,
     )
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx2
 
-from clcg_pipeline.calls import judge_settings, render_judge_request, run_judge
+from clcg_pipeline.calls import CallOptions, judge_settings, render_judge_request, run_judge
 from clcg_pipeline.calls.fake_server import Faults, ServerProcess, reply_marker
 from clcg_pipeline.config import ModelSpec
 from clcg_pipeline.validation import ERROR_EVIDENCE_FIELDS, error_template
@@ -107,18 +107,24 @@ def main() -> int:
         subjects = _subjects(args.calls, "runner", scripted=True)
         t0 = time.perf_counter()
         judged, _ = run_judge(
-            spec, template, subjects, cache_dir=cache, evidence_fields=ERROR_EVIDENCE_FIELDS
+            spec, template, subjects, CallOptions(cache_dir=cache), evidence_fields=ERROR_EVIDENCE_FIELDS
         )
         wall = time.perf_counter() - t0
         t0 = time.perf_counter()
-        run_judge(spec, template, subjects, cache_dir=cache, evidence_fields=ERROR_EVIDENCE_FIELDS)
+        run_judge(
+            spec, template, subjects, CallOptions(cache_dir=cache), evidence_fields=ERROR_EVIDENCE_FIELDS
+        )
         cached_wall = time.perf_counter() - t0
 
         offline = ModelSpec(id="offline-judge-a", provider="offline", model="rule-judge-v1", evaluated=False)
         offline_subjects = _subjects(args.offline_calls, "offline", scripted=False)
         t0 = time.perf_counter()
         offline_judged, _ = run_judge(
-            offline, template, offline_subjects, cache_dir=cache, evidence_fields=ERROR_EVIDENCE_FIELDS
+            offline,
+            template,
+            offline_subjects,
+            CallOptions(cache_dir=cache),
+            evidence_fields=ERROR_EVIDENCE_FIELDS,
         )
         offline_wall = time.perf_counter() - t0
     ok = int((judged["status"] == "ok").sum())

@@ -45,7 +45,7 @@ def _stable(path: Path) -> str:
 
 
 def bench_full(config, workdir: Path, replicates: int) -> bool:
-    from clcg_pipeline.analysis import synthetic_articles, synthetic_scores
+    from clcg_pipeline.synthetic import synthetic_articles, synthetic_scores
 
     scores = synthetic_scores(config.languages, seed=0)
     scores_path, articles_path = workdir / "scores.parquet", workdir / "articles.parquet"
@@ -56,7 +56,8 @@ def bench_full(config, workdir: Path, replicates: int) -> bool:
     )
     outs = [workdir / "full_1.json", workdir / "full_2.json"]
     code = (
-        "import sys; from clcg_pipeline.analysis import estimate_file, synthetic_config;"
+        "import sys; from clcg_pipeline.analysis import estimate_file;"
+        "from clcg_pipeline.synthetic import synthetic_config;"
         "from clcg_pipeline.config import load_config, default_config_dir;"
         "cfg = synthetic_config(load_config(default_config_dir()));"
         f"estimate_file(sys.argv[1], sys.argv[2], cfg, full=True, replicates={replicates},"
@@ -79,7 +80,8 @@ def bench_full(config, workdir: Path, replicates: int) -> bool:
 def bench_suite(config, workdir: Path, replicates: int, n_articles: int) -> bool:
     import pyarrow.parquet as pq
 
-    from clcg_pipeline.analysis import run_suite, synthetic_articles, synthetic_fertility, synthetic_scores
+    from clcg_pipeline.analysis import run_suite
+    from clcg_pipeline.synthetic import synthetic_articles, synthetic_fertility, synthetic_scores
 
     scores = synthetic_scores(config.languages, n_articles=n_articles, seed=0)
     path = workdir / f"scores_{n_articles}.parquet"
@@ -109,7 +111,8 @@ def bench_suite(config, workdir: Path, replicates: int, n_articles: int) -> bool
 
 
 def bench_mixed(config) -> None:
-    from clcg_pipeline.analysis import analysis_rows, mixed_h1, synthetic_scores
+    from clcg_pipeline.analysis import analysis_rows, mixed_h1
+    from clcg_pipeline.synthetic import synthetic_scores
 
     sizes, walls = [150, 300, 600, 1200], []
     print("\n[mixed h1 fit] articles, cells, seconds")
@@ -148,8 +151,8 @@ def main() -> int:
     parser.add_argument("--skip-full", action="store_true")
     args = parser.parse_args()
 
-    from clcg_pipeline.analysis import synthetic_config
     from clcg_pipeline.config import default_config_dir, load_config
+    from clcg_pipeline.synthetic import synthetic_config
 
     config = synthetic_config(load_config(default_config_dir()))
     ok = True

@@ -53,13 +53,13 @@ def main() -> int:
     parser.add_argument("--replicates", type=int, default=2000)
     args = parser.parse_args()
 
-    from clcg_pipeline.analysis import h1_core, synthetic_config, synthetic_scores
+    from clcg_pipeline.analysis import h1_core
     from clcg_pipeline.config import default_config_dir, load_config
+    from clcg_pipeline.synthetic import synthetic_config, synthetic_frames, synthetic_scores
     from clcg_pipeline.validation import (
         AnalysisInputs,
         analyse_error_taxonomy,
         load_taxonomy,
-        synthetic_frames,
     )
 
     config = synthetic_config(load_config(default_config_dir()))

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from clcg_pipeline.calls import RetryPolicy, bind, run_requests
+from clcg_pipeline.calls import CallOptions, RetryPolicy, bind, run_requests
 from clcg_pipeline.calls.fake_server import Faults, ServerProcess
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference import Question, render_request
@@ -78,10 +78,10 @@ def main() -> int:
         )
         policy = RetryPolicy(backoff_base_s=0.02, backoff_cap_s=0.5)
         t0 = time.perf_counter()
-        results = run_requests(spec, requests, cache_dir=cache, policy=policy)
+        results = run_requests(spec, requests, CallOptions(cache_dir=cache, policy=policy))
         wall = time.perf_counter() - t0
         stats = server.stats()
-        rerun = run_requests(spec, requests, cache_dir=cache, policy=policy)
+        rerun = run_requests(spec, requests, CallOptions(cache_dir=cache, policy=policy))
         after = server.stats()
         cached_files = sum(1 for _ in Path(cache).rglob("*.json"))
 

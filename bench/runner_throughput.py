@@ -19,7 +19,7 @@ import time
 
 import httpx2
 
-from clcg_pipeline.calls import bind, run_requests
+from clcg_pipeline.calls import CallOptions, bind, run_requests
 from clcg_pipeline.calls.fake_server import Faults, ServerProcess
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference import Question, render_request
@@ -95,7 +95,7 @@ def main() -> int:
         requests = bind(spec, _requests(args.calls, "runner"))
         server.set_faults(Faults(latency_s=LATENCY_S))
         cpu0, t0 = time.process_time(), time.perf_counter()
-        results = run_requests(spec, requests, cache_dir=cache)
+        results = run_requests(spec, requests, CallOptions(cache_dir=cache))
         wall = time.perf_counter() - t0
         cpu = (time.process_time() - cpu0) / len(requests)
         stats = server.stats()

@@ -13,9 +13,12 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from clcg_pipeline.orchestration import RunSummary
 
 # A fixed minimum width keeps tables readable when stdout is a pipe or a CI log.
 console = Console(stderr=False, width=max(Console().width, 140))
@@ -74,13 +77,7 @@ def _print_frame(frame: Any, title: str | None = None) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    from upath import UPath
-
     from clcg_pipeline.config import load_config
-    from clcg_pipeline.orchestration import DEFAULT_PARALLEL, run_study
-    from clcg_pipeline.report import format_h1_table
-    from clcg_pipeline.storage import default_catalog_path, read_json
 
     config_dir, data_dir = _dirs(args)
     # Bad config or an unknown model/language is reported before any progress bar is drawn.
@@ -88,7 +85,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_selection("--models", _csv(args.models), [model.id for model in config.models.evaluated])
     _check_selection("--languages", _csv(args.languages), config.languages.isos)
     _check_sources_exist(config, config_dir)
-    root = UPath(data_dir)
+    summary = _run_with_progress(args, config_dir, data_dir)
+    _print_run_summary(summary)
+    _print_study_results(data_dir)
+    return 0
+
+
+def _run_with_progress(args: argparse.Namespace, config_dir: str, data_dir: str) -> RunSummary:
+    """``run_study`` under one progress bar that names the step being run."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from clcg_pipeline.orchestration import DEFAULT_PARALLEL, run_study
+
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -116,6 +124,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             calls_ahead=not args.no_calls_ahead,
         )
         progress.update(task, description="done", completed=progress.tasks[0].total)
+    return summary
+
+
+def _print_run_summary(summary: RunSummary) -> None:
+    """What ran, what was up to date, the new calls and their cost, and budget stops."""
     console.print(
         f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "
         f"{summary.new_calls} new model calls ({summary.response_calls} responses, "
@@ -136,6 +149,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             "[yellow]budget reached: the calls and partitions past it were not run "
             "(partial results kept; the next run resumes them)[/yellow]"
         )
+
+
+def _print_study_results(data_dir: str) -> None:
+    """The H1 table of study_results.json, and where the outputs are."""
+    from upath import UPath
+
+    from clcg_pipeline.report import format_h1_table
+    from clcg_pipeline.storage import default_catalog_path, read_json
+
+    root = UPath(data_dir)
     results = read_json(root / "study_results.json")
     languages = results.get("languages")
     console.print(format_h1_table(results["h1"], languages, results=results))
@@ -143,7 +166,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     console.print(f"report:  {root / 'report.html'}")
     console.print(f"results: {root / 'study_results.json'}")
     console.print(f"catalog: {default_catalog_path(data_dir)}  (try: clcg query --named clcg_by_language)")
-    return 0
 
 
 def _check_selection(option: str, chosen: list[str] | None, known: list[str]) -> None:
@@ -301,7 +323,7 @@ def _data_folder_scores(
     reference-language articles and tokenizer fertility feed H2 and the nomological network
     unless given explicitly.
     """
-    from clcg_pipeline.analysis.assets import drop_incomplete_versions
+    from clcg_pipeline.results import drop_incomplete_versions
     from clcg_pipeline.storage import read_all_partitions, stored_tables
 
     # Accept the data folder itself or its scores/ subfolder.

@@ -58,7 +58,7 @@ def record_chat_spans(
     from clcg_pipeline.calls import fake_server
 
     spans: list[tuple[str, float, float]] = []
-    original = fake_server._App.openai
+    original = fake_server.App.openai
 
     async def timed(self: object, request: object) -> object:
         start = clock()
@@ -68,7 +68,7 @@ def record_chat_spans(
             call_id = request.headers.get(fake_server.CALL_ID_HEADER, "-")  # type: ignore[attr-defined]
             spans.append((call_id, start, clock()))
 
-    monkeypatch.setattr(fake_server._App, "openai", timed)
+    monkeypatch.setattr(fake_server.App, "openai", timed)
     return spans
 
 

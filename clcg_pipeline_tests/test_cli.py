@@ -348,7 +348,7 @@ def test_unknown_model_in_plan_is_one_line(config_dir: Path, tmp_path: Path, cap
 
 
 def test_interrupt_inside_a_dagster_run_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from dagster._core.errors import DagsterExecutionInterruptedError
+    from dagster import DagsterExecutionInterruptedError
 
     import clcg_pipeline.cli as cli
 

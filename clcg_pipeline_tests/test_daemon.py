@@ -9,20 +9,22 @@ import dagster as dg
 import duckdb
 import pytest
 import yaml
-from dagster._core.run_coordinator import SubmitRunContext
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 
 from clcg_pipeline.config import load_config
 from clcg_pipeline.inference.sensors import sync_model_partitions
-from clcg_pipeline.orchestration._coordinator import ProviderTaggingRunCoordinator
-from clcg_pipeline.orchestration._definitions import build_definitions
+from clcg_pipeline.orchestration import (
+    PROJECT_ROOT,
+    LocalDaemon,
+    ProviderTaggingRunCoordinator,
+    build_definitions,
+)
 from clcg_pipeline.orchestration._jobs import (
     CODE_LOCATION,
     PROVIDER_TAG,
     code_location_job_origin,
     runs_under_code_location,
 )
-from clcg_pipeline.orchestration._local_daemon import PROJECT_ROOT, LocalDaemon
 from clcg_pipeline.partitions import response_key
 from clcg_pipeline.storage import query
 
@@ -212,7 +214,7 @@ def test_queued_runs_get_their_provider_tag(small_config: Path, tmp_path: Path, 
             run = instance.create_run_for_job(
                 job, tags=tags, status=dg.DagsterRunStatus.NOT_STARTED, remote_job_origin=origin
             )
-            queued = instance.run_coordinator.submit_run(SubmitRunContext(run, workspace=None))  # type: ignore[arg-type]
+            queued = instance.run_coordinator.submit_run(dg.SubmitRunContext(run, workspace=None))  # type: ignore[arg-type]
             assert queued.status == dg.DagsterRunStatus.QUEUED
             assert instance.get_run_by_id(run.run_id).tags[PROVIDER_TAG] == "offline"  # type: ignore[union-attr]
         # Dimension tags alone (as `dagster job launch --tags` may give them) get the partition
@@ -223,12 +225,12 @@ def test_queued_runs_get_their_provider_tag(small_config: Path, tmp_path: Path, 
             status=dg.DagsterRunStatus.NOT_STARTED,
             remote_job_origin=origin,
         )
-        instance.run_coordinator.submit_run(SubmitRunContext(run, workspace=None))  # type: ignore[arg-type]
+        instance.run_coordinator.submit_run(dg.SubmitRunContext(run, workspace=None))  # type: ignore[arg-type]
         assert instance.get_run_by_id(run.run_id).tags["dagster/partition"] == f"pt|{FIRST}"  # type: ignore[union-attr]
         untagged = instance.create_run_for_job(
             job, tags={}, status=dg.DagsterRunStatus.NOT_STARTED, remote_job_origin=origin
         )
-        instance.run_coordinator.submit_run(SubmitRunContext(untagged, workspace=None))  # type: ignore[arg-type]
+        instance.run_coordinator.submit_run(dg.SubmitRunContext(untagged, workspace=None))  # type: ignore[arg-type]
         assert PROVIDER_TAG not in instance.get_run_by_id(untagged.run_id).tags  # type: ignore[union-attr]
 
 

@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.calls._results import CALLS_AHEAD_TAG
+from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import load_config
 from clcg_pipeline.orchestration._calls_ahead import _Inputs
 from clcg_pipeline.orchestration._study_run import run_study
 from clcg_pipeline_tests.conftest import add_fake_model, assert_interrupted_in_one_line, record_chat_spans
-from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 pytestmark = pytest.mark.slow
 

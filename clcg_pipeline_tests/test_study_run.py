@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.orchestration._study_run import run_study
+from clcg_pipeline.orchestration import run_study
 from clcg_pipeline.storage import query, read_frame
 
 pytestmark = pytest.mark.slow

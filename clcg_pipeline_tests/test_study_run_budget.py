@@ -12,8 +12,9 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from clcg_pipeline.calls._results import Budget, run_budget
-from clcg_pipeline.orchestration._study_run import StudyRunError, _Freshness, run_study
+from clcg_pipeline.calls import Budget, Grant, run_budget
+from clcg_pipeline.orchestration import StudyRunError, run_study
+from clcg_pipeline.orchestration._freshness import Freshness
 
 pytestmark = pytest.mark.slow
 
@@ -37,9 +38,9 @@ def test_run_budget_is_one_object_per_run_with_the_tightest_limit() -> None:
     other = run_budget("run-b", None)
     assert other is not first and isinstance(other, Budget) and other.limit is None
     # Spend from one op counts against the next op of the same run.
-    assert first.reserve(0.4)
+    assert first.reserve(0.4) is Grant.GRANTED
     first.settle(0.4, 0.4)
-    assert not run_budget("run-a", None).reserve(0.2)
+    assert run_budget("run-a", None).reserve(0.2) is Grant.REFUSED
 
 
 def test_a_partition_whose_task_or_judge_calls_stopped_short_is_unfinished() -> None:
@@ -47,7 +48,7 @@ def test_a_partition_whose_task_or_judge_calls_stopped_short_is_unfinished() -> 
         metadata = {"outcomes": dg.MetadataValue.json(outcomes), "path": dg.MetadataValue.path("/x")}
         return SimpleNamespace(asset_materialization=SimpleNamespace(metadata=metadata))
 
-    fresh = _Freshness.__new__(_Freshness)
+    fresh = Freshness.__new__(Freshness)
     for stopped in ("task_calls", "task_judge_calls"):
         outcomes = {"calls": {"ok": 5}, "task_calls": {"ok": 4}, "task_judge_calls": {"ok": 2}}
         outcomes[stopped] = {"ok": 1, "skipped_budget": 3}

@@ -14,8 +14,9 @@ import dagster as dg
 import pytest
 
 from clcg_pipeline.cli import main
+from clcg_pipeline.orchestration import StudyRunError, run_study
+from clcg_pipeline.orchestration._partition_run import clean_message, failure_of
 from clcg_pipeline.orchestration._plan import plan_study
-from clcg_pipeline.orchestration._study_run import StudyRunError, _clean_message, _failure, run_study
 from clcg_pipeline_tests.conftest import assert_interrupted_in_one_line
 
 DEMO = Path(__file__).resolve().parents[1] / "clcg_pipeline" / "corpus" / "demo_data"
@@ -56,7 +57,7 @@ def test_an_interrupted_run_is_recognised() -> None:
 
     result = dg.GraphDefinition(name="g", node_defs=[slow]).to_job().execute_in_process(raise_on_error=False)
     assert not result.success
-    assert _failure(result)[2] is True
+    assert failure_of(result)[2] is True
 
 
 @pytest.mark.parametrize(
@@ -76,7 +77,7 @@ def test_an_interrupted_run_is_recognised() -> None:
     ],
 )
 def test_root_causes_lose_internal_class_paths(message: str, cls_name: str, shown: str) -> None:
-    assert _clean_message(SimpleNamespace(message=message, cls_name=cls_name))[0] == shown
+    assert clean_message(SimpleNamespace(message=message, cls_name=cls_name))[0] == shown
 
 
 @pytest.mark.slow

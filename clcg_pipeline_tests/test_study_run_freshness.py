@@ -13,8 +13,8 @@ import dagster as dg
 import pytest
 import yaml
 
+from clcg_pipeline.orchestration import RunSummary, run_study
 from clcg_pipeline.orchestration._definitions import build_definitions
-from clcg_pipeline.orchestration._study_run import RunSummary, run_study
 from clcg_pipeline.partitions import response_key
 from clcg_pipeline_tests.conftest import DEFAULT_CONFIG
 

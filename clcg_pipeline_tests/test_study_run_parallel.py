@@ -12,9 +12,9 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from clcg_pipeline.orchestration._study_run import run_study
+from clcg_pipeline.calls.fake_server import FakeServer, Faults
+from clcg_pipeline.orchestration import run_study
 from clcg_pipeline_tests.conftest import add_fake_model, assert_interrupted_in_one_line, record_chat_spans
-from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.calls import MissingCredentialsError
-from clcg_pipeline.orchestration._study_run import run_study
+from clcg_pipeline.calls.fake_server import FakeServer, Faults
+from clcg_pipeline.orchestration import run_study
 from clcg_pipeline_tests.conftest import add_fake_model
-from clcg_pipeline_tests.inference.fake_server import FakeServer, Faults
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.orchestration._study_run import _Freshness, data_location, fingerprint
+from clcg_pipeline.orchestration._freshness import Freshness, data_location, fingerprint
 from clcg_pipeline.orchestration._versions import code_versions
 
 DEMO = Path(__file__).resolve().parents[1] / "clcg_pipeline" / "corpus" / "demo_data"
@@ -94,7 +94,7 @@ def test_a_responses_partition_stopped_by_the_budget_is_unfinished() -> None:
         metadata = {"outcomes": dg.MetadataValue.json(outcomes), "path": dg.MetadataValue.path("/x")}
         return SimpleNamespace(asset_materialization=SimpleNamespace(metadata=metadata))
 
-    fresh = _Freshness.__new__(_Freshness)
+    fresh = Freshness.__new__(Freshness)
     for outcomes, unfinished in [
         ({"ok": 5}, False),
         ({"ok": 3, "skipped_budget": 2}, True),

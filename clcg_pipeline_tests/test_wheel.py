@@ -34,6 +34,34 @@ def _run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess
     return done
 
 
+def test_the_build_tools_are_the_pinned_ones() -> None:
+    """The wheel is built without build isolation, so with this environment's setuptools: the
+    one requirements.lock pins (a bare Python 3.11 venv has setuptools 65, without bdist_wheel)."""
+    import tomllib
+    from importlib.metadata import version
+
+    from packaging.requirements import Requirement
+
+    lock = dict(
+        line.split("==", 1)
+        for line in (PROJECT_ROOT / "requirements.lock").read_text(encoding="utf-8").splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    build = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]
+    for requirement in map(Requirement, build["requires"]):
+        pinned = lock.get(requirement.name)
+        assert pinned is not None, (
+            f"requirements.lock pins no {requirement.name} (pyproject.toml's build-system)"
+        )
+        assert requirement.specifier.contains(pinned), (
+            f"requirements.lock: {requirement.name}=={pinned} is not {requirement}"
+        )
+        assert version(requirement.name) == pinned, (
+            f"{requirement.name} {version(requirement.name)} is installed, {pinned} pinned: run make setup"
+        )
+    assert "wheel" in lock
+
+
 def test_wheel_ships_queries_config_and_dagster_yaml(tmp_path: Path) -> None:
     source = tmp_path / "src"
     shutil.copytree(PROJECT_ROOT, source, ignore=_SKIP)

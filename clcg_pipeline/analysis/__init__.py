@@ -1,31 +1,33 @@
 """Estimators and tests of STUDY.md section 6, returning tables and a results document."""
 
 from clcg_pipeline.analysis._bootstrap import (
+    ClusterBootstrap,
+    ClusterCells,
     ClusterTable,
+    FineTable,
     Replicates,
     bootstrap_p,
     cluster_table,
+    concat_cells,
     draw_multiplicities,
     percentile_ci,
+    ratio,
     replicate,
 )
-from clcg_pipeline.analysis._context import SuiteContext, num
+from clcg_pipeline.analysis._context import SuiteContext
+from clcg_pipeline.analysis._drilldown import drilldown
 from clcg_pipeline.analysis._h1 import estimate_h1, h1_core, roles_of
 from clcg_pipeline.analysis._io import estimate_file, read_scores, write_json
 from clcg_pipeline.analysis._mixed import mixed_h1
 from clcg_pipeline.analysis._prepare import Rule, analysis_rows
 from clcg_pipeline.analysis._suite import ESTIMATE_COLUMNS, StudyResults, run_suite
-from clcg_pipeline.analysis._synthetic import (
-    synthetic_articles,
-    synthetic_config,
-    synthetic_fertility,
-    synthetic_models,
-    synthetic_scores,
-)
 
 __all__ = [
     "ESTIMATE_COLUMNS",
+    "ClusterBootstrap",
+    "ClusterCells",
     "ClusterTable",
+    "FineTable",
     "Replicates",
     "Rule",
     "StudyResults",
@@ -33,21 +35,18 @@ __all__ = [
     "analysis_rows",
     "bootstrap_p",
     "cluster_table",
+    "concat_cells",
     "draw_multiplicities",
+    "drilldown",
     "estimate_file",
     "estimate_h1",
     "h1_core",
     "mixed_h1",
-    "num",
     "percentile_ci",
+    "ratio",
     "read_scores",
     "replicate",
     "roles_of",
     "run_suite",
-    "synthetic_articles",
-    "synthetic_config",
-    "synthetic_fertility",
-    "synthetic_models",
-    "synthetic_scores",
     "write_json",
 ]

@@ -11,11 +11,17 @@ replicates at once.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
+
+from clcg_pipeline.storage import finite
+
+if TYPE_CHECKING:  # _context imports this module; the wrapper only calls the context's methods
+    from clcg_pipeline.analysis._context import SuiteContext
 
 Alternative = Literal["greater", "less", "two-sided"]
 
@@ -191,11 +197,11 @@ def valid_replicates(values: np.ndarray) -> int:
 
 def percentile_ci(reps: np.ndarray, confidence: float) -> tuple[float, float]:
     """Percentile interval over the finite replicates (NaN, NaN when none are finite)."""
-    finite = reps[np.isfinite(reps)]
-    if finite.size == 0:
+    kept = reps[np.isfinite(reps)]
+    if kept.size == 0:
         return (float("nan"), float("nan"))
     alpha = (1.0 - confidence) / 2.0
-    low, high = np.percentile(finite, [100 * alpha, 100 * (1 - alpha)])
+    low, high = np.percentile(kept, [100 * alpha, 100 * (1 - alpha)])
     return (float(low), float(high))
 
 
@@ -205,12 +211,12 @@ def bootstrap_p(reps: np.ndarray, alternative: Alternative) -> float:
     One-sided ``greater`` is the share of replicates at or below zero (with the usual +1
     correction so p is never exactly 0); ``two-sided`` doubles the smaller tail.
     """
-    finite = reps[np.isfinite(reps)]
-    b = finite.size
+    kept = reps[np.isfinite(reps)]
+    b = kept.size
     if b == 0:
         return float("nan")
-    low = (1 + np.count_nonzero(finite <= 0)) / (b + 1)
-    high = (1 + np.count_nonzero(finite >= 0)) / (b + 1)
+    low = (1 + np.count_nonzero(kept <= 0)) / (b + 1)
+    high = (1 + np.count_nonzero(kept >= 0)) / (b + 1)
     if alternative == "greater":
         return float(min(1.0, low))
     if alternative == "less":
@@ -221,9 +227,258 @@ def bootstrap_p(reps: np.ndarray, alternative: Alternative) -> float:
 def summarize(values: np.ndarray, confidence: float) -> dict[str, float | None]:
     """``{estimate, ci_low, ci_high}`` from a point-then-replicates vector; NaN becomes None."""
     low, high = percentile_ci(values[1:], confidence)
-    return {"estimate": _num(values[0]), "ci_low": _num(low), "ci_high": _num(high)}
+    return {"estimate": finite(values[0]), "ci_low": finite(low), "ci_high": finite(high)}
 
 
-def _num(x: float) -> float | None:
-    x = float(x)
-    return x if np.isfinite(x) else None
+# --------------------------------------------------------------------------------------------
+# One bootstrap per analysis, whatever its cluster unit
+# --------------------------------------------------------------------------------------------
+
+
+def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """``numerator / denominator`` element-wise, NaN where the denominator is not positive."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.nan)
+
+
+@dataclass(frozen=True)
+class ClusterCells:
+    """Per-cell sums and counts for the full sample (row 0) and every replicate.
+
+    ``cluster_counts`` is the full sample's ``clusters x cells`` row counts, for the number
+    of clusters (articles, documents...) behind any set of cells.
+    """
+
+    cells: pd.DataFrame
+    sums: np.ndarray
+    counts: np.ndarray
+    cluster_counts: np.ndarray
+
+    @property
+    def means(self) -> np.ndarray:
+        """Cell means, point then replicates (NaN where a replicate has no row in the cell)."""
+        return ratio(self.sums, self.counts)
+
+    @property
+    def n(self) -> np.ndarray:
+        """Full-sample rows per cell."""
+        return self.cluster_counts.sum(axis=0)
+
+    def sum_over(self, idx: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Point-then-replicate sum over the cells ``idx``."""
+        return self.sums[:, np.asarray(idx, dtype=np.int64)].sum(axis=1)
+
+    def count_over(self, idx: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Point-then-replicate row count over the cells ``idx``."""
+        return self.counts[:, np.asarray(idx, dtype=np.int64)].sum(axis=1)
+
+    def n_clusters(self, idx: Sequence[int] | np.ndarray) -> int:
+        """Clusters with a row in any of the cells ``idx``."""
+        if len(idx) == 0 or self.cluster_counts.size == 0:
+            return 0
+        return int((self.cluster_counts[:, np.asarray(idx, dtype=np.int64)].sum(axis=1) > 0).sum())
+
+    def where(self, **match: object) -> np.ndarray:
+        """Indices of the cells whose columns equal ``match`` (compared as strings)."""
+        mask = np.ones(len(self.cells), dtype=bool)
+        for column, value in match.items():
+            mask &= (self.cells[column].astype(str) == str(value)).to_numpy()
+        return np.flatnonzero(mask)
+
+    def column(self, **match: object) -> int | None:
+        """Index of the first cell matching ``match`` (None when there is none)."""
+        hits = self.where(**match)
+        return int(hits[0]) if len(hits) else None
+
+
+def concat_cells(parts: Sequence[ClusterCells]) -> ClusterCells:
+    """Side by side: cells over the same clusters and replicates (e.g. groups and targets)."""
+    parts = [p for p in parts if len(p.cells)]
+    if not parts:
+        raise ValueError("concat_cells: nothing to concatenate")
+    return ClusterCells(
+        pd.concat([p.cells for p in parts], ignore_index=True),
+        np.hstack([p.sums for p in parts]),
+        np.hstack([p.counts for p in parts]),
+        np.hstack([p.cluster_counts for p in parts]),
+    )
+
+
+@dataclass(frozen=True)
+class FineTable:
+    """A cluster table at the finest grain; :meth:`cells` sums its columns into coarser cells.
+
+    One ``cluster_table`` pass over the rows (the costly part at study scale) serves every
+    grouping: coarser cells are column sums of the ``clusters x cells`` matrices, which are
+    small, so the sums and counts are those of a ``cluster_table`` over the coarser columns.
+    """
+
+    table: ClusterTable
+    weights: np.ndarray
+    boot: ClusterBootstrap
+
+    def cells(
+        self,
+        keep: Sequence[str],
+        *,
+        where: Mapping[str, Sequence[Any]] | None = None,
+        relabel: Mapping[str, Mapping[Any, Any]] | None = None,
+        constant: Mapping[str, Any] | None = None,
+    ) -> ClusterCells:
+        """Cells by ``keep`` over the fine cells matching ``where`` (column -> allowed values).
+
+        ``relabel`` maps a column's values to new labels first (None drops the cell);
+        ``constant`` adds label columns with one value (e.g. ``language="targets"``).
+        """
+        fine = self.table.cells
+        mask = np.ones(len(fine), dtype=bool)
+        labels = fine.loc[:, list(keep)].copy() if keep else pd.DataFrame(index=fine.index)
+        for col, mapping in (relabel or {}).items():
+            mapped = fine[col].map(mapping)
+            mask &= mapped.notna().to_numpy()
+            if col in labels.columns:
+                labels[col] = mapped
+        for col, allowed in (where or {}).items():
+            mask &= fine[col].isin(list(allowed)).to_numpy()
+        sel = np.flatnonzero(mask)
+        if len(sel) == 0 or self.table.sums.size == 0:
+            return self._empty([*keep, *(constant or {})])
+        codes, cells = _group_codes(labels.iloc[sel].reset_index(drop=True), keep)
+        for col, value in (constant or {}).items():
+            cells[col] = value
+        order = np.argsort(codes, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+        sums = np.add.reduceat(self.table.sums[:, sel[order]], starts, axis=1)
+        counts = np.add.reduceat(self.table.counts[:, sel[order]], starts, axis=1)
+        coarse = ClusterTable(self.table.articles, cells.reset_index(drop=True), sums, counts)
+        rep = replicate(coarse, self.weights)
+        return ClusterCells(rep.cells, rep.sums, rep.counts, counts)
+
+    def _empty(self, columns: list[str]) -> ClusterCells:
+        empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
+        none = np.zeros((self.boot.n_replicates + 1, 0))
+        return ClusterCells(empty, none, none.copy(), np.zeros((len(self.table.articles), 0)))
+
+
+def _group_codes(labels: pd.DataFrame, keep: Sequence[str]) -> tuple[np.ndarray, pd.DataFrame]:
+    """Each label row's group code and the groups, sorted by ``keep`` (one group without keys)."""
+    if not keep:
+        return np.zeros(len(labels), dtype=np.int64), pd.DataFrame(index=[0])
+    grouped = labels.groupby(list(keep), sort=True, dropna=False)
+    return grouped.ngroup().to_numpy(), grouped.size().reset_index()[list(keep)]
+
+
+class ClusterBootstrap:
+    """One multiplicity matrix over the sorted cluster ids, shared by every table of one analysis.
+
+    Every contrast is thus taken inside the same replicate, and every estimand is qualified by
+    the suite's identifiability rule (``SuiteContext.qualify``). ``unit`` names the clusters in
+    the results: ``"articles"`` (the study's own) keeps ``n_articles`` and the rule's wording;
+    any other unit (``"documents"``) renames the count to ``n_<unit>``, placed last, and says
+    ``too few <unit>`` in the reason.
+    """
+
+    def __init__(
+        self,
+        cluster_ids: Iterable[object],
+        ctx: SuiteContext,
+        *,
+        unit: str = "articles",
+        cluster_col: str = "doc_id",
+    ) -> None:
+        self.ctx = ctx
+        self.unit = unit
+        self.cluster_col = cluster_col
+        self.clusters = np.array(sorted({str(c) for c in cluster_ids}), dtype=object)
+        self.weights = draw_multiplicities(len(self.clusters), ctx.replicates, ctx.seed)
+
+    @property
+    def n_replicates(self) -> int:
+        return int(self.weights.shape[0])
+
+    def weights_for(self, table: ClusterTable) -> np.ndarray:
+        """The multiplicity columns of ``table``'s clusters, so every table shares the same draws."""
+        if table.sums.size == 0:
+            return self.weights[:, :0]
+        ids = table.articles.astype(str)
+        # cluster_table sorts its ids by string, as self.clusters is: a table over a subset of
+        # the clusters takes the matching columns.
+        idx = np.searchsorted(self.clusters, ids)
+        found = idx < len(self.clusters)
+        if not found.all() or not (self.clusters[idx[found]] == ids[found]).all():
+            unknown = sorted(set(ids) - set(self.clusters))
+            raise ValueError(f"{self.cluster_col} not among the bootstrap's {self.unit}: {unknown[:5]}")
+        return self.weights[:, idx]
+
+    def cells(self, frame: pd.DataFrame, cell_cols: Sequence[str], value_col: str) -> ClusterCells:
+        """Point-then-replicate sums and counts per cell of ``frame``, resampled by cluster."""
+        table = cluster_table(frame, list(cell_cols), value_col=value_col, cluster_col=self.cluster_col)
+        rep = replicate(table, self.weights_for(table))
+        return ClusterCells(rep.cells, rep.sums, rep.counts, table.counts)
+
+    def fine(self, frame: pd.DataFrame, dims: Sequence[str], value_col: str) -> FineTable:
+        """Per-cluster sums at the finest grain ``dims``; every coarser table is derived from it."""
+        table = cluster_table(frame, list(dims), value_col=value_col, cluster_col=self.cluster_col)
+        return FineTable(table, self.weights_for(table), self)
+
+    def summary(self, vec: np.ndarray, *, n: int, n_clusters: int) -> dict[str, Any]:
+        """One qualified estimand from a point-then-replicates vector (``SuiteContext.summ``)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return self._named(self.ctx.summ(vec, n=n, n_articles=n_clusters, sided=None))
+
+    def summaries(
+        self, vectors: np.ndarray, n: Sequence[int] | np.ndarray, n_clusters: Sequence[int] | np.ndarray
+    ) -> list[dict[str, Any]]:
+        """Qualified ``{estimate, ci_low, ci_high, n, n_<unit>, ...}`` per column of ``vectors``."""
+        conf = self.ctx.confidence
+        reps = vectors[1:]
+        valid = np.isfinite(reps).sum(axis=0)
+        lows, highs = _column_intervals(reps, valid, conf)
+        out = []
+        for j in range(vectors.shape[1]):
+            entry: dict[str, Any] = {
+                "estimate": finite(vectors[0, j]),
+                "ci_low": finite(lows[j]),
+                "ci_high": finite(highs[j]),
+                "n": int(n[j]),
+                "n_articles": int(n_clusters[j]),
+                "valid_replicates": int(valid[j]),
+            }
+            out.append(self._named(self.ctx.qualify(entry, sided=None)))
+        return out
+
+    def table(self, cells: ClusterCells) -> pd.DataFrame:
+        """One row per cell: the cell columns plus the qualified estimate."""
+        if cells.cluster_counts.size:
+            n_clusters = (cells.cluster_counts > 0).sum(axis=0)
+        else:
+            n_clusters = np.zeros(len(cells.cells))
+        stats = self.summaries(cells.means, cells.n, n_clusters)
+        return pd.concat([cells.cells.reset_index(drop=True), pd.DataFrame(stats)], axis=1)
+
+    def _named(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """The suite rule speaks of articles; name this bootstrap's unit instead."""
+        if self.unit == "articles":
+            return entry
+        entry[f"n_{self.unit}"] = entry.pop("n_articles")
+        if entry["reason"]:
+            entry["reason"] = entry["reason"].replace("too few articles", f"too few {self.unit}")
+        return entry
+
+
+def _column_intervals(
+    reps: np.ndarray, valid: np.ndarray, confidence: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of every column of ``reps`` over its finite replicates (NaN if none)."""
+    lows = np.full(reps.shape[1], np.nan)
+    highs = np.full(reps.shape[1], np.nan)
+    # np.nanpercentile loops over columns in Python; columns without NaN (nearly all) go
+    # through one vectorized np.percentile, the same interpolation as percentile_ci.
+    whole = valid == reps.shape[0]
+    if whole.any() and reps.shape[0]:
+        q = [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2]
+        lows[whole], highs[whole] = np.percentile(reps[:, whole], q, axis=0)
+    for j in np.flatnonzero(~whole & (valid > 0)):
+        lows[j], highs[j] = percentile_ci(reps[:, j], confidence)
+    return lows, highs

@@ -12,14 +12,7 @@ from clcg_pipeline.analysis._bootstrap import percentile_ci, valid_replicates
 from clcg_pipeline.analysis._gaps import GapPanel, Roles, build_panel
 from clcg_pipeline.analysis._prepare import KEY_COLUMNS, check_columns
 from clcg_pipeline.config import ProjectConfig
-
-
-def num(x: Any) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return x if np.isfinite(x) else None
-
+from clcg_pipeline.storage import finite
 
 # Replicate rule, stated once for every bootstrapped estimand (docs/ESTIMANDS.md).
 REPLICATE_RULE = (
@@ -54,9 +47,9 @@ class SuiteContext:
     ) -> dict[str, Any]:
         """One bootstrapped estimand from a point-first vector, with its counts and caveats."""
         low, high = percentile_ci(vec[1:], self.confidence)
-        out: dict[str, Any] = {"estimate": num(vec[0]), "ci_low": num(low), "ci_high": num(high)}
+        out: dict[str, Any] = {"estimate": finite(vec[0]), "ci_low": finite(low), "ci_high": finite(high)}
         if p is not None:
-            out["p"] = num(p)
+            out["p"] = finite(p)
         if n is not None:
             out["n"] = int(n)
         if n_articles is not None:

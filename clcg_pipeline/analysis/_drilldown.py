@@ -90,14 +90,7 @@ def drilldown(
     missing = (_SCORE_COLUMNS | {metric}) - set(scores.columns)
     if missing:
         raise ValueError(f"drilldown: scores lack column(s) {sorted(missing)}")
-    rows = scores
-    if levels is not None:
-        rows = rows[rows["level"].isin(list(levels))]
-    if item_source is not None and "item_source" in rows.columns:
-        rows = rows[rows["item_source"] == item_source]
-    if context_scope is not None:
-        rows = rows[rows["context_scope"] == context_scope]
-    rows = rows[rows[metric].notna()]
+    rows = _band_rows(scores, metric, levels, item_source, context_scope)
     if rows.empty:
         return out
     # Plain strings: categorical keys would make every groupby/merge below a cartesian product.
@@ -128,27 +121,54 @@ def drilldown(
             ["difference", "model", "doc_id", "item_id"], ascending=[False, True, True, True]
         )
         target_answers = _answers(pred, language) if pred is not None else {}
-        listed = []
-        for row in paired.head(k).itertuples(index=False):
-            key = (str(row.model), str(row.doc_id), str(row.item_id), str(row.context_scope))
-            info = item_info.get(row.item_id, {})
-            listed.append(
-                {
-                    "model": str(row.model),
-                    "doc_id": str(row.doc_id),
-                    "item_id": str(row.item_id),
-                    "level": _clean(row.level),
-                    "context_scope": str(row.context_scope),
-                    "question": _clean(info.get("question")),
-                    "gold": _clean(info.get("gold_answer")),
-                    "options": _clean(info.get("options")),
-                    "en_answer": en_answers.get(key),
-                    "target_answer": target_answers.get(key),
-                    "en_score": float(row.score_en),
-                    "target_score": float(row.score_target),
-                    "difference": float(row.difference),
-                    "reps": int(min(row.reps_en, row.reps_target)),
-                }
-            )
+        listed = [
+            _entry(row, item_info, en_answers, target_answers)
+            for row in paired.head(k).itertuples(index=False)
+        ]
         out[language] = listed
     return out
+
+
+def _band_rows(
+    scores: pd.DataFrame,
+    metric: str,
+    levels: Iterable[str] | None,
+    item_source: str | None,
+    context_scope: str | None,
+) -> pd.DataFrame:
+    """The rows of the analysis band (each restriction only when given) that have a score."""
+    rows = scores
+    if levels is not None:
+        rows = rows[rows["level"].isin(list(levels))]
+    if item_source is not None and "item_source" in rows.columns:
+        rows = rows[rows["item_source"] == item_source]
+    if context_scope is not None:
+        rows = rows[rows["context_scope"] == context_scope]
+    return rows[rows[metric].notna()]
+
+
+def _entry(
+    row: Any,
+    item_info: Mapping[str, Mapping[str, Any]],
+    en_answers: Mapping[tuple[str, ...], str | None],
+    target_answers: Mapping[tuple[str, ...], str | None],
+) -> dict[str, Any]:
+    """One listed item: its keys, question and gold, both answers and both scores."""
+    key = (str(row.model), str(row.doc_id), str(row.item_id), str(row.context_scope))
+    info = item_info.get(row.item_id, {})
+    return {
+        "model": str(row.model),
+        "doc_id": str(row.doc_id),
+        "item_id": str(row.item_id),
+        "level": _clean(row.level),
+        "context_scope": str(row.context_scope),
+        "question": _clean(info.get("question")),
+        "gold": _clean(info.get("gold_answer")),
+        "options": _clean(info.get("options")),
+        "en_answer": en_answers.get(key),
+        "target_answer": target_answers.get(key),
+        "en_score": float(row.score_en),
+        "target_score": float(row.score_target),
+        "difference": float(row.difference),
+        "reps": int(min(row.reps_en, row.reps_target)),
+    }

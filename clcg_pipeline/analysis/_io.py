@@ -1,16 +1,12 @@
 """File edges of the analysis stage: read a scores Parquet file, write results JSON atomically.
 
-Kept light (numpy, pandas, pyarrow only) because ``clcg estimate`` counts process start in
-its time budget; the full suite imports scipy/statsmodels lazily.
+Kept light (numpy, pandas, pyarrow and storage's file helpers only) because ``clcg estimate``
+counts process start in its time budget; the full suite imports scipy/statsmodels lazily.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +18,7 @@ import pyarrow.parquet as pq
 from clcg_pipeline.analysis._h1 import estimate_h1
 from clcg_pipeline.analysis._prepare import KEY_COLUMNS
 from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.storage import jsonable, write_bytes_atomic
 
 _STRING_COLS = ("model", "language", "doc_id", "item_id", "context_scope", "level", "item_source", "status")
 _METRICS = ("token_f1", "exact_match", "accuracy", "rouge_l", "semsim")
@@ -106,43 +103,10 @@ def read_articles(path: str) -> pd.DataFrame:
     return pq.read_table(path, columns=["doc_id", "published"]).to_pandas()
 
 
-def to_jsonable(value: Any) -> Any:
-    """Plain JSON types: NaN/inf become None, numpy scalars become Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [to_jsonable(v) for v in value.tolist()]
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        f = float(value)
-        return f if math.isfinite(f) else None
-    if value is None or isinstance(value, int | str):
-        return value
-    return str(value)
-
-
 def write_json(obj: Any, out_path: str) -> None:
-    """Write ``obj`` as JSON via a temporary file in the same folder and ``os.replace``."""
-    target = Path(out_path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:  # name the file the user asked for, not the temporary one
-        raise OSError(exc.errno, exc.strerror, str(target)) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(to_jsonable(obj), handle, indent=2, sort_keys=False, allow_nan=False)
-            handle.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be read by others
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``obj`` as JSON (2-space indent, keys in their order), atomically."""
+    payload = json.dumps(jsonable(obj), indent=2, sort_keys=False, allow_nan=False) + "\n"
+    write_bytes_atomic(out_path, payload.encode("utf-8"))
 
 
 def estimate_file(
@@ -182,7 +146,7 @@ def estimate_file(
         if str(scores_path) in str(exc):
             raise
         raise ValueError(f"{scores_path}: {exc}") from exc
-    result = to_jsonable(result)
+    result = jsonable(result)
     write_json(result, out_path)
     return result
 

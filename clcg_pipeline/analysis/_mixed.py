@@ -107,9 +107,6 @@ def fit_crossed(cells: pd.DataFrame, formula: str, term: str, *, confidence: flo
     Standard errors are the GLS covariance of the fixed effects at the REML estimate
     (``sigma^2 (X'H^-1 X)^-1``, as in lme4 and nlme); p is the two-sided Wald z test.
     """
-    from scipy.optimize import minimize
-    from scipy.stats import norm
-
     from clcg_pipeline.analysis._bootstrap import sorted_factorize
 
     base = _base(cells, formula, term)
@@ -123,6 +120,13 @@ def fit_crossed(cells: pd.DataFrame, formula: str, term: str, *, confidence: flo
     model, _ = sorted_factorize(cells["model"].astype(str))
     reml = _CrossedReml(cells["y"].to_numpy(dtype=np.float64), x, article, model)
     n_theta = 2 if base["n_models"] > 1 else 1
+    best, theta = _reml_theta(reml, n_theta)
+    return {**base, **_term_fit(reml.profile(theta), best, theta, names.index(term), n_theta, confidence)}
+
+
+def _reml_theta(reml: _CrossedReml, n_theta: int) -> tuple[Any, np.ndarray]:
+    """The optimiser's best result and the relative standard deviations (model's 0 if one model)."""
+    from scipy.optimize import minimize
 
     def objective(t: np.ndarray) -> float:
         return reml.objective(np.append(t, 0.0) if n_theta == 1 else t)
@@ -153,9 +157,15 @@ def fit_crossed(cells: pd.DataFrame, formula: str, term: str, *, confidence: flo
     )
     if polished.fun <= best.fun and polished.success:
         best = polished
-    theta = np.append(best.x, 0.0) if n_theta == 1 else best.x
-    fit = reml.profile(theta)
-    j = names.index(term)
+    return best, np.append(best.x, 0.0) if n_theta == 1 else best.x
+
+
+def _term_fit(
+    fit: dict[str, Any], best: Any, theta: np.ndarray, j: int, n_theta: int, confidence: float
+) -> dict[str, Any]:
+    """Estimate, Wald interval and p of fixed effect ``j``, with the variance components."""
+    from scipy.stats import norm
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         cov = fit["sigma2"] * np.linalg.inv(fit["xtvx"])
@@ -176,7 +186,6 @@ def fit_crossed(cells: pd.DataFrame, formula: str, term: str, *, confidence: flo
     if n_theta == 2:
         vcomp["model"] = float(theta[1] ** 2 * fit["sigma2"])
     return {
-        **base,
         "estimate": estimate,
         "se": se,
         "ci_low": estimate - z * se,

@@ -12,16 +12,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.analysis._context import REPLICATE_RULE, SuiteContext, num, usable
+from clcg_pipeline.analysis._context import SuiteContext, usable
 from clcg_pipeline.analysis._definitions import DEFINITIONS, definition_of, definitions_for
 from clcg_pipeline.analysis._h1 import h1_core, roles_of
 from clcg_pipeline.analysis._prepare import apply_rule, score_values, select_rows
+from clcg_pipeline.analysis._settings import language_coverage, panel_languages, suite_settings
 from clcg_pipeline.analysis.sections import context as sec_context
 from clcg_pipeline.analysis.sections import h1 as sec_h1
 from clcg_pipeline.analysis.sections import h2 as sec_h2
@@ -34,26 +34,10 @@ from clcg_pipeline.analysis.sections import repetitions as sec_repetitions
 from clcg_pipeline.analysis.sections import replication as sec_replication
 from clcg_pipeline.analysis.sections import sensitivity as sec_sensitivity
 from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.storage import TABLES, finite
 
-# The ``estimates`` contract's columns (storage/_tables.py; a test keeps them equal). Not
-# imported from there because ``clcg_pipeline.storage`` imports dagster, and ``clcg estimate``
-# must start fast.
-ESTIMATE_COLUMNS = [
-    "estimand",
-    "group",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "p",
-    "p_adj",
-    "n",
-    "n_articles",
-    "valid_replicates",
-    "p_bound",
-    "identifiable",
-    "status",
-    "flags",
-]
+# The ``estimates`` contract's columns, in its order (storage/_tables.py).
+ESTIMATE_COLUMNS: list[str] = list(TABLES["estimates"].names)
 
 
 @dataclass
@@ -76,8 +60,53 @@ def run_suite(
     seed: int | None = None,
 ) -> StudyResults:
     """Run every estimator and test of STUDY.md section 6 on a ``scores`` frame."""
+    ctx = _suite_context(config, replicates, seed)
+    timer = _Timer()
+    with timer("prepare"):
+        rows = _prepare(ctx, scores)
+    results = _sections(ctx, rows, timer, articles, fertility, replication_scores)
+    with_data, without_data = language_coverage(config, rows.scores)
+    results["settings"] = suite_settings(ctx, rows.scores, rows.band_a, with_data, without_data)
+    results["languages"] = panel_languages(config)
+    results["languages_without_data"] = without_data
+    results["excluded_versions"] = []
+    if len(rows.band_a) == 0:
+        _h1_without_band(results, rows.scores, config)
+    estimates = _estimates_table(ctx, results)
+    results["warnings"] = _all_warnings(ctx, results, estimates, band_empty=len(rows.band_a) == 0)
+    metric = config.study.band.metric
+    results["definitions"] = definitions_for(list(estimates["estimand"]), metric)
+    results["estimands"] = _estimand_index(estimates, metric)
+    results = {"settings": results.pop("settings"), **results}
+    return StudyResults(results=results, estimates=estimates, timings=timer.seconds)
+
+
+class _Timer:
+    """Seconds per named part of the suite, summed over repeated parts."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The suite's inputs after preparation: panel rows in canonical order and the band subsets."""
+
+    scores: pd.DataFrame
+    rows_a: pd.DataFrame  # every row under parse rule A
+    band_a: pd.DataFrame  # the study band under rule A
+    band_raw: pd.DataFrame  # the study band before a parse rule: rule B, other metrics
+
+
+def _suite_context(config: ProjectConfig, replicates: int | None, seed: int | None) -> SuiteContext:
     study = config.study
-    ctx = SuiteContext(
+    return SuiteContext(
         config=config,
         roles=roles_of(config.languages),
         replicates=int(replicates if replicates is not None else study.bootstrap_replicates),
@@ -85,31 +114,35 @@ def run_suite(
         confidence=study.confidence,
         min_articles=int(getattr(study, "min_articles", 10)),
     )
-    timings: dict[str, float] = {}
 
-    @contextmanager
-    def timed(name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        yield
-        timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
 
-    band = study.band
-    with timed("prepare"):
-        scores = usable(scores, band.metric)
-        panel_langs = [ctx.roles.reference, ctx.roles.baseline, *ctx.roles.targets]
-        scores = _canonical_order(scores.loc[scores["language"].isin(panel_langs).to_numpy()], band.metric)
-        rows_a = apply_rule(scores, score_values(scores, band.metric), "A")
-        band_sel = {
-            "levels": band.levels,
-            "item_source": band.item_source,
-            "context_scope": band.context_scope,
-        }
-        band_a = select_rows(rows_a, **band_sel)
-        band_raw = select_rows(scores, **band_sel)  # before a parse rule: rule B, other metrics
+def _prepare(ctx: SuiteContext, scores: pd.DataFrame) -> _Rows:
+    """Panel languages only, in canonical row order, with rule A applied and the band selected."""
+    band = ctx.config.study.band
+    scores = usable(scores, band.metric)
+    panel_langs = [ctx.roles.reference, ctx.roles.baseline, *ctx.roles.targets]
+    scores = _canonical_order(scores.loc[scores["language"].isin(panel_langs).to_numpy()], band.metric)
+    rows_a = apply_rule(scores, score_values(scores, band.metric), "A")
+    band_sel = {"levels": band.levels, "item_source": band.item_source, "context_scope": band.context_scope}
+    return _Rows(scores, rows_a, select_rows(rows_a, **band_sel), select_rows(scores, **band_sel))
 
+
+def _sections(
+    ctx: SuiteContext,
+    rows: _Rows,
+    timed: _Timer,
+    articles: pd.DataFrame | None,
+    fertility: pd.DataFrame | None,
+    replication_scores: pd.DataFrame | None,
+) -> dict[str, Any]:
+    """Every section in document order (the order also fixes the estimates table's rows)."""
+    config, study = ctx.config, ctx.config.study
+    band, band_a = study.band, rows.band_a
     results: dict[str, Any] = {}
     with timed("h1"):
-        core = h1_core(scores, config.languages, study, replicates=ctx.replicates, seed=ctx.seed, rows=band_a)
+        core = h1_core(
+            rows.scores, config.languages, study, replicates=ctx.replicates, seed=ctx.seed, rows=band_a
+        )
         results["h1"] = core.result
         p_h1 = sec_h1.h1_estimates(ctx, core)
         results["language_net"] = sec_h1.language_net(ctx, core)
@@ -117,16 +150,15 @@ def run_suite(
         results["joshi_class"] = sec_h1.joshi_classes(ctx, core)
     with timed("h3"):
         results["h3"] = sec_h3.h3(
-            ctx, select_rows(rows_a, item_source=band.item_source, context_scope=band.context_scope)
+            ctx, select_rows(rows.rows_a, item_source=band.item_source, context_scope=band.context_scope)
         )
     with timed("h2"):
-        h2, h2_rows = sec_h2.h2(ctx, band_a, articles)
-        results["h2"] = h2
+        results["h2"], h2_rows = sec_h2.h2(ctx, band_a, articles)
     with timed("h4"):
-        human = select_rows(rows_a, item_source="human", context_scope=band.context_scope)
+        human = select_rows(rows.rows_a, item_source="human", context_scope=band.context_scope)
         results["h4"] = sec_h4.h4(ctx, band_a, human)
     with timed("parse_rule"):
-        band_b = apply_rule(band_raw, score_values(band_raw, band.metric), "B")
+        band_b = apply_rule(rows.band_raw, score_values(rows.band_raw, band.metric), "B")
         results["parse_rule"] = sec_h1.parse_rule(ctx, core, band_b)
     with timed("equivalence"):
         results["equivalence"] = sec_h1.equivalence(ctx, core, band_a)
@@ -137,92 +169,67 @@ def run_suite(
     with timed("repetitions"):
         results["repetitions"] = sec_repetitions.repetitions(ctx, band_a)
     with timed("context_gain"):
-        results["context_gain"] = sec_context.context_gain(ctx, scores, band.metric)
+        results["context_gain"] = sec_context.context_gain(ctx, rows.scores, band.metric)
     with timed("nomological"):
         results["nomological"] = sec_nomological.nomological(ctx, core.result, fertility)
     with timed("context_scope"):
-        scope_rows = select_rows(rows_a, levels=band.levels, item_source=band.item_source)
+        scope_rows = select_rows(rows.rows_a, levels=band.levels, item_source=band.item_source)
         results["context_scope"] = sec_context.context_scope(ctx, scope_rows, band.context_scope)
     with timed("replication"):
         results["replication"] = sec_replication.replication(ctx, core.result, replication_scores)
     with timed("metric_sensitivity"):
-        results["metric_sensitivity"] = sec_sensitivity.metric_sensitivity(ctx, band_raw, band.metric, core)
+        results["metric_sensitivity"] = sec_sensitivity.metric_sensitivity(
+            ctx, rows.band_raw, band.metric, core
+        )
+    return results
 
-    with_data, without_data = _language_coverage(config, scores)
-    results["settings"] = {
-        "seed": ctx.seed,
-        "replicates": ctx.replicates,
-        "confidence": ctx.confidence,
-        "min_articles": ctx.min_articles,
-        "band": band.model_dump(),
-        "rule": "A",
-        "replicate_rule": REPLICATE_RULE,
-        "config_hash": config.config_hash,
-        "bootstrap": "article-cluster, percentile interval; each section resamples the articles of its rows",
-        "n_rows": len(scores),
-        "n_band_rows": len(band_a),
-        "models": [
-            {
-                "id": m.id,
-                "provider": m.provider,
-                "model": m.model,
-                "knowledge_cutoff": None if m.knowledge_cutoff is None else str(m.knowledge_cutoff),
-            }
-            for m in config.models.evaluated
-        ],
-        "sources": [_source(s) for s in config.sources.sources],
-        "languages_with_data": with_data,
-        "languages_without_data": without_data,
-        "code_version": code_version(),
-        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    results["languages"] = [
-        {
-            "iso": lang.iso,
-            "name": lang.name,
-            "script": lang.script,
-            "joshi_class": lang.joshi_class,
-            "joshi_class_sensitivity": lang.joshi_class_sensitivity,
-            "role": lang.role,
-            "non_latin": lang.non_latin,
-            "isolate": lang.isolate,
-        }
-        for lang in config.languages.languages
-    ]
-    results["languages_without_data"] = without_data
-    results["excluded_versions"] = []
-    if len(band_a) == 0:
-        reason = (
-            "no scored rows at all (nothing was scored: e.g. a source with no item bank)"
-            if len(scores) == 0
-            else "no scored rows in the study band (item_source="
-            f"{band.item_source}, levels={list(band.levels)}, context_scope={band.context_scope}); "
-            f"the scored rows are {_scored_kinds(scores)}: set study.band to match them"
-        )
-        results["h1"].update(
-            {"identifiable": False, "reason": reason, "status": f"not identifiable: {reason}"}
-        )
-    results["warnings"] = _warnings(results)
-    if len(band_a) == 0:
-        results["warnings"].insert(0, f"H1 not identifiable: {results['h1']['reason']}")
-    if without_data:
-        names = ", ".join(e["iso"] for e in without_data)
-        results["warnings"].append(f"{len(without_data)} panel language(s) without scored rows: {names}")
-    results["warnings"].extend(ctx.warnings)
+
+def _h1_without_band(results: dict[str, Any], scores: pd.DataFrame, config: ProjectConfig) -> None:
+    """H1 is not identifiable without band rows; say which rows there are instead."""
+    band = config.study.band
+    reason = (
+        "no scored rows at all (nothing was scored: e.g. a source with no item bank)"
+        if len(scores) == 0
+        else "no scored rows in the study band (item_source="
+        f"{band.item_source}, levels={list(band.levels)}, context_scope={band.context_scope}); "
+        f"the scored rows are {_scored_kinds(scores)}: set study.band to match them"
+    )
+    results["h1"].update({"identifiable": False, "reason": reason, "status": f"not identifiable: {reason}"})
+
+
+def _estimates_table(ctx: SuiteContext, results: dict[str, Any]) -> pd.DataFrame:
+    """The long ``estimates`` table from every section's rows, with BH-adjusted p filled in."""
     estimates = pd.DataFrame(ctx.rows, columns=ESTIMATE_COLUMNS)
     sec_multiplicity.fill_p_adj(estimates, results["multiplicity"])
-    estimates = _typed(estimates)
-    results["warnings"].extend(_estimate_warnings(estimates))
-    results["definitions"] = definitions_for(list(estimates["estimand"]), band.metric)
-    # Flat index of every estimand (same content as the estimates table) so two runs can be
-    # compared key by key.
-    results["estimands"] = {
+    return _typed(estimates)
+
+
+def _all_warnings(
+    ctx: SuiteContext, results: dict[str, Any], estimates: pd.DataFrame, *, band_empty: bool
+) -> list[str]:
+    """The document's warnings: sections first, then coverage, the suite's own and the table's."""
+    out = _warnings(results)
+    if band_empty:
+        out.insert(0, f"H1 not identifiable: {results['h1']['reason']}")
+    without_data = results["languages_without_data"]
+    if without_data:
+        names = ", ".join(e["iso"] for e in without_data)
+        out.append(f"{len(without_data)} panel language(s) without scored rows: {names}")
+    out.extend(ctx.warnings)
+    out.extend(_estimate_warnings(estimates))
+    return out
+
+
+def _estimand_index(estimates: pd.DataFrame, metric: str) -> dict[str, dict[str, Any]]:
+    """Flat index of every estimand (same content as the estimates table), so two runs can be
+    compared key by key."""
+    return {
         f"{r.estimand}/{r.group}": {
-            "estimate": num(r.estimate),
-            "ci_low": num(r.ci_low),
-            "ci_high": num(r.ci_high),
-            "p": num(r.p),
-            "p_adj": num(r.p_adj),
+            "estimate": finite(r.estimate),
+            "ci_low": finite(r.ci_low),
+            "ci_high": finite(r.ci_high),
+            "p": finite(r.p),
+            "p_adj": finite(r.p_adj),
             "p_bound": bool(r.p_bound) if not pd.isna(r.p_bound) else False,
             "n": None if pd.isna(r.n) else int(r.n),
             "n_articles": None if pd.isna(r.n_articles) else int(r.n_articles),
@@ -231,13 +238,11 @@ def run_suite(
             "valid_replicates": None if pd.isna(r.valid_replicates) else int(r.valid_replicates),
             "status": r.status,
             "flags": [] if r.flags is None or pd.isna(r.flags) else str(r.flags).split("; "),
-            "metric": definition_of(r.estimand, r.group, band.metric)["metric"],
+            "metric": definition_of(r.estimand, r.group, metric)["metric"],
             "sided": DEFINITIONS[r.estimand]["sided"],
         }
         for r in estimates.itertuples(index=False)
     }
-    results = {"settings": results.pop("settings"), **results}
-    return StudyResults(results=results, estimates=estimates, timings=timings)
 
 
 def _reason(status: str) -> str:
@@ -273,63 +278,6 @@ def _estimate_warnings(estimates: pd.DataFrame) -> list[str]:
             "they are bounds, not exact values"
         )
     return out
-
-
-def _language_coverage(config: ProjectConfig, scores: pd.DataFrame) -> tuple[list[str], list[dict[str, str]]]:
-    """Panel languages with scored rows, and the others with the reason."""
-    have = {str(v) for v in scores["language"].unique()} if len(scores) else set()
-    with_data = [lang.iso for lang in config.languages.languages if lang.iso in have]
-    without = [
-        {"iso": lang.iso, "name": lang.name, "role": lang.role, "reason": "no scored rows"}
-        for lang in config.languages.languages
-        if lang.iso not in have
-    ]
-    return with_data, without
-
-
-def _source(spec: Any) -> dict[str, Any]:
-    """A corpus source for the settings; credentials in a URL never leave the config."""
-    path = spec.path
-    if path and "@" in path and "://" in path:
-        scheme, rest = path.split("://", 1)
-        path = f"{scheme}://{rest.split('@', 1)[1]}"
-    return {"name": spec.name, "kind": spec.kind, "role": spec.role, "path": path, "split": spec.split}
-
-
-def code_version() -> dict[str, str | None]:
-    """Package version and, when the code runs from a git checkout, its commit (never fails)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        package = version("clcg-pipeline")
-    except PackageNotFoundError:
-        package = None
-    return {"package": package, "git_commit": _git_commit()}
-
-
-def _git_commit() -> str | None:
-    """HEAD of the checkout this package lives in, read from .git without running git."""
-    from pathlib import Path
-
-    try:
-        root = Path(__file__).resolve().parents[2] / ".git"
-        if not root.is_dir():
-            return None
-        head = (root / "HEAD").read_text().strip()
-        if not head.startswith("ref: "):
-            return head or None
-        ref = head[5:]
-        loose = root / ref
-        if loose.is_file():
-            return loose.read_text().strip() or None
-        packed = root / "packed-refs"
-        if packed.is_file():
-            for line in packed.read_text().splitlines():
-                if line.endswith(" " + ref):
-                    return line.split(" ", 1)[0]
-    except OSError:
-        return None
-    return None
 
 
 def _warnings(results: dict[str, Any]) -> list[str]:

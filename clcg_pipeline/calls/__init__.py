@@ -7,6 +7,8 @@ offline models. The fake provider server (``clcg_pipeline.calls.fake_server``) s
 providers' HTTP APIs for tests and the deployment smoke test.
 """
 
+from clcg_pipeline.calls._batch import BATCH_PROVIDERS, run_batch
+from clcg_pipeline.calls._budget import Budget, Grant, run_budget
 from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.calls._credentials import MissingCredentialsError, check_credentials
 from clcg_pipeline.calls._judge import (
@@ -17,7 +19,8 @@ from clcg_pipeline.calls._judge import (
     run_judge,
 )
 from clcg_pipeline.calls._lexical import STOPWORDS, content_words, lexical_answers
-from clcg_pipeline.calls._options import CallOptions
+from clcg_pipeline.calls._limiter import AdaptiveLimiter
+from clcg_pipeline.calls._options import CallOptions, Progress, logged_progress
 from clcg_pipeline.calls._requests import (
     NOT_STATED,
     OPTIONS_HINT,
@@ -33,24 +36,18 @@ from clcg_pipeline.calls._results import (
     PROVIDER_TAG,
     REFUSAL_REASONS,
     TRUNCATED_REASONS,
-    Budget,
     CallResult,
     bind,
     call_origin,
+    call_row,
     cost_usd,
-    run_budget,
 )
 from clcg_pipeline.calls._retry import RetryPolicy
-from clcg_pipeline.calls._runner import (
-    AdaptiveLimiter,
-    CallSession,
-    ProviderConfigError,
-    arun_requests,
-    run_requests,
-)
+from clcg_pipeline.calls._runner import CallSession, ProviderConfigError, arun_requests, run_requests
 from clcg_pipeline.calls._tokens import TOKENIZER, count_tokens, estimate_input_tokens, estimate_output_tokens
 
 __all__ = [
+    "BATCH_PROVIDERS",
     "CALLS_AHEAD_TAG",
     "CALL_COLUMNS",
     "NOT_STATED",
@@ -70,13 +67,16 @@ __all__ = [
     "CallResult",
     "CallSession",
     "ChatRequest",
+    "Grant",
     "JudgeTemplate",
     "MissingCredentialsError",
+    "Progress",
     "ProviderConfigError",
     "RetryPolicy",
     "arun_requests",
     "bind",
     "call_origin",
+    "call_row",
     "check_credentials",
     "content_words",
     "cost_usd",
@@ -85,9 +85,11 @@ __all__ = [
     "estimate_output_tokens",
     "judge_settings",
     "lexical_answers",
+    "logged_progress",
     "model_key",
     "render_judge_request",
     "resolve_settings",
+    "run_batch",
     "run_budget",
     "run_judge",
     "run_requests",

@@ -30,7 +30,7 @@ import pydantic
 
 from clcg_pipeline.calls._options import CallOptions
 from clcg_pipeline.calls._requests import ChatRequest, resolve_settings
-from clcg_pipeline.calls._results import REFUSAL_REASONS, TRUNCATED_REASONS, CallResult
+from clcg_pipeline.calls._results import REFUSAL_REASONS, TRUNCATED_REASONS, CallResult, call_row
 from clcg_pipeline.calls._runner import run_requests
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.storage import TABLES
@@ -301,28 +301,16 @@ def run_judge(
             }
         )
         if result.call_id not in calls:
-            calls[result.call_id] = {
-                "call_id": result.call_id,
-                "model": judge.id,
-                "provider": judge.provider,
-                "doc_id": _cell(keys.get("doc_id")),
-                "language": _cell(keys.get("language")),
-                "context_scope": _cell(keys.get("context_scope")),
-                "rep": request.rep,
-                "prompt_version": template.version,
-                "input_tokens": result.input_tokens,
-                "output_tokens": result.output_tokens,
-                "cost_usd": result.cost_usd,
-                "latency_s": result.latency_s,
-                "attempts": result.attempts,
-                "outcome": result.outcome,
-                "error": result.error,
-                "cached": result.cached,
-                "judge": judge.id,
-                "template_hash": template_hash,
-                "request_hash": request.request_hash,
-                "finish_reason": result.finish_reason,
-            }
+            calls[result.call_id] = call_row(
+                judge,
+                request,
+                result,
+                doc_id=_cell(keys.get("doc_id")),
+                language=_cell(keys.get("language")),
+                context_scope=_cell(keys.get("context_scope")),
+                judge=judge.id,
+                template_hash=template_hash,
+            )
     judgements = pd.DataFrame(rows, columns=[*key_names, *JUDGEMENT_COLUMNS])
     return judgements, pd.DataFrame(list(calls.values()), columns=list(CALL_COLUMNS))
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from clcg_pipeline.calls._results import Budget
+    from clcg_pipeline.calls._budget import Budget
     from clcg_pipeline.calls._retry import RetryPolicy
 
 Progress = Callable[[int, int], None]
@@ -48,3 +48,17 @@ class CallOptions:
 
     def with_progress(self, progress: Progress | None) -> CallOptions:
         return replace(self, progress=progress)
+
+
+def logged_progress(log: Callable[[str], None], what: str, unit: str = "calls") -> Progress:
+    """A ``progress`` that logs ``"<what>: <done>/<total> <unit>"`` about every 10%: long lists
+    show life without flooding the log (a Dagster run's event log, say)."""
+    logged = {"decile": -1}
+
+    def progress(done: int, total: int) -> None:
+        decile = done * 10 // max(total, 1)
+        if decile != logged["decile"]:
+            logged["decile"] = decile
+            log(f"{what}: {done}/{total} {unit}")
+
+    return progress

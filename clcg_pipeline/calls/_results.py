@@ -1,4 +1,4 @@
-"""What the online runner and the batch runner share: results, costs, budgets, cache records.
+"""What the online runner and the batch runner share: results, costs, cache records.
 
 Kept apart from both so that ``calls._runner`` (which dispatches to batch mode) and ``calls._batch``
 import this module rather than each other.
@@ -6,9 +6,7 @@ import this module rather than each other.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -17,6 +15,7 @@ from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.calls._requests import ChatRequest, model_key
 from clcg_pipeline.calls._tokens import estimate_input_tokens
 from clcg_pipeline.config import ModelSpec
+from clcg_pipeline.storage import TABLES
 
 # Finish reasons that mean the text was cut off (OpenAI, Anthropic, Gemini spellings).
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS", "model_context_window_exceeded"})
@@ -70,56 +69,33 @@ def bind(model: ModelSpec, requests: Sequence[ChatRequest]) -> list[ChatRequest]
     return [r if r.model_key == key else replace(r, model_key=key) for r in requests]
 
 
-class Budget:
-    """One run's spending limit, in process (the study-wide one is the ledger in ``calls._coord``)."""
+def call_row(model: ModelSpec, request: ChatRequest, result: CallResult, **keys: Any) -> dict[str, Any]:
+    """One row of a calls-shaped table (``calls``, ``task_calls``, ``task_judge_calls``).
 
-    def __init__(self, limit: float | None) -> None:
-        self.limit = limit
-        self.spent = 0.0
-        self.reserved = 0.0
-        self.stopped = False
-
-    def reserve(self, estimate: float) -> bool:
-        if self.limit is None:
-            return True
-        if self.stopped or self.spent + self.reserved + estimate > self.limit:
-            # Stop for good: later, smaller calls must not sneak past a skipped one.
-            self.stopped = True
-            return False
-        self.reserved += estimate
-        return True
-
-    def settle(self, estimate: float, actual: float) -> None:
-        if self.limit is not None:
-            self.reserved -= estimate
-        self.spent += actual
-
-
-# One Budget per Dagster run: every paid op of a run executes in one process (in_process_executor),
-# so a registry in the process lets them share the run's limit. Bounded: a long-lived process
-# (a code server, a test session) must not keep every run it ever saw.
-_RUN_BUDGETS: OrderedDict[str, Budget] = OrderedDict()
-_RUN_BUDGETS_LOCK = threading.Lock()
-_RUN_BUDGETS_KEPT = 64
-
-
-def run_budget(run_id: str, limit: float | None) -> Budget:
-    """The Budget every paid op of Dagster run ``run_id`` spends from (the same object each time).
-
-    The run's limit is the tightest any of its ops asks for: an op launched with ``limit=None``
-    still stops once the run's spend reaches a limit another op set, and its spend counts too.
+    The ``calls`` contract's columns, in its order, from the call (``doc_id``, ``language`` and
+    ``context_scope`` None unless given), then ``request_hash`` and ``finish_reason``, then
+    ``keys``: the request's own key columns and the table's extra ones, in the caller's order.
     """
-    with _RUN_BUDGETS_LOCK:
-        budget = _RUN_BUDGETS.get(run_id)
-        if budget is None:
-            budget = _RUN_BUDGETS[run_id] = Budget(limit)
-            while len(_RUN_BUDGETS) > _RUN_BUDGETS_KEPT:
-                _RUN_BUDGETS.popitem(last=False)
-        else:
-            _RUN_BUDGETS.move_to_end(run_id)
-            if limit is not None and (budget.limit is None or limit < budget.limit):
-                budget.limit = limit
-        return budget
+    own: dict[str, Any] = {
+        "call_id": result.call_id,
+        "model": model.id,
+        "provider": model.provider,
+        "rep": request.rep,
+        "prompt_version": request.prompt_version,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "cost_usd": result.cost_usd,
+        "latency_s": result.latency_s,
+        "attempts": result.attempts,
+        "outcome": result.outcome,
+        "error": result.error,
+        "cached": result.cached,
+    }
+    row = {name: own.get(name) for name in TABLES["calls"].names}
+    row["request_hash"] = request.request_hash
+    row["finish_reason"] = result.finish_reason
+    row.update(keys)
+    return row
 
 
 def from_cache(call_id: str, entry: dict[str, Any], origin: str | None = None) -> CallResult:

@@ -1,10 +1,11 @@
-"""The async call runner: cache, budget, adaptive concurrency, retries (one owner each).
+"""The async call runner: the run loop of one model's calls, and ``CallSession``.
 
 One event loop per run. Each request is looked up in the cache first; only misses are sent.
-Concurrency follows AIMD (cut in half on a 429, at most once per round of requests; grow by
-one after a window of successes), ``Retry-After`` wins over backoff, backoff is exponential
-with jitter, every attempt has a timeout and attempts are bounded. A result is written to
-the cache the moment it arrives, so a killed run repeats no completed call when restarted.
+A call reserves its worst case against the budgets first (``_budget``: it waits while calls in
+flight hold them), then takes a slot of the adaptive limiter (``_limiter``, AIMD on 429s).
+``Retry-After`` wins over backoff (``_retry``), every attempt has a timeout and attempts are
+bounded. A result is written to the cache the moment it arrives (``_persist``), so a killed
+run repeats no completed call when restarted.
 Processes sharing the cache coordinate through ``calls._coord``: a call in flight elsewhere is
 waited for, not paid twice; the model's concurrency limit and the study budget hold for all.
 """
@@ -12,22 +13,24 @@ waited for, not paid twice; the model's concurrency limit and the study budget h
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from clcg_pipeline.calls._batch import run_batch
+from clcg_pipeline.calls._budget import Budget, Grant, bound_budget
 from clcg_pipeline.calls._cache import CallCache
-from clcg_pipeline.calls._coord import WAIT, Coordinator, SpendLedger
+from clcg_pipeline.calls._coord import WAIT, Coordinator
 from clcg_pipeline.calls._credentials import check_credentials
+from clcg_pipeline.calls._limiter import AdaptiveLimiter
 from clcg_pipeline.calls._options import CallOptions
+from clcg_pipeline.calls._persist import Persister
 from clcg_pipeline.calls._providers._base import ModelAPI, ModelOutput, ProviderError
 from clcg_pipeline.calls._requests import ChatRequest, model_key
 from clcg_pipeline.calls._results import (
     CACHEABLE,
-    Budget,
     CallResult,
     bind,
     cache_entry,
@@ -42,125 +45,8 @@ from clcg_pipeline.config import ModelSpec
 log = logging.getLogger(__name__)
 
 
-
 class ProviderConfigError(RuntimeError):
     """The provider rejected the configuration (bad key, unknown model): the run stops."""
-
-
-class AdaptiveLimiter:
-    """A concurrency limit that halves on a rate limit and grows back by one per window.
-
-    The first round of requests is paced (``ramp_s`` apart, one second in all at most): sent
-    all at once, their responses would also come back as one burst that the single event
-    loop handles one after another, and that queueing would persist round after round.
-    """
-
-    def __init__(self, maximum: int, minimum: int = 1, *, ramp_s: float = 0.005) -> None:
-        self.maximum = maximum
-        self.minimum = minimum
-        self.limit = maximum
-        self.in_flight = 0
-        self.cuts = 0
-        self._epoch = 0
-        self._successes = 0
-        self._issued = 0
-        self._ramp_s = min(ramp_s, 1.0 / maximum)
-        self._start: float | None = None
-        self._cond = asyncio.Condition()
-
-    async def acquire(self) -> int:
-        """Wait for a slot; returns the epoch the request was issued in."""
-        async with self._cond:
-            await self._cond.wait_for(lambda: self.in_flight < self.limit)
-            self.in_flight += 1
-            epoch, order = self._epoch, self._issued
-            self._issued += 1
-        if order < self.maximum and self._ramp_s > 0:
-            loop = asyncio.get_running_loop()
-            if self._start is None:
-                self._start = loop.time()
-            delay = self._start + order * self._ramp_s - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-        return epoch
-
-    async def release(self) -> None:
-        async with self._cond:
-            self.in_flight -= 1
-            self._cond.notify(max(1, self.limit - self.in_flight))
-
-    def on_rate_limit(self, epoch: int) -> None:
-        # Requests issued before the last cut saw the old limit; one cut per round, as in TCP.
-        if epoch != self._epoch:
-            return
-        self.limit = max(self.minimum, self.limit // 2)
-        self._epoch += 1
-        self._successes = 0
-        self.cuts += 1
-
-    def on_success(self) -> None:
-        if self.limit >= self.maximum:
-            return
-        self._successes += 1
-        if self._successes >= self.limit:
-            self.limit += 1
-            self._successes = 0
-
-
-class _Persister:
-    """Writes finished calls to the cache and their spend to the ledger, in batches, in a thread.
-
-    File creation is slow on some filesystems, so it stays off the event loop; one thread hop
-    and one ledger lock per batch (whatever finished while the last batch was being written)
-    instead of per call (together ~5% of the event loop's CPU at 160 calls/s). A caller is
-    released only once its own batch is written, so nothing is reported done before it is on disk.
-    """
-
-    def __init__(self, cache: CallCache, ledger: SpendLedger | None) -> None:
-        self.cache = cache
-        self.ledger = ledger
-        self._pending: list[_Record] = []
-        self._flusher: asyncio.Task[None] | None = None
-
-    async def write(self, call_id: str, entry: dict[str, Any] | None, settle: _Settle | None) -> None:
-        if entry is None and settle is None:
-            return
-        done = asyncio.get_running_loop().create_future()
-        self._pending.append((call_id, entry, settle, done))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.ensure_future(self._flush())
-        await done
-
-    def _write_batch(self, batch: list[_Record]) -> None:
-        if self.ledger is not None:
-            # The spend first: a crash between the two repeats a call, never hides what it cost.
-            self.ledger.settle_many([settle for _, _, settle, _ in batch if settle is not None])
-        for call_id, entry, _, _ in batch:
-            if entry is not None:
-                self.cache.put(call_id, entry)
-
-    async def _flush(self) -> None:
-        while self._pending:
-            batch, self._pending = self._pending, []
-            try:
-                await asyncio.to_thread(self._write_batch, batch)
-            except Exception as exc:
-                for *_, done in batch:
-                    if not done.done():
-                        done.set_exception(exc)
-            else:
-                for *_, done in batch:
-                    if not done.done():
-                        done.set_result(None)
-
-    async def aclose(self) -> None:
-        """Wait for writes in progress (those of calls cancelled meanwhile included)."""
-        if self._flusher is not None:
-            await asyncio.gather(self._flusher, return_exceptions=True)
-
-
-_Settle = tuple[str | None, float, str, str]  # SpendLedger.settle_many: reservation id, usd, model, call id
-_Record = tuple[str, dict[str, Any] | None, _Settle | None, asyncio.Future[None]]
 
 
 class _Run:
@@ -187,7 +73,9 @@ class _Run:
         # Calls in progress (claimed, in flight or backing off): twice the limit keeps the
         # limiter busy while some calls back off, and bounds the claims this process holds.
         self.gate = asyncio.Semaphore(2 * model.concurrency)
-        self.persist = _Persister(cache, coord.ledger)
+        self.persist = Persister(cache, coord.ledger)
+        # Set (and replaced) whenever a call of this run settles its budget: budget waiters wake.
+        self._settled = asyncio.Event()
 
     def _final(self, call_id: str, output: ModelOutput, latency: float, attempts: int) -> CallResult:
         return CallResult(
@@ -242,100 +130,134 @@ class _Run:
                 self.shared_waits += 1
                 return from_cache(call_id, entry, origin)
 
+    def _settle(self, estimate: float, actual: float) -> None:
+        self.budget.settle(estimate, actual)
+        settled, self._settled = self._settled, asyncio.Event()
+        settled.set()
+
+    async def _reserve_run_budget(self, estimate: float) -> bool:
+        """Wait while this run's calls in flight hold the budget; False once it is spent."""
+        while True:
+            settled = self._settled
+            grant = self.budget.reserve(estimate)
+            if grant is not Grant.WAIT:
+                return grant is Grant.GRANTED
+            # Woken by this run's next settle; the timeout covers a budget shared with another run.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await settled.wait()
+
     async def _reserve(self, estimate: float) -> str | bool | None:
         """A reservation against both budgets: a ledger id (or None without one), False when refused."""
-        if not self.budget.reserve(estimate):
+        if not await self._reserve_run_budget(estimate):
             return False
         if self.study_budget_usd is None:
             return None
         assert self.coord.ledger is not None
         rid = None if self.study_stopped else self.coord.ledger.reserve(estimate, self.study_budget_usd)
-        while rid == WAIT and not self.study_stopped:
-            # Budget is held by calls in flight (here or elsewhere); they usually cost less.
-            await asyncio.sleep(0.02)
-            rid = self.coord.ledger.reserve(estimate, self.study_budget_usd)
+        try:
+            while rid == WAIT and not self.study_stopped:
+                # Budget is held by calls in flight (here or elsewhere); they usually cost less.
+                await asyncio.sleep(0.02)
+                rid = self.coord.ledger.reserve(estimate, self.study_budget_usd)
+        except BaseException:
+            self._settle(estimate, 0.0)  # cancelled while waiting: the run budget's share goes back
+            raise
         if rid is None or rid == WAIT or self.study_stopped:
             if rid is not None and rid != WAIT:
                 self.coord.ledger.release(rid)  # another task of this run hit the limit meanwhile
             self.study_stopped = True  # as for the run budget: no smaller call sneaks past later
-            self.budget.settle(estimate, 0.0)
+            self._settle(estimate, 0.0)
             return False
         return rid
+
+    async def _attempt(self, request: ChatRequest) -> tuple[ModelOutput | ProviderError, int, float]:
+        """One HTTP exchange under both concurrency limits: (output or error, limiter epoch, latency)."""
+        epoch = await self.limiter.acquire()
+        # The in-process limiter adapts to 429s; the shared slots cap every process together.
+        slots = self.coord.slots
+        slot = await slots.acquire() if slots is not None else None
+        started = time.perf_counter()
+        try:
+            # The SDK enforces timeout_s; this is the backstop should it not.
+            async with asyncio.timeout(self.model.timeout_s + self.policy.timeout_grace_s):
+                output = await self.api.generate(request, timeout_s=self.model.timeout_s)
+        except ProviderError as exc:
+            return exc, epoch, 0.0
+        except TimeoutError:
+            return ProviderError("timeout", "Timeout", f"no response in {self.model.timeout_s}s"), epoch, 0.0
+        finally:
+            # The slot is free as soon as the HTTP exchange is over.
+            if slot is not None:
+                assert slots is not None
+                slots.release(slot)
+            await self.limiter.release()
+        return output, epoch, time.perf_counter() - started
+
+    async def _answered(
+        self, request: ChatRequest, result: CallResult, estimate: float, rid: str | None, origin: str | None
+    ) -> CallResult:
+        """Settle a call's budgets with its cost and write it to the cache."""
+        self._settle(estimate, result.cost_usd)
+        settle = (
+            (rid, result.cost_usd, self.model.id, result.call_id) if self.coord.ledger is not None else None
+        )
+        entry = cache_entry(self.model, request, result, origin) if result.outcome in CACHEABLE else None
+        # Awaited, so a call counts as done (and its claim is dropped) only once its spend is
+        # in the ledger and its response on disk.
+        await self.persist.write(result.call_id, entry, settle)
+        return result
+
+    def _give_up(self, call_id: str, error: ProviderError, attempt: int) -> CallResult | None:
+        """The call's final failure, or None when it is to be retried."""
+        if error.kind == "config":
+            raise ProviderConfigError(
+                f"model {self.model.id!r}: provider rejected the configuration "
+                f"({self.api.redact(str(error))[:300]})"
+            )
+        if error.kind == "bad_request" or attempt >= self.model.max_attempts:
+            return self._failed(call_id, "error", error.error_class, attempt)
+        return None
 
     async def call(self, request: ChatRequest, origin: str | None = None) -> CallResult:
         call_id = request.call_id
         budgeted = self.budget.limit is not None or self.study_budget_usd is not None
         estimate = estimate_cost(self.model, request) if budgeted else 0.0
-        reserved = False
-        rid: str | None = None
-        ledger = self.coord.ledger
-        slots = self.coord.slots
-        attempt = 0
+        # Reserved before a limiter slot is taken: a call waiting for the budget holds no slot
+        # that a call in flight (backing off, say) needs to finish and settle.
+        reservation = await self._reserve(estimate)
+        if reservation is False:
+            reason = "BudgetExceeded" if self.budget.stopped else "StudyBudgetExceeded"
+            return self._failed(call_id, "skipped_budget", reason, 0)
+        rid = reservation if isinstance(reservation, str) else None
+        answered = False
         try:
-            while True:
-                epoch = await self.limiter.acquire()
-                if not reserved:
-                    reservation = await self._reserve(estimate)
-                    if reservation is False:
-                        await self.limiter.release()
-                        reason = "BudgetExceeded" if self.budget.stopped else "StudyBudgetExceeded"
-                        return self._failed(call_id, "skipped_budget", reason, 0)
-                    rid = reservation if isinstance(reservation, str) else None
-                    reserved = True
-                # The in-process limiter adapts to 429s; the shared slots cap every process together.
-                slot = await slots.acquire() if slots is not None else None
-                attempt += 1
-                started = time.perf_counter()
-                error: ProviderError | None = None
-                try:
-                    # The SDK enforces timeout_s; this is the backstop should it not.
-                    async with asyncio.timeout(self.model.timeout_s + self.policy.timeout_grace_s):
-                        output = await self.api.generate(request, timeout_s=self.model.timeout_s)
-                except ProviderError as exc:
-                    error = exc
-                except TimeoutError:
-                    error = ProviderError("timeout", "Timeout", f"no response in {self.model.timeout_s}s")
-                finally:
-                    # The slot is free as soon as the HTTP exchange is over.
-                    if slot is not None:
-                        assert slots is not None
-                        slots.release(slot)
-                    await self.limiter.release()
-                if error is None:
-                    latency = time.perf_counter() - started
+            for attempt in range(1, self.model.max_attempts + 1):
+                outcome, epoch, latency = await self._attempt(request)
+                if isinstance(outcome, ModelOutput):
                     self.limiter.on_success()
-                    result = self._final(call_id, output, latency, attempt)
-                    self.budget.settle(estimate, result.cost_usd)
-                    settle = (rid, result.cost_usd, self.model.id, call_id) if ledger is not None else None
-                    reserved, rid = False, None
-                    cacheable = result.outcome in CACHEABLE
-                    entry = cache_entry(self.model, request, result, origin) if cacheable else None
-                    # Awaited, so a call counts as done (and its claim is dropped) only once its
-                    # spend is in the ledger and its response on disk.
-                    await self.persist.write(call_id, entry, settle)
-                    return result
-                log.debug("call %s attempt %d: %s", call_id[:12], attempt, self.api.redact(str(error))[:300])
-                if error.kind == "config":
-                    raise ProviderConfigError(
-                        f"model {self.model.id!r}: provider rejected the configuration "
-                        f"({self.api.redact(str(error))[:300]})"
+                    answered = True
+                    return await self._answered(
+                        request, self._final(call_id, outcome, latency, attempt), estimate, rid, origin
                     )
-                if error.kind == "bad_request":
-                    return self._failed(call_id, "error", error.error_class, attempt)
-                if error.kind == "rate_limit":
+                log.debug(
+                    "call %s attempt %d: %s", call_id[:12], attempt, self.api.redact(str(outcome))[:300]
+                )
+                if outcome.kind == "rate_limit":
                     self.limiter.on_rate_limit(epoch)
-                if attempt >= self.model.max_attempts:
-                    return self._failed(call_id, "error", error.error_class, attempt)
-                if error.retry_after is not None:
-                    delay = min(error.retry_after, self.policy.max_retry_after_s)
+                failed = self._give_up(call_id, outcome, attempt)
+                if failed is not None:
+                    return failed
+                if outcome.retry_after is not None:
+                    await asyncio.sleep(min(outcome.retry_after, self.policy.max_retry_after_s))
                 else:
-                    delay = backoff_delay(self.policy, attempt)
-                await asyncio.sleep(delay)
+                    await asyncio.sleep(backoff_delay(self.policy, attempt))
+            raise AssertionError("unreachable: the last attempt gives up")
         finally:
-            if reserved:
-                self.budget.settle(estimate, 0.0)
-                if rid is not None and ledger is not None:
-                    ledger.release(rid)
+            if not answered:
+                self._settle(estimate, 0.0)
+                if rid is not None and self.coord.ledger is not None:
+                    self.coord.ledger.release(rid)
 
 
 class CallSession:
@@ -376,14 +298,10 @@ class CallSession:
         coord = self._coord = Coordinator(
             self.cache_dir, model_key=model_key(model), concurrency=model.concurrency
         )
-        if coord.ledger is None and self._study_budget_usd is not None:
-            # No shared ledger (the Coordinator warned): the study budget binds this run at least.
-            budget_usd = min(b for b in (budget_usd, self._study_budget_usd) if b is not None)
-        budget = self._budget
-        if budget is None:
-            budget = Budget(budget_usd)
-        elif budget_usd is not None and (budget.limit is None or budget_usd < budget.limit):
-            budget.limit = budget_usd  # the run's shared budget (``run_budget``), bound by the study's here
+        # Without a shared ledger (the Coordinator warned), the study budget binds this run at least.
+        budget = bound_budget(
+            self._budget, budget_usd, self._study_budget_usd, shared_ledger=coord.ledger is not None
+        )
         self._run = _Run(
             model, self._api, self.cache, budget, self._policy or RetryPolicy(), coord, self._study_budget_usd
         )

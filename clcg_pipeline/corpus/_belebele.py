@@ -46,6 +46,8 @@ PID = "p1"
 RAW_FIELDS = frozenset({"flores_passage"})
 # Fields that must be strings (a number or object here would reach Parquet as a mixed column).
 TEXT_FIELDS = ("link", "flores_passage", "question", "mc_answer1", "mc_answer2", "mc_answer3", "mc_answer4")
+# (line number, record) per line of a JSONL file.
+Rows = list[tuple[int, dict[str, Any]]]
 
 
 def _rows(fs: Any, file: str, found: list[str]) -> list[tuple[int, dict[str, Any]]]:
@@ -87,35 +89,38 @@ def _passage_keys(file: str, rows: list[tuple[int, dict[str, Any]]]) -> list[tup
     return keys
 
 
-def load_belebele(path: str, *, source: str, languages: LanguagesConfig) -> CorpusTables:
-    """Read every ``*.jsonl`` under ``path`` (a folder, or one file); the reference language is required."""
-    fs, root = filesystem(path)
+def _files(fs: Any, root: str, path: str) -> list[str]:
+    """``root`` itself when it is a file, else its ``*.jsonl`` files (or those one folder down)."""
     files = (
         [root] if fs.isfile(root) else glob(fs, join(root, "*.jsonl")) or glob(fs, join(root, "*", "*.jsonl"))
     )
     if not files:
         raise CorpusError(f"{path}: no Belebele *.jsonl files")
-    codes = flores_code_map(languages)
+    return files
+
+
+def _language_rows(fs: Any, file: str, codes: dict[str, str]) -> tuple[str, Rows, list[str]]:
+    """(the file's language, its rows, its undecodable-field locations); one dialect per file."""
+    label = file_language(file, codes)
+    found: list[str] = []
+    with language_file(label, file):
+        rows = _rows(fs, file, found)
+        if not rows:
+            raise empty_language_file(file, label, file_size(fs, file))
+    dialect = rows[0][1]["dialect"]
+    iso = codes.get(dialect, dialect)
+    with language_file(iso, file):
+        for line, rec in rows:
+            if rec["dialect"] != dialect:
+                raise CorpusError(
+                    f"{where(file, line, 'dialect')}: {rec['dialect']!r} in a file of {dialect!r}"
+                )
+    return iso, rows, found
+
+
+def _check_languages(path: str, per_file: list[tuple[str, str, Rows]], languages: LanguagesConfig) -> None:
+    """The reference language has a file, and no language has several."""
     reference = languages.reference
-    per_file: list[tuple[str, str, list[tuple[int, dict[str, Any]]]]] = []
-    invalid: list[tuple[str, str]] = []
-    for file in files:
-        label = file_language(file, codes)
-        found: list[str] = []
-        with language_file(label, file):
-            rows = _rows(fs, file, found)
-            if not rows:
-                raise empty_language_file(file, label, file_size(fs, file))
-        dialect = rows[0][1]["dialect"]
-        iso = codes.get(dialect, dialect)
-        with language_file(iso, file):
-            for line, rec in rows:
-                if rec["dialect"] != dialect:
-                    raise CorpusError(
-                        f"{where(file, line, 'dialect')}: {rec['dialect']!r} in a file of {dialect!r}"
-                    )
-        invalid.extend((iso, location) for location in found)
-        per_file.append((file, iso, rows))
     isos = [iso for _, iso, _ in per_file]
     if reference not in isos:
         raise CorpusError(
@@ -129,8 +134,12 @@ def load_belebele(path: str, *, source: str, languages: LanguagesConfig) -> Corp
             language=iso,
         )
 
+
+def _reference_items(
+    ref_file: str, ref_rows: Rows, *, reference: str, source: str
+) -> tuple[dict[tuple[str, int], str], dict[str, dict[str, Any]], dict[str, int]]:
+    """(doc id per passage key, item per item id, gold option number per item id) of the English file."""
     # Doc ids follow the English file's order; passages only in other languages come after.
-    ref_file, _, ref_rows = next(entry for entry in per_file if entry[1] == reference)
     doc_ids: dict[tuple[str, int], str] = {}
     for key in _passage_keys(ref_file, ref_rows):
         doc_ids.setdefault(key, f"belebele-{len(doc_ids) + 1:04d}")
@@ -163,6 +172,25 @@ def load_belebele(path: str, *, source: str, languages: LanguagesConfig) -> Corp
             "prompt_hash": None,
             "level_label_validated": False,
         }
+    return doc_ids, items, ref_answer
+
+
+def load_belebele(path: str, *, source: str, languages: LanguagesConfig) -> CorpusTables:
+    """Read every ``*.jsonl`` under ``path`` (a folder, or one file); the reference language is required."""
+    fs, root = filesystem(path)
+    files = _files(fs, root, path)
+    codes = flores_code_map(languages)
+    reference = languages.reference
+    per_file: list[tuple[str, str, Rows]] = []
+    invalid: list[tuple[str, str]] = []
+    for file in files:
+        iso, rows, found = _language_rows(fs, file, codes)
+        invalid.extend((iso, location) for location in found)
+        per_file.append((file, iso, rows))
+    _check_languages(path, per_file, languages)
+
+    ref_file, _, ref_rows = next(entry for entry in per_file if entry[1] == reference)
+    doc_ids, items, ref_answer = _reference_items(ref_file, ref_rows, reference=reference, source=source)
 
     versions: list[Version] = []
     translations: list[dict[str, Any]] = []

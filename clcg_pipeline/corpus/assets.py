@@ -1,5 +1,7 @@
 """Dagster wrappers of the corpus stage: languages, articles, paragraphs, audit, sample, fertility."""
 
+from typing import Any
+
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
@@ -124,10 +126,7 @@ def language_has_paragraphs(paragraphs: pd.DataFrame, language: str | None = Non
     )
 
 
-def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
-    by_language = language_partitions(config.languages)
-    reference = config.languages.reference
-
+def _languages_asset() -> dg.AssetsDefinition:
     @dg.asset(
         group_name=GROUP,
         kinds={"parquet"},
@@ -137,101 +136,130 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
         """The language panel of languages.yaml (roles, scripts, Joshi classes)."""
         return languages_frame(study.load())
 
+    return languages
+
+
+def _corpus_outs() -> dict[str, dg.AssetOut]:
+    return {
+        "articles": dg.AssetOut(
+            description="One row per article in this language.", kinds={"parquet"}, owners=["team:clcg"]
+        ),
+        "paragraphs": dg.AssetOut(
+            description="Body paragraphs, aligned across languages by pid.",
+            kinds={"parquet"},
+            owners=["team:clcg"],
+        ),
+        "corpus_audit": dg.AssetOut(
+            kinds={"parquet"},
+            owners=["team:clcg"],
+            description="Completeness of each article's version against English.",
+        ),
+        "item_translations": dg.AssetOut(
+            kinds={"parquet"},
+            owners=["team:clcg"],
+            description="Questions in the passage's own language where the source has them (Belebele).",
+        ),
+    }
+
+
+def _corpus_check_specs(by_language: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
+    # Checked inside the asset: a standalone check on a partitioned asset would load every partition.
+    return [
+        dg.AssetCheckSpec(
+            "alignment_coverage",
+            asset="corpus_audit",
+            description="Language versions below the completeness threshold (excluded from estimates).",
+            # Results per language: a later pass on one language must not hide a failure in another.
+            partitions_def=by_language,
+        ),
+        dg.AssetCheckSpec(
+            "language_has_paragraphs",
+            asset="paragraphs",
+            description="Warns when the primary source has no article in this language.",
+            partitions_def=by_language,
+        ),
+    ]
+
+
+def _language_tables(tables: CorpusTables, cfg: ProjectConfig, language: str) -> dict[str, pd.DataFrame]:
+    """The corpus multi-asset's outputs for ``language`` (the audit runs over every language)."""
+    audit = audit_corpus(
+        tables.articles,
+        tables.paragraphs,
+        reference=cfg.languages.reference,
+        threshold=cfg.study.completeness_threshold,
+    )
+    articles = tables.articles[tables.articles["language"] == language].reset_index(drop=True)
+    paragraphs = tables.paragraphs[tables.paragraphs["language"] == language].reset_index(drop=True)
+    audit = audit[audit["language"] == language].reset_index(drop=True)
+    translations = tables.item_translations
+    translations = translations[translations["language"] == language].reset_index(drop=True)
+    return {
+        "articles": articles,
+        "paragraphs": paragraphs,
+        "corpus_audit": audit,
+        "item_translations": translations,
+    }
+
+
+def _warn_invalid_utf8(log: dg.DagsterLogManager, language: str, invalid: list[str]) -> None:
+    if not invalid:
+        return
+    more = f" (and {len(invalid) - _SHOWN_LOCATIONS} more)" if len(invalid) > _SHOWN_LOCATIONS else ""
+    log.warning(
+        f"{language}: {len(invalid)} field(s) were not valid UTF-8 and were stored with U+FFFD "
+        "(paragraphs so affected count against the version in corpus_audit): "
+        + "; ".join(invalid[:_SHOWN_LOCATIONS])
+        + more
+    )
+
+
+def _utf8_metadata(invalid: list[str]) -> dict[str, Any]:
+    return {
+        "invalid_utf8_fields": len(invalid),
+        "invalid_utf8_locations": dg.MetadataValue.md(
+            "\n".join(f"- `{loc}`" for loc in invalid[:_SHOWN_LOCATIONS])
+            + (
+                f"\n- ... and {len(invalid) - _SHOWN_LOCATIONS} more"
+                if len(invalid) > _SHOWN_LOCATIONS
+                else ""
+            )
+            if invalid
+            else "none"
+        ),
+    }
+
+
+def _corpus_asset(by_language: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     @dg.multi_asset(
         group_name=GROUP,
         partitions_def=by_language,
-        outs={
-            "articles": dg.AssetOut(
-                description="One row per article in this language.", kinds={"parquet"}, owners=["team:clcg"]
-            ),
-            "paragraphs": dg.AssetOut(
-                description="Body paragraphs, aligned across languages by pid.",
-                kinds={"parquet"},
-                owners=["team:clcg"],
-            ),
-            "corpus_audit": dg.AssetOut(
-                kinds={"parquet"},
-                owners=["team:clcg"],
-                description="Completeness of each article's version against English.",
-            ),
-            "item_translations": dg.AssetOut(
-                kinds={"parquet"},
-                owners=["team:clcg"],
-                description="Questions in the passage's own language where the source has them (Belebele).",
-            ),
-        },
-        # Checked inside the asset: a standalone check on a partitioned asset would load every partition.
-        check_specs=[
-            dg.AssetCheckSpec(
-                "alignment_coverage",
-                asset="corpus_audit",
-                description="Language versions below the completeness threshold (excluded from estimates).",
-                # Results per language: a later pass on one language must not hide a failure in another.
-                partitions_def=by_language,
-            ),
-            dg.AssetCheckSpec(
-                "language_has_paragraphs",
-                asset="paragraphs",
-                description="Warns when the primary source has no article in this language.",
-                partitions_def=by_language,
-            ),
-        ],
+        outs=_corpus_outs(),
+        check_specs=_corpus_check_specs(by_language),
     )
     def corpus(context: dg.AssetExecutionContext, study: StudyResource):  # type: ignore[no-untyped-def]
         """Load the primary source and keep this partition's language."""
         cfg = study.load()
         language = context.partition_key
         tables = load_corpus(cfg.sources.primary, cfg)
-        audit = audit_corpus(
-            tables.articles,
-            tables.paragraphs,
-            reference=cfg.languages.reference,
-            threshold=cfg.study.completeness_threshold,
+        outputs = checked_outputs(language, _language_tables(tables, cfg, language))
+        context.log.info(
+            f"{language}: {len(outputs['articles'])} articles, {len(outputs['paragraphs'])} paragraphs"
         )
-        articles = tables.articles[tables.articles["language"] == language].reset_index(drop=True)
-        paragraphs = tables.paragraphs[tables.paragraphs["language"] == language].reset_index(drop=True)
-        audit = audit[audit["language"] == language].reset_index(drop=True)
-        translations = tables.item_translations
-        translations = translations[translations["language"] == language].reset_index(drop=True)
-        outputs = checked_outputs(
-            language,
-            {
-                "articles": articles,
-                "paragraphs": paragraphs,
-                "corpus_audit": audit,
-                "item_translations": translations,
-            },
-        )
-        context.log.info(f"{language}: {len(articles)} articles, {len(paragraphs)} paragraphs")
         invalid = tables.invalid_utf8_for(language)
-        if invalid:
-            more = f" (and {len(invalid) - _SHOWN_LOCATIONS} more)" if len(invalid) > _SHOWN_LOCATIONS else ""
-            context.log.warning(
-                f"{language}: {len(invalid)} field(s) were not valid UTF-8 and were stored with U+FFFD "
-                "(paragraphs so affected count against the version in corpus_audit): "
-                + "; ".join(invalid[:_SHOWN_LOCATIONS])
-                + more
-            )
-        utf8_metadata = {
-            "invalid_utf8_fields": len(invalid),
-            "invalid_utf8_locations": dg.MetadataValue.md(
-                "\n".join(f"- `{loc}`" for loc in invalid[:_SHOWN_LOCATIONS])
-                + (
-                    f"\n- ... and {len(invalid) - _SHOWN_LOCATIONS} more"
-                    if len(invalid) > _SHOWN_LOCATIONS
-                    else ""
-                )
-                if invalid
-                else "none"
-            ),
-        }
+        _warn_invalid_utf8(context.log, language, invalid)
+        utf8_metadata = _utf8_metadata(invalid)
         for name, frame in outputs.items():
             yield dg.Output(
                 frame, output_name=name, metadata=utf8_metadata if name == "corpus_audit" else None
             )
-        yield alignment_coverage(audit, language)
-        yield language_has_paragraphs(paragraphs, language)
+        yield alignment_coverage(outputs["corpus_audit"], language)
+        yield language_has_paragraphs(outputs["paragraphs"], language)
 
+    return corpus
+
+
+def _study_sample_asset(reference: str) -> dg.AssetsDefinition:
     @dg.asset(
         group_name=GROUP,
         kinds={"parquet"},
@@ -251,6 +279,10 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
         )
         return sample
 
+    return study_sample
+
+
+def _tokenizer_fertility_asset() -> dg.AssetsDefinition:
     @dg.asset(group_name=GROUP, kinds={"parquet"}, owners=["team:clcg"], deps=["paragraphs"])
     def tokenizer_fertility_by_language(study: StudyResource) -> pd.DataFrame:
         """Tokens in each language per token in English, over parallel paragraphs."""
@@ -266,4 +298,17 @@ def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
             seed=fertility.seed,
         )
 
-    return dg.Definitions(assets=[languages, corpus, study_sample, tokenizer_fertility_by_language])
+    return tokenizer_fertility_by_language
+
+
+def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
+    # One partitions definition shared by the multi-asset and its checks.
+    by_language = language_partitions(config.languages)
+    return dg.Definitions(
+        assets=[
+            _languages_asset(),
+            _corpus_asset(by_language),
+            _study_sample_asset(config.languages.reference),
+            _tokenizer_fertility_asset(),
+        ]
+    )

@@ -6,13 +6,15 @@ from English; answered through the same runner, cache and budget as the response
 and analysed by granularity, region and position across languages.
 """
 
-from clcg_pipeline.granularity._analysis import analyse_granularity, synthetic_task_scores
+from clcg_pipeline.granularity._analysis import EXTRA_METRICS, POSITIONS, analyse_granularity
 from clcg_pipeline.granularity._documents import build_long_documents
 from clcg_pipeline.granularity._predict import partition_paragraphs, plan_task_calls, plan_tasks
 from clcg_pipeline.granularity._scoring import fill_subjects, rouge_l
 from clcg_pipeline.granularity._tasks import build_tasks, judge_writer
 
 __all__ = [
+    "EXTRA_METRICS",
+    "POSITIONS",
     "analyse_granularity",
     "build_long_documents",
     "build_tasks",
@@ -22,5 +24,4 @@ __all__ = [
     "plan_task_calls",
     "plan_tasks",
     "rouge_l",
-    "synthetic_task_scores",
 ]

@@ -5,18 +5,15 @@ paragraphs (the tasks were built once from English; paragraph ids are shared), i
 configured context (``full``, and the no-context ablation ``none``) and repetition, and sent
 through the same runner as the responses (cache, coordination, budget, study budget, batch
 mode, progress). A cloze group (one option set, several blanks) is one request; every other
-task is its own request. Parsing is strict for the classification tasks (one word; option
-letters as JSON) and light for the generated text (fences stripped, empty = unparseable).
+task is its own request. The replies are parsed by ``_parse``.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
@@ -24,12 +21,12 @@ from clcg_pipeline.calls import (
     REFUSAL_REASONS,
     TOKENIZER,
     TRUNCATED_REASONS,
-    Budget,
     CallCache,
+    CallOptions,
     CallResult,
     ChatRequest,
-    RetryPolicy,
     bind,
+    call_row,
     cost_usd,
     count_tokens,
     estimate_input_tokens,
@@ -37,6 +34,7 @@ from clcg_pipeline.calls import (
     run_requests,
 )
 from clcg_pipeline.config import ConditionSettings, GranularitySettings, ModelSpec
+from clcg_pipeline.granularity._parse import Status, parse_cloze, parse_text, parse_word
 from clcg_pipeline.granularity._prompts import (
     OPTION_LETTERS,
     PROMPT_VERSIONS,
@@ -48,8 +46,6 @@ from clcg_pipeline.granularity._prompts import (
 )
 from clcg_pipeline.inference import string_list
 from clcg_pipeline.storage import TABLES
-
-Status = Literal["ok", "unparseable", "missing"]
 
 PARAGRAPH_COLUMNS = ("doc_id", "language", "pid", "ordinal", "text")
 TASK_COLUMNS = ("task_id", "group_id", "doc_id", "task", "question", "gold", "options", "blank_pids")
@@ -70,11 +66,6 @@ PREDICTION_COLUMNS = [
 ]
 CALL_COLUMNS = list(TABLES["task_calls"].names)  # the data contract is the one list
 #: A word answer may be a short name ("New York"); longer replies are not single words.
-MAX_WORD_ANSWER_WORDS = 3
-_FENCE = re.compile(r"^\s*```[\w-]*[ \t]*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
-_ANSWER_PREFIX = re.compile(r"^\s*(final\s+)?(answer|option|choice|word)\s*[:=-]\s*", re.I)
-_LETTER = re.compile(r"^\(?\s*(?:option\s+)?([A-Za-z])\s*[\).:]?\s*$", re.I)
-_EDGE_PUNCT = " \t\n\"'`“”‘’«».,;:!?()[]{}*"
 _TEXT_TASKS = frozenset({"paragraph_fill", "summary", "translation"})
 
 
@@ -347,85 +338,6 @@ def _cloze(
     return out
 
 
-# -- parsing -----------------------------------------------------------------------------------
-def _unfence(text: str) -> str:
-    match = _FENCE.match(text)
-    return match.group(1) if match else text
-
-
-def _json(text: str) -> Any:
-    body = _unfence(text).strip()
-    try:
-        return json.loads(body)
-    except json.JSONDecodeError:
-        start, end = body.find("{"), body.rfind("}")
-        if start != -1 and end > start:
-            try:
-                return json.loads(body[start : end + 1])
-            except json.JSONDecodeError:
-                return None
-        return None
-
-
-def parse_word(text: str) -> tuple[str | None, Status]:
-    """One short answer: a bare word, a JSON string, a one-string array or {"answer": w}."""
-    value: Any = _json(text)
-    if isinstance(value, dict) and len(value) == 1:
-        value = next(iter(value.values()))
-    if isinstance(value, list) and len(value) == 1:
-        value = value[0]
-    raw = value if isinstance(value, str | int | float) and not isinstance(value, bool) else _unfence(text)
-    word = _ANSWER_PREFIX.sub("", str(raw).strip()).strip(_EDGE_PUNCT)
-    n = len(word.split())
-    if n == 0 or n > MAX_WORD_ANSWER_WORDS:
-        return None, "unparseable"
-    return word, "ok"
-
-
-def normalise_letter(value: Any, options: Sequence[str]) -> str | None:
-    """An option letter from "C", "c", "(C)", "C.", "Option C" or the option's exact text."""
-    if not isinstance(value, str):
-        return None
-    text = value.strip()
-    match = _LETTER.match(text)
-    if match:
-        letter = match.group(1).upper()
-        return letter if OPTION_LETTERS.index(letter) < len(options) else None
-    folded = " ".join(text.split()).casefold()
-    for k, option in enumerate(options):
-        if " ".join(option.split()).casefold() == folded:
-            return OPTION_LETTERS[k]
-    return None
-
-
-def parse_cloze(text: str, n_blanks: int, options: Sequence[str]) -> list[tuple[str | None, Status]]:
-    """Option letters per blank from a JSON object {"1": "C", ...} (or an array in blank order).
-
-    A blank with no valid letter is unparseable on its own; a reply that is not JSON makes
-    every blank unparseable. Nothing is ever shifted from one blank to another.
-    """
-    value = _json(text)
-    letters: dict[int, Any] = {}
-    if isinstance(value, dict):
-        for key, letter in value.items():
-            number = re.search(r"\d+", str(key))
-            if number:
-                letters[int(number.group())] = letter
-    elif isinstance(value, list) and len(value) == n_blanks:
-        letters = dict(enumerate(value, start=1))
-    out: list[tuple[str | None, Status]] = []
-    for number in range(1, n_blanks + 1):
-        letter = normalise_letter(letters.get(number), options)
-        out.append((letter, "ok") if letter else (None, "unparseable"))
-    return out
-
-
-def parse_text(text: str) -> tuple[str | None, Status]:
-    """Generated text: code fences stripped; an empty reply is unparseable."""
-    body = _unfence(text).strip()
-    return (body, "ok") if body else (None, "unparseable")
-
-
 def _parsed(slot: TaskSlot, result: CallResult) -> tuple[list[tuple[str | None, Status]], bool, str | None]:
     n = len(slot.task_ids)
     finish = result.finish_reason or ""
@@ -480,32 +392,18 @@ def rows_from_results(
                     "error": error if status != "ok" else None,
                 }
             )
-        calls.setdefault(
-            result.call_id,
-            {
-                "call_id": result.call_id,
-                "model": model.id,
-                "provider": model.provider,
-                "doc_id": slot.doc_id,
-                "language": language,
-                "context_scope": slot.context,
-                "rep": slot.rep,
-                "prompt_version": slot.request.prompt_version,
-                "input_tokens": result.input_tokens,
-                "output_tokens": result.output_tokens,
-                "cost_usd": result.cost_usd,
-                "latency_s": result.latency_s,
-                "attempts": result.attempts,
-                "outcome": result.outcome,
-                "error": result.error,
-                "cached": result.cached,
-                "task": slot.task,
-                "group_id": slot.group_id,
-                "n_tasks": len(slot.task_ids),
-                "request_hash": slot.request.request_hash,
-                "finish_reason": result.finish_reason,
-            },
-        )
+        if result.call_id not in calls:
+            calls[result.call_id] = call_row(
+                model,
+                slot.request,
+                result,
+                doc_id=slot.doc_id,
+                language=language,
+                context_scope=slot.context,
+                task=slot.task,
+                group_id=slot.group_id,
+                n_tasks=len(slot.task_ids),
+            )
     frame = pd.DataFrame(predictions, columns=PREDICTION_COLUMNS)
     frame["rep"] = frame["rep"].astype("int64")
     frame["truncated"] = frame["truncated"].astype(bool)
@@ -519,21 +417,14 @@ def predict_tasks(
     paragraphs: pd.DataFrame,
     tasks: pd.DataFrame,
     settings: GranularitySettings,
-    cache_dir: str,
+    options: CallOptions,
     reference: str = "en",
     language_name: str | None = None,
-    budget_usd: float | None = None,
-    study_budget_usd: float | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    mode: Literal["online", "batch"] = "online",
-    policy: RetryPolicy | None = None,
-    budget: Budget | None = None,
-    origin: str | None = None,
 ) -> PartitionResult:
     """Answer every task of every document of ``language`` with ``model`` (one partition).
 
-    ``budget`` (``inference._calls.run_budget``) is the run's budget, shared with its other paid ops.
-    ``origin`` (``inference._calls.call_origin``): calls ``clcg run`` sent ahead count as new.
+    ``options``: cache, budgets (``budget``: the run's, shared with its other paid ops), mode,
+    progress, and ``origin`` (calls ``clcg run`` sent ahead count as new).
     """
     slots = plan_tasks(
         model=model,
@@ -544,22 +435,7 @@ def predict_tasks(
         reference=reference,
         language_name=language_name,
     )
-    results = (
-        run_requests(
-            model,
-            [s.request for s in slots],
-            cache_dir=cache_dir,
-            budget_usd=budget_usd,
-            study_budget_usd=study_budget_usd,
-            progress=progress,
-            mode=mode,
-            policy=policy,
-            budget=budget,
-            origin=origin,
-        )
-        if slots
-        else []
-    )
+    results = run_requests(model, [s.request for s in slots], options) if slots else []
     return rows_from_results(model=model, language=language, slots=slots, results=results)
 
 
@@ -644,15 +520,10 @@ def plan_task_calls(
 
 __all__ = [
     "CALL_COLUMNS",
-    "MAX_WORD_ANSWER_WORDS",
     "PLAN_COLUMNS",
     "PREDICTION_COLUMNS",
     "PartitionResult",
     "TaskSlot",
-    "normalise_letter",
-    "parse_cloze",
-    "parse_text",
-    "parse_word",
     "plan_task_calls",
     "plan_tasks",
     "predict_tasks",

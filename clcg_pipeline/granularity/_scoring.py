@@ -25,16 +25,17 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from rapidfuzz.distance import LCSseq
 
-from clcg_pipeline.calls import Budget, RetryPolicy, run_judge
+from clcg_pipeline.calls import Budget, CallOptions, run_judge
 from clcg_pipeline.config import ModelSpec
-from clcg_pipeline.granularity._predict import normalise_letter
+from clcg_pipeline.granularity._parse import normalise_letter
 from clcg_pipeline.granularity._prompts import (
     CLOZE_ERROR_JUDGE,
     CLOZE_EVIDENCE_FIELDS,
@@ -212,6 +213,31 @@ def _reference(task: Mapping[str, Any], language: str, docs: _Docs, reference: s
 
 
 # -- scores --------------------------------------------------------------------------------------
+def _unscored_row(pred: Mapping[str, Any], task: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """A prediction's ``task_scores`` row before scoring: its key, the task's labels, no scores."""
+    row: dict[str, Any] = {c: pred.get(c) for c in PREDICTION_KEY}
+    row.update(
+        granularity=task.get("granularity") or GRANULARITY[kind],
+        region=task.get("region"),
+        position=task.get("position"),
+        metric=METRIC[kind],
+        score=np.nan,
+        rouge_l=np.nan,
+        bleu=np.nan,
+        chrf=np.nan,
+        judge_total=np.nan,
+        judge_spread=np.nan,
+        judge_range=np.nan,
+        judge_n=0,
+        judge_status="not_judged",
+        bucket=task.get("bucket"),
+        sentence_position=task.get("sentence_position"),
+        bleu_tokenize=bleu_tokenizer(str(pred["language"])) if kind == "translation" else None,
+        **dict.fromkeys(FILL_DIMENSIONS, np.nan),
+    )
+    return row
+
+
 def score_tasks(
     predictions: pd.DataFrame,
     tasks: pd.DataFrame,
@@ -235,26 +261,7 @@ def score_tasks(
             )
         kind = str(task["task"])
         metric = METRIC[kind]
-        row: dict[str, Any] = {c: pred.get(c) for c in PREDICTION_KEY}
-        row.update(
-            granularity=task.get("granularity") or GRANULARITY[kind],
-            region=task.get("region"),
-            position=task.get("position"),
-            metric=metric,
-            score=np.nan,
-            rouge_l=np.nan,
-            bleu=np.nan,
-            chrf=np.nan,
-            judge_total=np.nan,
-            judge_spread=np.nan,
-            judge_range=np.nan,
-            judge_n=0,
-            judge_status="not_judged",
-            bucket=task.get("bucket"),
-            sentence_position=task.get("sentence_position"),
-            bleu_tokenize=bleu_tokenizer(str(pred["language"])) if kind == "translation" else None,
-            **dict.fromkeys(FILL_DIMENSIONS, np.nan),
-        )
+        row = _unscored_row(pred, task, kind)
         language = str(pred["language"])
         ref = _reference(task, language, docs, reference)
         if ref is None and kind != "cloze":
@@ -398,14 +405,7 @@ def judge_tasks(
     tasks: pd.DataFrame,
     paragraphs: pd.DataFrame,
     judges: Sequence[ModelSpec],
-    *,
-    cache_dir: str,
-    budget_usd: float | None = None,
-    study_budget_usd: float | None = None,
-    mode: Literal["online", "batch"] = "online",
-    progress: Callable[[int, int], None] | None = None,
-    policy: RetryPolicy | None = None,
-    budget: Budget | None = None,
+    options: CallOptions,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(task_judgements, judge calls): every judge scores every filled paragraph and labels
     every wrong cloze choice, through the shared judge runner (cached, budgeted, blinded:
@@ -414,8 +414,9 @@ def judge_tasks(
     cloze = cloze_error_subjects(predictions, tasks, paragraphs)
     frames: list[pd.DataFrame] = []
     calls: list[pd.DataFrame] = []
-    # One budget for every judge and template (``budget``: the run's, shared with its other ops).
-    shared = budget if budget is not None else Budget(budget_usd)
+    # One budget for every judge and template (``options.budget``: the run's, shared with its other ops).
+    if options.budget is None:
+        options = replace(options, budget=Budget(options.budget_usd))
     for judge in judges:
         for kind, template, subjects, evidence in (
             ("fill", FILL_JUDGE, fill, FILL_EVIDENCE_FIELDS),
@@ -427,14 +428,8 @@ def judge_tasks(
                 judge,
                 template,
                 subjects,
-                cache_dir=cache_dir,
-                budget_usd=budget_usd,
-                study_budget_usd=study_budget_usd,
-                mode=mode,
-                progress=progress,
-                policy=policy,
+                options,
                 evidence_fields=evidence,
-                budget=shared,
             )
             frames.append(_expand(judged, kind))
             calls.append(judge_calls)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 from pandas.api.types import is_list_like
@@ -12,12 +12,12 @@ from pandas.api.types import is_list_like
 from clcg_pipeline.calls import (
     PROMPT_VERSIONS,
     TOKENIZER,
-    Budget,
     CallCache,
+    CallOptions,
     CallResult,
     ChatRequest,
-    RetryPolicy,
     bind,
+    call_row,
     cost_usd,
     estimate_input_tokens,
     estimate_output_tokens,
@@ -30,6 +30,8 @@ from clcg_pipeline.inference._prompts import Question, is_polar, render_request
 from clcg_pipeline.storage import TABLES
 
 _PARAGRAPH_COLUMNS = ("doc_id", "pid", "ordinal", "text")
+# The ``calls`` contract and what the responses stage keeps beyond it, in the table's order.
+CALL_COLUMNS = [*TABLES["calls"].names, "item_id", "request_hash", "finish_reason", "n_questions"]
 _ITEM_COLUMNS = ("item_id", "doc_id", "question")
 
 
@@ -288,30 +290,20 @@ def rows_from_results(
                 }
             )
         calls.append(
-            {
-                "call_id": result.call_id,
-                "model": model.id,
-                "provider": model.provider,
-                "doc_id": slot.doc_id,
-                "language": language,
-                "context_scope": slot.scope,
-                "rep": slot.rep,
-                "prompt_version": slot.request.prompt_version,
-                "input_tokens": result.input_tokens,
-                "output_tokens": result.output_tokens,
-                "cost_usd": result.cost_usd,
-                "latency_s": result.latency_s,
-                "attempts": result.attempts,
-                "outcome": result.outcome,
-                "error": result.error,
-                "cached": result.cached,
-                "item_id": slot.item_ids[0] if slot.scope == "item_grounded" else None,
-                "request_hash": slot.request.request_hash,
-                "finish_reason": result.finish_reason,
-                "n_questions": n,
-            }
+            call_row(
+                model,
+                slot.request,
+                result,
+                doc_id=slot.doc_id,
+                language=language,
+                context_scope=slot.scope,
+                item_id=slot.item_ids[0] if slot.scope == "item_grounded" else None,
+                n_questions=n,
+            )
         )
-    return InferenceResult(predictions=_frame("predictions", predictions), calls=_frame("calls", calls))
+    # The columns beyond the contract come with the rows (an empty partition has the contract's).
+    frame = pd.DataFrame(calls, columns=CALL_COLUMNS if calls else TABLES["calls"].names)
+    return InferenceResult(predictions=_frame("predictions", predictions), calls=frame)
 
 
 def predict_partition(
@@ -322,36 +314,17 @@ def predict_partition(
     items: pd.DataFrame,
     reps: Mapping[str, int],
     conditions: Mapping[str, ConditionSettings],
-    cache_dir: str,
-    budget_usd: float | None = None,
-    study_budget_usd: float | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    mode: Literal["online", "batch"] = "online",
-    policy: RetryPolicy | None = None,
-    budget: Budget | None = None,
-    origin: str | None = None,
+    options: CallOptions,
 ) -> InferenceResult:
     """Answer every item of every planned article x repetition x condition for one language.
 
-    ``budget_usd`` bounds this partition's new spend; ``study_budget_usd`` the whole study's,
-    across every process sharing the cache. ``policy`` overrides the retry backoff (tests
-    shorten it); it never changes a call id. ``budget`` (``_calls.run_budget``) is the Dagster
-    run's budget, shared with its other paid ops; it replaces a fresh ``Budget(budget_usd)``.
-    ``origin`` (``_calls.call_origin``): calls ``clcg run`` sent ahead for this partition count as new.
+    ``options``: the cache, this partition's budget (``budget_usd``, or ``budget``, the Dagster
+    run's, shared with its other paid ops), the study's, the mode, the retry policy (tests
+    shorten it; it never changes a call id), progress, and ``origin`` (calls ``clcg run`` sent
+    ahead for this partition count as new).
     """
     slots = _plan(
         model=model, language=language, paragraphs=paragraphs, items=items, reps=reps, conditions=conditions
     )
-    results = run_requests(
-        model,
-        [s.request for s in slots],
-        cache_dir=cache_dir,
-        budget_usd=budget_usd,
-        study_budget_usd=study_budget_usd,
-        progress=progress,
-        mode=mode,
-        policy=policy,
-        budget=budget,
-        origin=origin,
-    )
+    results = run_requests(model, [s.request for s in slots], options)
     return rows_from_results(model=model, language=language, slots=slots, results=results)

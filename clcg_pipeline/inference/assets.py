@@ -6,10 +6,9 @@ from typing import Literal
 import dagster as dg
 import pandas as pd
 
-from clcg_pipeline.calls import CALLS_AHEAD_TAG, call_origin, run_budget
+from clcg_pipeline.calls import CALLS_AHEAD_TAG, CallOptions, call_origin, logged_progress, run_budget
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.inference import predict_partition
-from clcg_pipeline.inference._predict import sampled_inputs
+from clcg_pipeline.inference import predict_partition, sampled_inputs
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, response_partitions
 from clcg_pipeline.resources import StudyResource
 
@@ -79,12 +78,91 @@ def _counts(series: pd.Series) -> dict[str, int]:
     return {str(k): int(v) for k, v in series.value_counts().items()}
 
 
-def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
-    responses_partitions = response_partitions(config.languages)
+def _by_language() -> dg.MultiToSingleDimensionPartitionMapping:
+    """A responses partition's language partition of an upstream asset."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)  # beta, but the documented way to map dimensions
-        by_language = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=LANGUAGE_DIMENSION)
+        return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=LANGUAGE_DIMENSION)
 
+
+def _responses_outs() -> dict[str, dg.AssetOut]:
+    return {
+        "predictions": dg.AssetOut(
+            description="One row per planned item x repetition x condition.",
+            kinds={"parquet"},
+            owners=["team:clcg"],
+        ),
+        "calls": dg.AssetOut(
+            description="One row per provider request: outcome, tokens, cost, latency.",
+            kinds={"parquet"},
+            owners=["team:clcg"],
+        ),
+    }
+
+
+def _responses_check_specs(responses_partitions: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
+    # Checked inside the asset: a standalone check on a partitioned asset would load every partition.
+    return [
+        dg.AssetCheckSpec(
+            "one_row_per_slot",
+            asset="predictions",
+            description="Every planned slot has exactly one prediction row; every item is known.",
+            partitions_def=responses_partitions,  # one result per language x model
+        ),
+        dg.AssetCheckSpec(
+            "parse_failure_rate",
+            asset="predictions",
+            description="Share of predictions that are unparseable or missing.",
+            partitions_def=responses_partitions,  # one result per language x model
+        ),
+    ]
+
+
+def _call_options(
+    context: dg.AssetExecutionContext,
+    config: InferenceConfig,
+    study: StudyResource,
+    cfg: ProjectConfig,
+    label: str,
+) -> CallOptions:
+    """The partition's cache, budgets, mode, call origin and progress log."""
+    return CallOptions(
+        cache_dir=study.cache_dir,
+        study_budget_usd=cfg.study.budget_usd,
+        budget=run_budget(context.run_id, config.budget_usd),
+        mode=config.mode,
+        origin=call_origin(context.run.tags.get(CALLS_AHEAD_TAG), str(context.partition_key)),
+        progress=logged_progress(context.log.info, label),
+    )
+
+
+def _predictions_output(predictions: pd.DataFrame) -> dg.Output:
+    return dg.Output(
+        predictions,
+        output_name="predictions",
+        metadata={
+            "statuses": dg.MetadataValue.json(_counts(predictions["status"]) if len(predictions) else {})
+        },
+    )
+
+
+def _calls_output(calls: pd.DataFrame) -> dg.Output:
+    return dg.Output(
+        calls,
+        output_name="calls",
+        metadata={
+            "new_cost_usd": float(calls.loc[~calls["cached"].astype(bool), "cost_usd"].sum())
+            if len(calls)
+            else 0.0,
+            "cached": int(calls["cached"].sum()) if len(calls) else 0,
+            "outcomes": dg.MetadataValue.json(_counts(calls["outcome"]) if len(calls) else {}),
+        },
+    )
+
+
+def _responses_asset(
+    responses_partitions: dg.MultiPartitionsDefinition, by_language: dg.PartitionMapping
+) -> dg.AssetsDefinition:
     @dg.multi_asset(
         group_name=GROUP,
         partitions_def=responses_partitions,
@@ -93,33 +171,8 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
             "items": dg.AssetIn(),
             "study_sample": dg.AssetIn(),
         },
-        outs={
-            "predictions": dg.AssetOut(
-                description="One row per planned item x repetition x condition.",
-                kinds={"parquet"},
-                owners=["team:clcg"],
-            ),
-            "calls": dg.AssetOut(
-                description="One row per provider request: outcome, tokens, cost, latency.",
-                kinds={"parquet"},
-                owners=["team:clcg"],
-            ),
-        },
-        # Checked inside the asset: a standalone check on a partitioned asset would load every partition.
-        check_specs=[
-            dg.AssetCheckSpec(
-                "one_row_per_slot",
-                asset="predictions",
-                description="Every planned slot has exactly one prediction row; every item is known.",
-                partitions_def=responses_partitions,  # one result per language x model
-            ),
-            dg.AssetCheckSpec(
-                "parse_failure_rate",
-                asset="predictions",
-                description="Share of predictions that are unparseable or missing.",
-                partitions_def=responses_partitions,  # one result per language x model
-            ),
-        ],
+        outs=_responses_outs(),
+        check_specs=_responses_check_specs(responses_partitions),
     )
     def responses(  # type: ignore[no-untyped-def]
         context: dg.AssetExecutionContext,
@@ -136,15 +189,6 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
         language, model_id = key[LANGUAGE_DIMENSION], key[MODEL_DIMENSION]
         model = cfg.models.get(model_id)
         sampled_paragraphs, sampled_items, reps = sampled_inputs(paragraphs, items, study_sample)
-        logged = {"decile": -1}
-
-        def progress(done: int, total: int) -> None:
-            # About every 10%: long partitions show life without flooding the event log.
-            decile = done * 10 // max(total, 1)
-            if decile != logged["decile"]:
-                logged["decile"] = decile
-                context.log.info(f"{model_id} / {language}: {done}/{total} calls")
-
         result = predict_partition(
             model=model,
             language=language,
@@ -152,34 +196,17 @@ def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
             items=sampled_items,
             reps=reps,
             conditions=cfg.study.conditions,
-            cache_dir=study.cache_dir,
-            study_budget_usd=cfg.study.budget_usd,
-            progress=progress,
-            mode=config.mode,
-            budget=run_budget(context.run_id, config.budget_usd),
-            origin=call_origin(context.run.tags.get(CALLS_AHEAD_TAG), str(context.partition_key)),
+            options=_call_options(context, config, study, cfg, f"{model_id} / {language}"),
         )
         predictions, calls = result.predictions, result.calls
-        yield dg.Output(
-            predictions,
-            output_name="predictions",
-            metadata={
-                "statuses": dg.MetadataValue.json(_counts(predictions["status"]) if len(predictions) else {})
-            },
-        )
-        yield dg.Output(
-            calls,
-            output_name="calls",
-            metadata={
-                "new_cost_usd": float(calls.loc[~calls["cached"].astype(bool), "cost_usd"].sum())
-                if len(calls)
-                else 0.0,
-                "cached": int(calls["cached"].sum()) if len(calls) else 0,
-                "outcomes": dg.MetadataValue.json(_counts(calls["outcome"]) if len(calls) else {}),
-            },
-        )
+        yield _predictions_output(predictions)
+        yield _calls_output(calls)
         where = f"{language} / {model_id}"
         yield one_row_per_slot(predictions, items, where)
         yield parse_failure_rate(predictions, cfg.study.max_parse_failure_rate, where, items)
 
-    return dg.Definitions(assets=[responses])
+    return responses
+
+
+def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
+    return dg.Definitions(assets=[_responses_asset(response_partitions(config.languages), _by_language())])

@@ -1,7 +1,7 @@
 """Item-bank generation: requests per article x level, parsing, validation (STUDY.md section 3).
 
 Generation is pure up to :func:`generate_items`, which is the one place that calls a model,
-through ``clcg_pipeline.inference.run_requests`` (cache, retries, budget are its concern). The
+through ``clcg_pipeline.calls.run_requests`` (cache, retries, budget are its concern). The
 bank is frozen by the caller: this module never decides whether to regenerate.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from clcg_pipeline.calls import ChatRequest, run_requests
+from clcg_pipeline.calls import CallOptions, ChatRequest, run_requests
 from clcg_pipeline.config import LEVELS, ConditionSettings, ModelSpec, StudyConfig
 from clcg_pipeline.items._prompts import (
     LEVEL_FORMAT,
@@ -139,6 +139,80 @@ def _as_pids(value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
+def _base_row(result: _Result, request: ChatRequest, generator: str, created: str) -> dict[str, Any]:
+    """The columns every item of one reply shares (provenance included)."""
+    level = request.metadata["level"]
+    return {
+        "doc_id": request.metadata["doc_id"],
+        "item_source": "llm",
+        "level": level,
+        "answer_format": LEVEL_FORMAT[level],
+        "options": None,
+        "gold_answerable": True,
+        "generator": generator,
+        "prompt_hash": request.request_hash,
+        "level_label_validated": False,
+        "prompt_version": request.prompt_version,
+        "template_hash": request.metadata.get("template_hash", template_hash(level)),
+        "created_at": created,
+        "generation_call_id": result.call_id,
+        "requested_level": level,
+        "parse_error": None,
+    }
+
+
+def _reply_entries(result: _Result) -> tuple[list[Any], str | None]:
+    """The reply's item entries, or why there are none (a failed call, an unreadable reply)."""
+    failed = _failure(result)
+    if failed is not None:
+        return [], failed
+    try:
+        payload = _json_payload(result.text or "")
+        entries = payload.get("items") if isinstance(payload, dict) else payload
+        if not isinstance(entries, list):
+            raise ValueError("expected a list of items (or {'items': [...]})")
+    except ValueError as exc:
+        return [], f"unreadable reply: {exc}"
+    return entries, None
+
+
+def _unusable(row: dict[str, Any], error: str) -> dict[str, Any]:
+    """A row that validation rejects as ``unparseable``, with ``error`` as the reason."""
+    return {
+        **row,
+        "question": None,
+        "gold_answer": None,
+        "target_pids": [],
+        "supporting_pids": [],
+        "parse_error": error,
+    }
+
+
+def _entry_row(row: dict[str, Any], entry: Any, n: int, level: str) -> dict[str, Any]:
+    """The item row of the reply's ``n``-th entry."""
+    if not isinstance(entry, dict):
+        return _unusable(row, f"item {n} is not an object")
+    answer = entry.get("answer", entry.get("gold_answer"))
+    answer = None if answer is None else str(answer)
+    if level == "L0" and answer is not None:
+        answer = _polar(answer)
+    question = entry.get("question")
+    try:
+        target, support = _as_pids(entry.get("target_pids")), _as_pids(entry.get("supporting_pids"))
+    except TypeError:
+        target, support = [], []
+        row["parse_error"] = f"item {n}: pids are not lists"
+    return {
+        **row,
+        "question": None if question is None else str(question).strip(),
+        "gold_answer": answer,
+        "target_pids": target,
+        "supporting_pids": support,
+        # L0 "Not stated" is itself the correct answer, so the item stays answerable.
+        "gold_answerable": level == "L0" or (answer or "").strip().rstrip(".") != NOT_STATED,
+    }
+
+
 def parse_generated(
     results: Sequence[_Result],
     requests: Sequence[ChatRequest],
@@ -159,81 +233,13 @@ def parse_generated(
     rows: list[dict[str, Any]] = []
     for result, request in zip(results, requests, strict=True):
         doc_id, level = request.metadata["doc_id"], request.metadata["level"]
-        base = {
-            "doc_id": doc_id,
-            "item_source": "llm",
-            "level": level,
-            "answer_format": LEVEL_FORMAT[level],
-            "options": None,
-            "gold_answerable": True,
-            "generator": generator,
-            "prompt_hash": request.request_hash,
-            "level_label_validated": False,
-            "prompt_version": request.prompt_version,
-            "template_hash": request.metadata.get("template_hash", template_hash(level)),
-            "created_at": created,
-            "generation_call_id": result.call_id,
-            "requested_level": level,
-            "parse_error": None,
-        }
-        failed = _failure(result)
-        entries: list[Any] = []
-        if failed is None:
-            try:
-                payload = _json_payload(result.text or "")
-                entries = payload.get("items") if isinstance(payload, dict) else payload
-                if not isinstance(entries, list):
-                    raise ValueError("expected a list of items (or {'items': [...]})")
-            except ValueError as exc:
-                failed = f"unreadable reply: {exc}"
+        base = _base_row(result, request, generator, created)
+        entries, failed = _reply_entries(result)
         if failed is not None:
-            rows.append(
-                {
-                    **base,
-                    "item_id": f"{doc_id}-{level}-0",
-                    "question": None,
-                    "gold_answer": None,
-                    "target_pids": [],
-                    "supporting_pids": [],
-                    "parse_error": failed,
-                }
-            )
+            rows.append(_unusable({**base, "item_id": f"{doc_id}-{level}-0"}, failed))
             continue
         for n, entry in enumerate(entries, start=1):
-            row = {**base, "item_id": f"{doc_id}-{level}-{n}"}
-            if not isinstance(entry, dict):
-                rows.append(
-                    {
-                        **row,
-                        "question": None,
-                        "gold_answer": None,
-                        "target_pids": [],
-                        "supporting_pids": [],
-                        "parse_error": f"item {n} is not an object",
-                    }
-                )
-                continue
-            answer = entry.get("answer", entry.get("gold_answer"))
-            answer = None if answer is None else str(answer)
-            if level == "L0" and answer is not None:
-                answer = _polar(answer)
-            question = entry.get("question")
-            try:
-                target, support = _as_pids(entry.get("target_pids")), _as_pids(entry.get("supporting_pids"))
-            except TypeError:
-                target, support = [], []
-                row["parse_error"] = f"item {n}: pids are not lists"
-            rows.append(
-                {
-                    **row,
-                    "question": None if question is None else str(question).strip(),
-                    "gold_answer": answer,
-                    "target_pids": target,
-                    "supporting_pids": support,
-                    # L0 "Not stated" is itself the correct answer, so the item stays answerable.
-                    "gold_answerable": level == "L0" or (answer or "").strip().rstrip(".") != NOT_STATED,
-                }
-            )
+            rows.append(_entry_row({**base, "item_id": f"{doc_id}-{level}-{n}"}, entry, n, level))
     if not rows:
         return empty_frame("items").assign(
             **{c: pd.Series(dtype=object) for c in [*PROVENANCE_COLUMNS, "parse_error"]}
@@ -256,9 +262,8 @@ def generate_items(
     articles_en: pd.DataFrame,
     paragraphs_en: pd.DataFrame,
     study: StudyConfig,
+    options: CallOptions,
     *,
-    cache_dir: str,
-    budget_usd: float | None = None,
     created_at: dt.datetime | None = None,
 ) -> pd.DataFrame:
     """Call the generator for every (English) article x level and parse the replies, UNVALIDATED.
@@ -269,7 +274,7 @@ def generate_items(
     :func:`generate_bank` for generation and validation in one step.
     """
     requests = generation_requests(articles_en, paragraphs_en, study)
-    results = run_requests(model, requests, cache_dir=cache_dir, budget_usd=budget_usd) if requests else []
+    results = run_requests(model, requests, options) if requests else []
     return parse_generated(results, requests, generator=model.id, created_at=created_at)
 
 
@@ -278,14 +283,13 @@ def generate_bank(
     articles_en: pd.DataFrame,
     paragraphs_en: pd.DataFrame,
     study: StudyConfig,
+    options: CallOptions,
     *,
-    cache_dir: str,
-    budget_usd: float | None = None,
     created_at: dt.datetime | None = None,
 ) -> GeneratedBank:
     """Generate, parse and validate the LLM item bank for the given (sampled, English) articles."""
     requests = generation_requests(articles_en, paragraphs_en, study)
-    results = run_requests(model, requests, cache_dir=cache_dir, budget_usd=budget_usd) if requests else []
+    results = run_requests(model, requests, options) if requests else []
     raw = parse_generated(results, requests, generator=model.id, created_at=created_at)
     valid, rejections = validate_items(raw, paragraphs_en, items_per_level=study.items_per_level)
     return GeneratedBank(

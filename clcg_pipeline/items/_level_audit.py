@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from clcg_pipeline.calls import ChatRequest, run_requests
+from clcg_pipeline.calls import CallOptions, ChatRequest, run_requests
 from clcg_pipeline.config import LEVELS, ConditionSettings, ModelSpec
 from clcg_pipeline.items._prompts import LEVEL_INSTRUCTIONS, PARAGRAPH_MARK
 
@@ -132,9 +132,9 @@ def level_agreement(audit: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_level_audit(
-    model: ModelSpec, items: pd.DataFrame, paragraphs_en: pd.DataFrame, *, cache_dir: str
+    model: ModelSpec, items: pd.DataFrame, paragraphs_en: pd.DataFrame, options: CallOptions
 ) -> pd.DataFrame:
     """Ask ``model`` for every item's level (cached through the runner) and parse the replies."""
     requests = level_audit_requests(items, paragraphs_en)
-    results = run_requests(model, requests, cache_dir=cache_dir) if requests else []
+    results = run_requests(model, requests, options) if requests else []
     return parse_level_audit(results, requests)

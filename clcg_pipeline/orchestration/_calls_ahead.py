@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from upath import UPath
 
-from clcg_pipeline.calls import CallSession, ChatRequest, ProviderConfigError, call_origin
+from clcg_pipeline.calls import CallOptions, CallSession, ChatRequest, ProviderConfigError, call_origin
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.granularity import partition_paragraphs, plan_tasks
 from clcg_pipeline.inference import partition_requests, sampled_inputs
@@ -109,6 +109,96 @@ class _Inputs:
         return found
 
 
+class _Sender:
+    """Sends the partitions' calls, model by model, each model through its own session."""
+
+    def __init__(
+        self,
+        config: ProjectConfig,
+        inputs: _Inputs,
+        options: CallOptions,
+        summary: CallsAhead,
+        progress: Callable[[str], None] | None,
+        answered_partition: Callable[[str, str], None] | None,
+    ) -> None:
+        self.config = config
+        self.inputs = inputs
+        self.options = options
+        self.summary = summary
+        self.progress = progress
+        self.answered_partition = answered_partition
+        self.counts: dict[str, list[int]] = {}  # partition key -> [answered, requests]
+        self._shown = 0.0
+
+    def report(self, now: bool = False) -> None:
+        if not self.progress or (not now and time.monotonic() - self._shown < 0.25):
+            return
+        self._shown = time.monotonic()
+        done = sum(c[0] for c in self.counts.values())
+        total = sum(c[1] for c in self.counts.values())
+        self.progress(f"calls ahead of the partitions' runs: {done:,}/{total:,}")
+
+    async def _answer(
+        self, session: CallSession, model_id: str, iso: str, requests: list[ChatRequest]
+    ) -> None:
+        key = str(response_key(iso, model_id))
+        self.counts[key] = [0, len(requests)]
+
+        def update(done: int, _total: int) -> None:
+            self.counts[key][0] = done
+            self.report()
+
+        results = await session.run(requests, progress=update, origin=call_origin(self.summary.token, key))
+        distinct = {r.call_id: r for r in results}.values()  # a list may ask for a call twice
+        self.summary.sent += sum(1 for r in distinct if not r.cached and r.outcome != "skipped_budget")
+        self.summary.failed += sum(1 for r in distinct if r.outcome in ("error", "skipped_budget"))
+        if self.answered_partition:
+            self.answered_partition(model_id, iso)
+
+    async def one_model(self, model_id: str, isos: list[str]) -> None:
+        session = CallSession(self.config.models.get(model_id), self.options)
+        in_flight: set[asyncio.Task[None]] = set()
+        try:
+            for iso in isos:
+                # Built in a thread: the event loop keeps the previous partition's calls flowing.
+                requests = await asyncio.to_thread(self.inputs.requests, model_id, iso)
+                self.summary.partitions += 1
+                self.summary.requests += len(requests)
+                in_flight.add(asyncio.ensure_future(self._answer(session, model_id, iso, requests)))
+                while len(in_flight) >= _LOOKAHEAD:
+                    done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                    for task in done:
+                        task.result()
+            if in_flight:
+                await asyncio.gather(*in_flight)
+        except ProviderConfigError as exc:
+            self.summary.refused[model_id] = str(exc)
+            log.warning("calls ahead stopped for %s: %s", model_id, exc)
+            for iso in isos if self.answered_partition else ():
+                self.answered_partition(model_id, iso)  # their runs meet the same error and report it
+        finally:
+            for task in in_flight:
+                task.cancel()
+            await asyncio.gather(*in_flight, return_exceptions=True)
+            await session.aclose()
+
+    async def everything(self, by_model: dict[str, list[str]], interrupted: Callable[[], bool]) -> None:
+        main = asyncio.gather(*(self.one_model(m, isos) for m, isos in by_model.items()))
+
+        async def watch() -> None:
+            while not interrupted():
+                await asyncio.sleep(0.1)
+            main.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await main
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+
 def send_calls_ahead(
     config: ProjectConfig,
     data_dir: str,
@@ -135,87 +225,17 @@ def send_calls_ahead(
         by_model.setdefault(model_id, []).append(iso)
     if not by_model:
         return summary
-    inputs = _Inputs(config, data_dir)
     cache_dir = str(UPath(data_dir) / "cache" / "calls")
-    counts: dict[str, list[int]] = {}  # partition key -> [answered, requests]
-    shown = [0.0]
-
-    def report(now: bool = False) -> None:
-        if not progress or (not now and time.monotonic() - shown[0] < 0.25):
-            return
-        shown[0] = time.monotonic()
-        done, total = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
-        progress(f"calls ahead of the partitions' runs: {done:,}/{total:,}")
-
-    async def one_model(model_id: str, isos: list[str]) -> None:
-        session = CallSession(
-            config.models.get(model_id), cache_dir=cache_dir, study_budget_usd=config.study.budget_usd
-        )
-
-        async def answer(iso: str, requests: list[ChatRequest]) -> None:
-            key = str(response_key(iso, model_id))
-            counts[key] = [0, len(requests)]
-
-            def update(done: int, _total: int) -> None:
-                counts[key][0] = done
-                report()
-
-            results = await session.run(requests, progress=update, origin=call_origin(token, key))
-            distinct = {r.call_id: r for r in results}.values()  # a list may ask for a call twice
-            summary.sent += sum(1 for r in distinct if not r.cached and r.outcome != "skipped_budget")
-            summary.failed += sum(1 for r in distinct if r.outcome in ("error", "skipped_budget"))
-            if answered_partition:
-                answered_partition(model_id, iso)
-
-        in_flight: set[asyncio.Task[None]] = set()
-        try:
-            for iso in isos:
-                # Built in a thread: the event loop keeps the previous partition's calls flowing.
-                requests = await asyncio.to_thread(inputs.requests, model_id, iso)
-                summary.partitions += 1
-                summary.requests += len(requests)
-                in_flight.add(asyncio.ensure_future(answer(iso, requests)))
-                while len(in_flight) >= _LOOKAHEAD:
-                    done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                    for task in done:
-                        task.result()
-            if in_flight:
-                await asyncio.gather(*in_flight)
-        except ProviderConfigError as exc:
-            summary.refused[model_id] = str(exc)
-            log.warning("calls ahead stopped for %s: %s", model_id, exc)
-            for iso in isos if answered_partition else ():
-                answered_partition(model_id, iso)  # their runs meet the same error and report it
-        finally:
-            for task in in_flight:
-                task.cancel()
-            await asyncio.gather(*in_flight, return_exceptions=True)
-            await session.aclose()
-
-    async def everything() -> None:
-        main = asyncio.gather(*(one_model(m, isos) for m, isos in by_model.items()))
-
-        async def watch() -> None:
-            while not interrupted():
-                await asyncio.sleep(0.1)
-            main.cancel()
-
-        watcher = asyncio.ensure_future(watch())
-        try:
-            await main
-        finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-
+    options = CallOptions(cache_dir=cache_dir, study_budget_usd=config.study.budget_usd)
+    sender = _Sender(config, _Inputs(config, data_dir), options, summary, progress, answered_partition)
     started = time.monotonic()
     try:
-        asyncio.run(everything())
+        asyncio.run(sender.everything(by_model, interrupted))
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
     finally:
         summary.seconds = time.monotonic() - started
     if interrupted():
         raise KeyboardInterrupt
-    report(now=True)
+    sender.report(now=True)
     return summary

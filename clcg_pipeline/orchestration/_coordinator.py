@@ -14,12 +14,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from dagster import DagsterRun, MultiPartitionKey
-from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
-from dagster._core.storage.tags import PARTITION_NAME_TAG
+from dagster import DagsterRun, MultiPartitionKey, QueuedRunCoordinator, SubmitRunContext
 
 from clcg_pipeline.calls import PROVIDER_TAG
 from clcg_pipeline.config import default_config_dir, load_config
+from clcg_pipeline.orchestration._dagster_internals import PARTITION_NAME_TAG
 from clcg_pipeline.orchestration._jobs import provider_tags
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION
 

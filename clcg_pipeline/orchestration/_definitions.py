@@ -11,7 +11,6 @@ import warnings
 
 import dagster as dg
 
-from clcg_pipeline.analysis.assets import build_analysis_defs
 from clcg_pipeline.config import default_config_dir, default_data_dir, load_config
 from clcg_pipeline.corpus.assets import build_corpus_defs
 from clcg_pipeline.granularity.assets import build_granularity_defs
@@ -23,6 +22,7 @@ from clcg_pipeline.orchestration._jobs import build_jobs
 from clcg_pipeline.orchestration._versions import with_code_versions
 from clcg_pipeline.report.assets import report_defs
 from clcg_pipeline.resources import StudyResource
+from clcg_pipeline.results.assets import build_analysis_defs
 from clcg_pipeline.scoring.assets import build_scoring_defs
 from clcg_pipeline.storage import ParquetIOManager
 from clcg_pipeline.storage.assets import storage_defs

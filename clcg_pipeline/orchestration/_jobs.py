@@ -11,11 +11,15 @@ from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
-from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
 
 from clcg_pipeline.calls import PROVIDER_TAG
 from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.orchestration._dagster_internals import (
+    SINGLETON_REPOSITORY_NAME,
+    RegisteredCodeLocationOrigin,
+    RemoteJobOrigin,
+    RemoteRepositoryOrigin,
+)
 from clcg_pipeline.partitions import (
     MODEL_DIMENSION,
     language_partitions,

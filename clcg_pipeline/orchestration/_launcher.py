@@ -6,7 +6,7 @@ step: about 5-20 s per run on a small machine, against 1-5 s of work for most pa
 model is 18 such runs, plus its analysis). No launcher shipped with Dagster avoids that, so this
 one, hand-written, forks each run worker from a ``multiprocessing`` fork server that has the
 third-party libraries already imported. The project's own modules are dropped from the server
-after the preload (see :mod:`clcg_pipeline.orchestration._worker_preload`), so every run imports the
+after the preload (see :mod:`clcg_pipeline._run_worker_preload`), so every run imports the
 code as it is on disk now, exactly like a spawned worker would.
 
 Each worker runs the same entry point as ``dagster api execute_run`` (what Dagster's Docker and
@@ -22,19 +22,24 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from dagster._core.launcher import LaunchRunContext, RunLauncher
-from dagster._grpc.types import ExecuteRunArgs
-from dagster._serdes import ConfigurableClass, ConfigurableClassData, serialize_value
+from dagster import serialize_value
+
+from clcg_pipeline.orchestration._dagster_internals import (
+    ConfigurableClass,
+    ConfigurableClassData,
+    ExecuteRunArgs,
+    LaunchRunContext,
+    RunLauncher,
+    execute_run,
+)
 
 WORKER_PID_TAG = "clcg/run_worker_pid"
-_PRELOAD_MODULE = "clcg_pipeline.orchestration._worker_preload"
+_PRELOAD_MODULE = "clcg_pipeline._run_worker_preload"
 
 
 def _run_worker(serialized_args: str) -> None:
     # The entry point of `dagster api execute_run`, without the interpreter start-up.
-    from dagster._cli.api import execute_run_command
-
-    execute_run_command.callback(input_json=serialized_args, compressed_input_json=None)  # type: ignore[misc]
+    execute_run(serialized_args)
 
 
 class PreloadedRunLauncher(RunLauncher, ConfigurableClass):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 from upath import UPath
 
+from clcg_pipeline.calls import CallOptions
 from clcg_pipeline.config import ProjectConfig, load_config
 from clcg_pipeline.corpus import load_source, sample_articles
 from clcg_pipeline.inference import plan_partition
@@ -110,84 +111,18 @@ def plan_granularity(
     written only by an offline writer (a hosted one would be a paid call: cloze is then left
     out, and a note says so). ``(None, [reason])`` when the family is disabled.
     """
-    import tempfile
-
-    from clcg_pipeline.corpus import audit_corpus
-    from clcg_pipeline.granularity import build_long_documents, build_tasks, judge_writer, plan_task_calls
-
     config = load_config(config_dir)
-    gran = config.study.granularity
-    if not gran.enabled:
+    if not config.study.granularity.enabled:
         return None, ["granularity tasks: skipped (study.granularity.enabled is false)"]
     model_ids = select_models(config, models)
-    reference = config.languages.reference
     notes: list[str] = []
-    stored = {
-        name: UPath(data_dir) / name / "data.parquet" for name in ("long_paragraphs", "granularity_tasks")
-    }
-    if all(path.exists() for path in stored.values()):
-        paragraphs = read_frame(stored["long_paragraphs"])
-        tasks = read_frame(stored["granularity_tasks"])
-    else:
-        tables = load_source(config.sources.primary, config.languages)
-        audit = audit_corpus(
-            tables.articles,
-            tables.paragraphs,
-            reference=reference,
-            threshold=config.study.completeness_threshold,
-        )
-        docs = build_long_documents(
-            gran,
-            paragraphs=tables.paragraphs,
-            audit=audit,
-            languages=config.languages.isos,
-            reference=reference,
-            threshold=config.study.completeness_threshold,
-            tokenizer=config.study.fertility.tokenizer,
-        )
-        writer = config.models.get(gran.confusion_writer) if gran.confusion_writer else None
-        with tempfile.TemporaryDirectory() as scratch:  # an offline writer's cache, thrown away
-            offline = writer is not None and writer.provider == "offline"
-            bank = build_tasks(
-                docs.documents,
-                docs.paragraphs,
-                gran,
-                reference=reference,
-                tokenizer=config.study.fertility.tokenizer,
-                writer=judge_writer(writer, cache_dir=scratch) if offline and writer is not None else None,
-                writer_id=writer.id if offline and writer is not None else None,
-            )
-        if writer is not None and not offline:
-            notes.append(
-                f"cloze not counted: its confusions are written by {writer.id} (a paid call) when "
-                "granularity_tasks is materialized; plan again after that"
-            )
-        paragraphs, tasks = docs.paragraphs, bank.tasks
+    paragraphs, tasks = _granularity_inputs(config, data_dir, notes)
     if not len(tasks):
         return None, [
             *notes,
             "granularity tasks: no task (no long document fits a bucket; see long_documents)",
         ]
-    names = {lang.iso: lang.name for lang in config.languages.languages}
-    cache_dir = str(UPath(data_dir) / "cache" / "calls")
-    planned: set[str] = set()
-    frames = [
-        plan_task_calls(
-            model=config.models.get(model_id),
-            language=iso,
-            paragraphs=paragraphs[paragraphs["language"].isin([iso, reference])],
-            tasks=tasks,
-            settings=gran,
-            cache_dir=cache_dir,
-            reference=reference,
-            language_name=names.get(iso),
-            planned=planned,
-        )
-        for model_id in model_ids
-        for iso in config.languages.isos
-    ]
-    # Languages without a long document plan nothing (and would only add empty frames).
-    plan = pd.concat([f for f in frames if len(f)], ignore_index=True)
+    plan = _task_call_plan(config, data_dir, model_ids, paragraphs, tasks)
     numeric = ["calls", "cached_calls", "shared_calls", "input_tokens", "output_tokens", "cost_usd"]
     summary = plan.groupby(["model", "task", "context", "tokenizer"], as_index=False, sort=False)[
         numeric
@@ -198,17 +133,114 @@ def plan_granularity(
     out = out.astype({column: "int64" for column in counts} | {"cost_usd": "float64"})
     sent = (out["calls"] - out["cached_calls"] - out["shared_calls"]).clip(lower=1)
     out["input_tokens_per_call"] = (out["input_tokens"] / sent).round().astype("int64")
-    # Say in words what the per-call column shows: the document-bearing prompts carry the cost.
-    by_context = summary.groupby("context")[["input_tokens", "calls", "cached_calls", "shared_calls"]].sum()
-    total_in = int(by_context["input_tokens"].sum())
-    if total_in and "full" in by_context.index:
-        full = by_context.loc["full"]
-        sent_full = max(int(full["calls"] - full["cached_calls"] - full["shared_calls"]), 1)
-        share = full["input_tokens"] / total_in
-        notes.append(
-            f"{'long prompts dominate' if share >= 0.5 else 'input tokens'}: calls with the document "
-            f"carry {share:.0%} of "
-            f"the {total_in:,} input tokens still to send ({full['input_tokens'] / sent_full:,.0f} per call)"
-        )
+    notes.extend(_long_prompt_note(summary))
     notes.append("judge calls (paragraph filling, cloze errors) depend on the answers and are not counted")
     return out[GRANULARITY_PLAN_COLUMNS], notes
+
+
+def _granularity_inputs(
+    config: ProjectConfig, data_dir: str, notes: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(long paragraphs, task bank): the materialized ones, else built from the primary source.
+
+    A hosted confusion writer would be a paid call: its cloze tasks are left out and ``notes``
+    says so; an offline writer writes them into a cache that is thrown away.
+    """
+    import tempfile
+
+    from clcg_pipeline.corpus import audit_corpus
+    from clcg_pipeline.granularity import build_long_documents, build_tasks, judge_writer
+
+    stored = {
+        name: UPath(data_dir) / name / "data.parquet" for name in ("long_paragraphs", "granularity_tasks")
+    }
+    if all(path.exists() for path in stored.values()):
+        return read_frame(stored["long_paragraphs"]), read_frame(stored["granularity_tasks"])
+    gran = config.study.granularity
+    reference = config.languages.reference
+    tables = load_source(config.sources.primary, config.languages)
+    audit = audit_corpus(
+        tables.articles,
+        tables.paragraphs,
+        reference=reference,
+        threshold=config.study.completeness_threshold,
+    )
+    docs = build_long_documents(
+        gran,
+        paragraphs=tables.paragraphs,
+        audit=audit,
+        languages=config.languages.isos,
+        reference=reference,
+        threshold=config.study.completeness_threshold,
+        tokenizer=config.study.fertility.tokenizer,
+    )
+    writer = config.models.get(gran.confusion_writer) if gran.confusion_writer else None
+    with tempfile.TemporaryDirectory() as scratch:  # an offline writer's cache, thrown away
+        offline = writer is not None and writer.provider == "offline"
+        offline_writer = writer if offline else None
+        options = CallOptions(cache_dir=scratch)
+        write = None if offline_writer is None else judge_writer(offline_writer, options)
+        bank = build_tasks(
+            docs.documents,
+            docs.paragraphs,
+            gran,
+            reference=reference,
+            tokenizer=config.study.fertility.tokenizer,
+            writer=write,
+            writer_id=None if offline_writer is None else offline_writer.id,
+        )
+    if writer is not None and not offline:
+        notes.append(
+            f"cloze not counted: its confusions are written by {writer.id} (a paid call) when "
+            "granularity_tasks is materialized; plan again after that"
+        )
+    return docs.paragraphs, bank.tasks
+
+
+def _task_call_plan(
+    config: ProjectConfig,
+    data_dir: str,
+    model_ids: Sequence[str],
+    paragraphs: pd.DataFrame,
+    tasks: pd.DataFrame,
+) -> pd.DataFrame:
+    """Every model x language's planned task calls, one row per call group."""
+    from clcg_pipeline.granularity import plan_task_calls
+
+    reference = config.languages.reference
+    names = {lang.iso: lang.name for lang in config.languages.languages}
+    cache_dir = str(UPath(data_dir) / "cache" / "calls")
+    planned: set[str] = set()
+    frames = [
+        plan_task_calls(
+            model=config.models.get(model_id),
+            language=iso,
+            paragraphs=paragraphs[paragraphs["language"].isin([iso, reference])],
+            tasks=tasks,
+            settings=config.study.granularity,
+            cache_dir=cache_dir,
+            reference=reference,
+            language_name=names.get(iso),
+            planned=planned,
+        )
+        for model_id in model_ids
+        for iso in config.languages.isos
+    ]
+    # Languages without a long document plan nothing (and would only add empty frames).
+    return pd.concat([f for f in frames if len(f)], ignore_index=True)
+
+
+def _long_prompt_note(summary: pd.DataFrame) -> list[str]:
+    """Say in words what the per-call column shows: the document-bearing prompts carry the cost."""
+    by_context = summary.groupby("context")[["input_tokens", "calls", "cached_calls", "shared_calls"]].sum()
+    total_in = int(by_context["input_tokens"].sum())
+    if not total_in or "full" not in by_context.index:
+        return []
+    full = by_context.loc["full"]
+    sent_full = max(int(full["calls"] - full["cached_calls"] - full["shared_calls"]), 1)
+    share = full["input_tokens"] / total_in
+    return [
+        f"{'long prompts dominate' if share >= 0.5 else 'input tokens'}: calls with the document "
+        f"carry {share:.0%} of "
+        f"the {total_in:,} input tokens still to send ({full['input_tokens'] / sent_full:,.0f} per call)"
+    ]

@@ -1,6 +1,7 @@
 """Report stage: the self-contained HTML report and the terminal H1 table."""
 
-from clcg_pipeline.report._render import H1_SUMMARY, KNOWN_SECTIONS, render_report, write_report
+from clcg_pipeline.report._labels import H1_SUMMARY, KNOWN_SECTIONS
+from clcg_pipeline.report._render import render_report, write_report
 from clcg_pipeline.report._svg import Bar, bar_chart_svg
 from clcg_pipeline.report._table import format_h1_table
 

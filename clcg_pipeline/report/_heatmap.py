@@ -131,22 +131,7 @@ def heatmap_svg(
     ]
     if column_title:
         out.append(f'<text x="{label_w + grid_w / 2:.1f}" y="16" class="axis">{escape(column_title)}</text>')
-    for j, lines in enumerate(head_lines):
-        cx = label_w + (j + 0.5) * col_w
-        if slanted:
-            # Anchored at its end just above its column, reading down to it from the upper left.
-            ty = head_h - 8
-            out.append(
-                f'<text x="{cx:.1f}" y="{ty}" transform="rotate({_SLANT} {cx:.1f} {ty})" '
-                f'class="column-label slanted">{escape(label(columns[j]))}</text>'
-            )
-            continue
-        first = head_h - 10 - 18 * (len(lines) - 1)
-        tspans = "".join(
-            f'<tspan x="{cx:.1f}" y="{first + 18 * k:.1f}">{escape(line)}</tspan>'
-            for k, line in enumerate(lines)
-        )
-        out.append(f'<text class="column-label">{tspans}</text>')
+    out += _column_heads(head_lines, [label(c) for c in columns], label_w, col_w, head_h, slanted)
     if row_title:
         ry = 16 if slanted else head_h - 10  # slanted column labels reach down-left over that corner
         out.append(f'<text x="4" y="{ry}" class="row-title">{escape(row_title)}</text>')
@@ -161,40 +146,91 @@ def heatmap_svg(
         for j, column in enumerate(columns):
             x = label_w + j * col_w
             cell = cells.get((row, column))
-            if cell is None or cell.value is None or not math.isfinite(cell.value):
-                text = cell.text if cell is not None else "no data"
-                fill, dark = NO_DATA_FILL, False
-                value_attr = ""
-                klass = "cell empty" if cell is not None else "nodata"
-            else:
-                text = cell.text
-                row_scale = (row_scales or {}).get(row) or scale
-                fill, dark = _fill(cell.value, row_scale, diverging)
-                value_attr = f' data-value="{cell.value:.6g}"'
-                klass = "cell"
-            tip = (
-                cell.tip if cell is not None and cell.tip else f"{label(row)} \u2192 {label(column)}: {text}"
-            )
-            sub = cell.sub if cell is not None else ""
-            # Zero cells are written in grey, so the few non-zero cells of a sparse matrix stand out.
-            on_dark = " on-dark" if dark else " nil" if cell is not None and cell.value == 0 else ""
-            text_y = y + row_h / 2 + (0 if sub else 5)
-            second = (
-                f'<text x="{x + col_w / 2:.1f}" y="{y + row_h / 2 + 15:.1f}" font-size="12" '
-                f'class="cell-value cell-sub{on_dark}">{escape(sub)}</text>'
-                if sub
-                else ""
-            )
+            scale_here = (row_scales or {}).get(row) or scale
+            out.append(_cell(row, column, cell, label, x, y, col_w, row_h, scale_here, diverging))
+    out += _colour_key(top + row_h * len(rows) + 18, label_w, scale, diverging, bool(row_scales), any_missing)
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _column_heads(
+    head_lines: list[list[str]],
+    column_labels: list[str],
+    label_w: int,
+    col_w: float,
+    head_h: int,
+    slanted: bool,
+) -> list[str]:
+    """The column labels: wrapped over lines, or slanted when a word is wider than its column."""
+    out: list[str] = []
+    for j, lines in enumerate(head_lines):
+        cx = label_w + (j + 0.5) * col_w
+        if slanted:
+            # Anchored at its end just above its column, reading down to it from the upper left.
+            ty = head_h - 8
             out.append(
-                f"<g><title>{escape(tip)}</title>"
-                f'<rect x="{x + 1:.1f}" y="{y + 1}" width="{col_w - 2:.1f}" height="{row_h - 2}" '
-                f'fill="{fill}" class="{klass}" data-row="{escape(row)}" data-column="{escape(column)}"'
-                f"{value_attr}/>"
-                f'<text x="{x + col_w / 2:.1f}" y="{text_y:.1f}" '
-                f'class="cell-value{on_dark}">{escape(text)}</text>{second}</g>'
+                f'<text x="{cx:.1f}" y="{ty}" transform="rotate({_SLANT} {cx:.1f} {ty})" '
+                f'class="column-label slanted">{escape(column_labels[j])}</text>'
             )
-    # The colour key: the ends of the scale, written out.
-    ly = top + row_h * len(rows) + 18
+            continue
+        first = head_h - 10 - 18 * (len(lines) - 1)
+        tspans = "".join(
+            f'<tspan x="{cx:.1f}" y="{first + 18 * k:.1f}">{escape(line)}</tspan>'
+            for k, line in enumerate(lines)
+        )
+        out.append(f'<text class="column-label">{tspans}</text>')
+    return out
+
+
+def _cell(
+    row: str,
+    column: str,
+    cell: Cell | None,
+    label: Callable[[str], str],
+    x: float,
+    y: int,
+    col_w: float,
+    row_h: int,
+    scale: float,
+    diverging: bool,
+) -> str:
+    """One cell: its colour (``scale`` = the value at full colour), value, second line and tooltip."""
+    if cell is None or cell.value is None or not math.isfinite(cell.value):
+        text = cell.text if cell is not None else "no data"
+        fill, dark = NO_DATA_FILL, False
+        value_attr = ""
+        klass = "cell empty" if cell is not None else "nodata"
+    else:
+        text = cell.text
+        fill, dark = _fill(cell.value, scale, diverging)
+        value_attr = f' data-value="{cell.value:.6g}"'
+        klass = "cell"
+    tip = cell.tip if cell is not None and cell.tip else f"{label(row)} \u2192 {label(column)}: {text}"
+    sub = cell.sub if cell is not None else ""
+    # Zero cells are written in grey, so the few non-zero cells of a sparse matrix stand out.
+    on_dark = " on-dark" if dark else " nil" if cell is not None and cell.value == 0 else ""
+    text_y = y + row_h / 2 + (0 if sub else 5)
+    second = (
+        f'<text x="{x + col_w / 2:.1f}" y="{y + row_h / 2 + 15:.1f}" font-size="12" '
+        f'class="cell-value cell-sub{on_dark}">{escape(sub)}</text>'
+        if sub
+        else ""
+    )
+    return (
+        f"<g><title>{escape(tip)}</title>"
+        f'<rect x="{x + 1:.1f}" y="{y + 1}" width="{col_w - 2:.1f}" height="{row_h - 2}" '
+        f'fill="{fill}" class="{klass}" data-row="{escape(row)}" data-column="{escape(column)}"'
+        f"{value_attr}/>"
+        f'<text x="{x + col_w / 2:.1f}" y="{text_y:.1f}" '
+        f'class="cell-value{on_dark}">{escape(text)}</text>{second}</g>'
+    )
+
+
+def _colour_key(
+    ly: int, key_x: int, scale: float, diverging: bool, row_scales: bool, any_missing: bool
+) -> list[str]:
+    """The colour key: the ends of the scale, written out, and the no-data swatch when one is drawn."""
+    out: list[str] = []
     steps = 9
     key_w = 30
     lows = (
@@ -202,7 +238,6 @@ def heatmap_svg(
         if diverging
         else [scale * k / (steps - 1) for k in range(steps)]
     )
-    key_x = label_w
     for k, v in enumerate(lows):
         fill, _ = _fill(v, scale, diverging)
         out.append(
@@ -224,8 +259,7 @@ def heatmap_svg(
             'class="swatch"/>'
             f'<text x="{key_x + steps * key_w + 66}" y="{ly + 12}" class="legend">no data</text>'
         )
-    out.append("</svg>")
-    return "".join(out)
+    return out
 
 
 def _num(value: float) -> str:

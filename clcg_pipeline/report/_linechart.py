@@ -7,7 +7,7 @@ Points without an interval are drawn hollow, so a withheld interval is visible a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
@@ -61,15 +61,7 @@ def line_chart_svg(
     left, right, top = 80, 16, 16
     plot_h = 300
     plot_w = WIDTH - left - right
-    # Legend entries flow left to right and wrap.
-    entries: list[tuple[float, int, int]] = []
-    lx, line = float(left), 0
-    for k, s in enumerate(series):
-        width = 34 + FONT_SIZE * 0.62 * len(s.name) + 24
-        if lx + width > WIDTH and lx > left:
-            lx, line = float(left), line + 1
-        entries.append((lx, line, k))
-        lx += width
+    entries = _legend_entries(series, left)
     legend_rows = (entries[-1][1] + 1) if entries else 0
     extra = 24 if groups else 0
     height = top + plot_h + 70 + extra + 28 * legend_rows
@@ -103,66 +95,13 @@ def line_chart_svg(
         cx = left + (i + 0.5) * plot_w / len(categories)
         out.append(f'<text x="{cx:.1f}" y="{top + plot_h + 20}" class="tick">{escape(name)}</text>')
     if groups:
-        step = plot_w / len(categories)
-        start = 0
-        for i in range(1, len(categories) + 1):
-            if i == len(categories) or groups[i] != groups[start]:
-                cx = left + (start + i) / 2 * step
-                out.append(
-                    f'<text x="{cx:.1f}" y="{top + plot_h + 42}" class="tick group">'
-                    f"{escape(groups[start])}</text>"
-                )
-                if i < len(categories):
-                    sx = left + i * step
-                    out.append(
-                        f'<line x1="{sx:.1f}" y1="{top}" x2="{sx:.1f}" y2="{top + plot_h + 46}" '
-                        'class="separator"/>'
-                    )
-                start = i
+        out += _group_axis(groups, len(categories), left, top, plot_w, plot_h)
     out.append(
         f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h + 44 + extra}" class="axis">'
         f"{escape(y_label)}</text>"
     )
     for k, s in enumerate(series):
-        colour = s.colour or SERIES_COLOURS[k % len(SERIES_COLOURS)]
-        path = []
-        for i, p in enumerate(s.points[: len(categories)]):
-            if p.value is None:
-                path.append(None)
-                continue
-            path.append((x(i, k), y(p.value)))
-        segments: list[list[tuple[float, float]]] = [[]]
-        for pt in path:
-            if pt is None:
-                segments.append([])
-            else:
-                segments[-1].append(pt)
-        for seg in segments:
-            if len(seg) > 1:
-                d = " ".join(f"{'M' if n == 0 else 'L'}{px:.1f},{py:.1f}" for n, (px, py) in enumerate(seg))
-                out.append(f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="2" class="series"/>')
-        for i, p in enumerate(s.points[: len(categories)]):
-            if p.value is None:
-                continue
-            px, py = x(i, k), y(p.value)
-            interval = ""
-            whisker = ""
-            if p.low is not None and p.high is not None:
-                interval = f" [{_num(p.low)}, {_num(p.high)}]"
-                whisker = (
-                    f'<line x1="{px:.1f}" y1="{y(p.low):.1f}" x2="{px:.1f}" y2="{y(p.high):.1f}" '
-                    f'stroke="{colour}" stroke-width="1.6" class="whisker"/>'
-                )
-            else:
-                interval = " (interval withheld)" if s.intervals else ""
-            fill = colour if (p.low is not None and p.high is not None) or not s.intervals else "#fff"
-            # With groups a category name repeats (a position in each region): name the group too.
-            place = f"{groups[i]} · {categories[i]}" if groups else categories[i]
-            out.append(
-                f"<g><title>{escape(f'{s.name}, {place}: {_num(p.value)}{interval}')}</title>"
-                f'{whisker}<circle cx="{px:.1f}" cy="{py:.1f}" r="5" fill="{fill}" stroke="{colour}" '
-                'stroke-width="2" class="point"/></g>'
-            )
+        out += _series(s, k, categories, groups, x, y)
     for lx, row, k in entries:
         colour = series[k].colour or SERIES_COLOURS[k % len(SERIES_COLOURS)]
         ly = top + plot_h + 62 + extra + 28 * row
@@ -173,3 +112,92 @@ def line_chart_svg(
         )
     out.append("</svg>")
     return "".join(out)
+
+
+def _legend_entries(series: Sequence[Series], left: int) -> list[tuple[float, int, int]]:
+    """Legend entries (x, legend row, series index) flow left to right and wrap."""
+    entries: list[tuple[float, int, int]] = []
+    lx, line = float(left), 0
+    for k, s in enumerate(series):
+        width = 34 + FONT_SIZE * 0.62 * len(s.name) + 24
+        if lx + width > WIDTH and lx > left:
+            lx, line = float(left), line + 1
+        entries.append((lx, line, k))
+        lx += width
+    return entries
+
+
+def _group_axis(
+    groups: Sequence[str], n_categories: int, left: int, top: int, plot_w: int, plot_h: int
+) -> list[str]:
+    """The second axis line: each run of categories named once, separated by a vertical line."""
+    out: list[str] = []
+    step = plot_w / n_categories
+    start = 0
+    for i in range(1, n_categories + 1):
+        if i == n_categories or groups[i] != groups[start]:
+            cx = left + (start + i) / 2 * step
+            out.append(
+                f'<text x="{cx:.1f}" y="{top + plot_h + 42}" class="tick group">'
+                f"{escape(groups[start])}</text>"
+            )
+            if i < n_categories:
+                sx = left + i * step
+                out.append(
+                    f'<line x1="{sx:.1f}" y1="{top}" x2="{sx:.1f}" y2="{top + plot_h + 46}" '
+                    'class="separator"/>'
+                )
+            start = i
+    return out
+
+
+def _series(
+    s: Series,
+    k: int,
+    categories: Sequence[str],
+    groups: Sequence[str] | None,
+    x: Callable[[int, int], float],
+    y: Callable[[float], float],
+) -> list[str]:
+    """One series: its line (broken where a value is missing) and its points with whiskers and tooltips."""
+    out: list[str] = []
+    colour = s.colour or SERIES_COLOURS[k % len(SERIES_COLOURS)]
+    path = []
+    for i, p in enumerate(s.points[: len(categories)]):
+        if p.value is None:
+            path.append(None)
+            continue
+        path.append((x(i, k), y(p.value)))
+    segments: list[list[tuple[float, float]]] = [[]]
+    for pt in path:
+        if pt is None:
+            segments.append([])
+        else:
+            segments[-1].append(pt)
+    for seg in segments:
+        if len(seg) > 1:
+            d = " ".join(f"{'M' if n == 0 else 'L'}{px:.1f},{py:.1f}" for n, (px, py) in enumerate(seg))
+            out.append(f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="2" class="series"/>')
+    for i, p in enumerate(s.points[: len(categories)]):
+        if p.value is None:
+            continue
+        px, py = x(i, k), y(p.value)
+        interval = ""
+        whisker = ""
+        if p.low is not None and p.high is not None:
+            interval = f" [{_num(p.low)}, {_num(p.high)}]"
+            whisker = (
+                f'<line x1="{px:.1f}" y1="{y(p.low):.1f}" x2="{px:.1f}" y2="{y(p.high):.1f}" '
+                f'stroke="{colour}" stroke-width="1.6" class="whisker"/>'
+            )
+        else:
+            interval = " (interval withheld)" if s.intervals else ""
+        fill = colour if (p.low is not None and p.high is not None) or not s.intervals else "#fff"
+        # With groups a category name repeats (a position in each region): name the group too.
+        place = f"{groups[i]} · {categories[i]}" if groups else categories[i]
+        out.append(
+            f"<g><title>{escape(f'{s.name}, {place}: {_num(p.value)}{interval}')}</title>"
+            f'{whisker}<circle cx="{px:.1f}" cy="{py:.1f}" r="5" fill="{fill}" stroke="{colour}" '
+            'stroke-width="2" class="point"/></g>'
+        )
+    return out

@@ -12,10 +12,15 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from markupsafe import Markup
+
 from clcg_pipeline.report._format import MISSING, as_float, fmt_ci, fmt_int, fmt_num, fmt_p, fmt_value
 from clcg_pipeline.report._page import Part, Row, flags_of
 
 CI_WITHHELD = "CI withheld"
+# The generic builder's walk (value, heading path, parts to extend, key, context): renders what a
+# study's contract does not name.
+Walk = Callable[[object, list[str], list[Part], str, str], None]
 # Keys that name a credential; values that look like one (provider key prefixes, bearer tokens).
 # Narrower than the header's pattern on purpose: "prompt_tokens_by_task" is a result, not a secret.
 SECRET_KEY = re.compile(
@@ -281,6 +286,34 @@ def empty_note(status: str, what: str) -> list[Part]:
     if status == "ok":
         return [Part("note", text=f"No {what} recorded.")]
     return []
+
+
+def opening(title: str, found: bool, status: str, what: str) -> list[Part]:
+    """A block's heading; when nothing was ``found``, a "No what recorded." note, or nothing at all.
+
+    The one recipe of every study block: heading, then (if found) charts and tables; a study that did
+    not run (status not ``ok``) has its status line say why, so an empty block adds nothing.
+    """
+    heading = [Part("heading", text=title)]
+    if found:
+        return heading
+    return heading + empty_note(status, what) if status == "ok" else []
+
+
+def chart(svg: str) -> list[Part]:
+    """A chart part, or none when there was nothing to draw (the SVG modules escape every text)."""
+    return [Part("chart", chart=Markup(svg))] if svg else []
+
+
+def further_results(block: Mapping[str, Any], known: Iterable[str], key: str, walk: Walk) -> list[Part]:
+    """Keys beyond the contract still render (generically), so nothing computed is hidden."""
+    known = set(known)
+    rest = {k: v for k, v in block.items() if k not in known}
+    parts: list[Part] = []
+    if rest:
+        parts.append(Part("heading", text="Further results"))
+        walk(rest, [], parts, key, key)
+    return parts
 
 
 def caveat_parts(block: Mapping[str, Any]) -> list[Part]:

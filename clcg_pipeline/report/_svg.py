@@ -93,30 +93,10 @@ def bar_chart_svg(
     row_h, top, bottom = 30, 14, 58
     if reference is not None:
         top = 36  # room for the reference line's label above the plot
-    # Legend entries flow left to right and wrap, so no name runs past the right edge.
-    entries: list[tuple[float, int, int | None]] = []  # x, legend row, class
-    if legend:
-        lx, line = float(label_w), 0
-        # A bar with its own colour and no class (e.g. "all pairs") is no "unclassified" language.
-        classes = {b.joshi_class for b in bars if b.joshi_class is not None or b.colour is None}
-        for joshi_class in sorted(classes, key=lambda c: (c is None, c or 0)):
-            name = "unclassified" if joshi_class is None else f"Joshi class {joshi_class}"
-            width = 20 + FONT_SIZE * 0.62 * len(name) + 24  # swatch, text (generous), gap
-            if lx + width > WIDTH and lx > label_w:
-                lx, line = float(label_w), line + 1
-            entries.append((lx, line, joshi_class))
-            lx += width
-        bottom += 30 * (entries[-1][1] + 1) if entries else 0
+    entries = _legend_entries(bars, label_w) if legend else []
+    bottom += 30 * (entries[-1][1] + 1) if entries else 0
     height = top + row_h * len(bars) + bottom
-    values = [b.value for b in bars]
-    values += [v for b in bars for v in (b.low, b.high) if v is not None]
-    if reference is not None:
-        values.append(reference[0])
-    lo, hi = min(0.0, *values), max(0.0, *values)
-    if hi == lo:
-        hi = lo + 1.0
-    pad = (hi - lo) * 0.04
-    lo, hi = (lo - pad if lo < 0 else lo), hi + pad
+    lo, hi = _value_range(bars, reference)
 
     def x(v: float) -> float:
         return label_w + (v - lo) / (hi - lo) * plot_w
@@ -144,33 +124,7 @@ def bar_chart_svg(
             f'<text x="{rx:.1f}" y="{top - 14}" class="reference-label">{escape(reference[1])}</text>'
         )
     for i, bar in enumerate(bars):
-        y = top + i * row_h
-        x0, x1 = sorted((x(0.0), x(bar.value)))
-        interval = ""
-        if bar.low is not None and bar.high is not None:
-            interval = f" [{show(bar.low)}, {show(bar.high)}]"
-        tip = f"{bar.label}: {show(bar.value)}{interval}" + (" (flagged)" if bar.flagged else "")
-        label = bar.label + (" \u26a0" if bar.flagged else "")
-        fill = escape(bar.colour or _colour(bar.joshi_class))
-        out.append(
-            f"<g><title>{escape(tip)}</title>"
-            f'<text x="{label_w - 8}" y="{y + row_h * 0.66:.1f}" class="label">{escape(label)}</text>'
-            f'<rect x="{x0:.1f}" y="{y + 5}" width="{max(x1 - x0, 0.5):.1f}" height="{row_h - 10}" '
-            f'fill="{fill}" class="bar{" flagged" if bar.flagged else ""}"/>'
-        )
-        if bar.low is not None and bar.high is not None:
-            mid = y + row_h / 2
-            wl, wh = x(bar.low), x(bar.high)
-            out.append(
-                f'<line x1="{wl:.1f}" y1="{mid:.1f}" x2="{wh:.1f}" y2="{mid:.1f}" class="ci"/>'
-                f'<line x1="{wl:.1f}" y1="{mid - 6:.1f}" x2="{wl:.1f}" y2="{mid + 6:.1f}" class="ci"/>'
-                f'<line x1="{wh:.1f}" y1="{mid - 6:.1f}" x2="{wh:.1f}" y2="{mid + 6:.1f}" class="ci"/>'
-            )
-        out.append(
-            f'<text x="{WIDTH - 4}" y="{y + row_h * 0.66:.1f}" class="value">{escape(show(bar.value))}'
-            f"{escape(interval)}</text>"
-        )
-        out.append("</g>")
+        out += _bar_row(bar, top + i * row_h, row_h, label_w, x, show)
     out.append(
         f'<text x="{label_w + plot_w / 2:.1f}" y="{plot_bottom + 42}" class="axis">{escape(x_label)}</text>'
     )
@@ -184,3 +138,75 @@ def bar_chart_svg(
         )
     out.append("</svg>")
     return "".join(out)
+
+
+LegendEntry = tuple[float, int, int | None]  # x, legend row, class
+
+
+def _legend_entries(bars: list[Bar], label_w: int) -> list[LegendEntry]:
+    """Legend entries flow left to right and wrap, so no name runs past the right edge."""
+    entries: list[LegendEntry] = []
+    lx, line = float(label_w), 0
+    # A bar with its own colour and no class (e.g. "all pairs") is no "unclassified" language.
+    classes = {b.joshi_class for b in bars if b.joshi_class is not None or b.colour is None}
+    for joshi_class in sorted(classes, key=lambda c: (c is None, c or 0)):
+        name = "unclassified" if joshi_class is None else f"Joshi class {joshi_class}"
+        width = 20 + FONT_SIZE * 0.62 * len(name) + 24  # swatch, text (generous), gap
+        if lx + width > WIDTH and lx > label_w:
+            lx, line = float(label_w), line + 1
+        entries.append((lx, line, joshi_class))
+        lx += width
+    return entries
+
+
+def _value_range(bars: list[Bar], reference: tuple[float, str] | None) -> tuple[float, float]:
+    """The x range: every value and interval end, zero, and the reference line, padded a little."""
+    values = [b.value for b in bars]
+    values += [v for b in bars for v in (b.low, b.high) if v is not None]
+    if reference is not None:
+        values.append(reference[0])
+    lo, hi = min(0.0, *values), max(0.0, *values)
+    if hi == lo:
+        hi = lo + 1.0
+    pad = (hi - lo) * 0.04
+    lo, hi = (lo - pad if lo < 0 else lo), hi + pad
+    return lo, hi
+
+
+def _bar_row(
+    bar: Bar,
+    y: int,
+    row_h: int,
+    label_w: int,
+    x: Callable[[float], float],
+    show: Callable[[float], str],
+) -> list[str]:
+    """One bar: its label, the bar, the interval whiskers and the value as text, with a tooltip."""
+    out: list[str] = []
+    x0, x1 = sorted((x(0.0), x(bar.value)))
+    interval = ""
+    if bar.low is not None and bar.high is not None:
+        interval = f" [{show(bar.low)}, {show(bar.high)}]"
+    tip = f"{bar.label}: {show(bar.value)}{interval}" + (" (flagged)" if bar.flagged else "")
+    label = bar.label + (" \u26a0" if bar.flagged else "")
+    fill = escape(bar.colour or _colour(bar.joshi_class))
+    out.append(
+        f"<g><title>{escape(tip)}</title>"
+        f'<text x="{label_w - 8}" y="{y + row_h * 0.66:.1f}" class="label">{escape(label)}</text>'
+        f'<rect x="{x0:.1f}" y="{y + 5}" width="{max(x1 - x0, 0.5):.1f}" height="{row_h - 10}" '
+        f'fill="{fill}" class="bar{" flagged" if bar.flagged else ""}"/>'
+    )
+    if bar.low is not None and bar.high is not None:
+        mid = y + row_h / 2
+        wl, wh = x(bar.low), x(bar.high)
+        out.append(
+            f'<line x1="{wl:.1f}" y1="{mid:.1f}" x2="{wh:.1f}" y2="{mid:.1f}" class="ci"/>'
+            f'<line x1="{wl:.1f}" y1="{mid - 6:.1f}" x2="{wl:.1f}" y2="{mid + 6:.1f}" class="ci"/>'
+            f'<line x1="{wh:.1f}" y1="{mid - 6:.1f}" x2="{wh:.1f}" y2="{mid + 6:.1f}" class="ci"/>'
+        )
+    out.append(
+        f'<text x="{WIDTH - 4}" y="{y + row_h * 0.66:.1f}" class="value">{escape(show(bar.value))}'
+        f"{escape(interval)}</text>"
+    )
+    out.append("</g>")
+    return out

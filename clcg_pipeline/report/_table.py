@@ -8,22 +8,22 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from clcg_pipeline.report._format import MISSING, as_float, estimate_of, fmt_ci, fmt_int, fmt_num
-from clcg_pipeline.report._render import (
-    H1_SUMMARY,
-    _describe,
-    _lang_name,
-    _languages,
-    _settings_of,
+from clcg_pipeline.report._document import (
     band_text,
-    flags_of,
+    describe,
+    lang_name,
+    languages_of,
     languages_without_data,
+    settings_of,
 )
+from clcg_pipeline.report._format import MISSING, as_float, estimate_of, fmt_ci, fmt_int, fmt_num
+from clcg_pipeline.report._labels import H1_SUMMARY
+from clcg_pipeline.report._page import flags_of
 
 
 def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]) -> str:
     """What the table measured (metric, band, corpus, models) and which languages had no data."""
-    settings = _settings_of(results)
+    settings = settings_of(results)
     lines = []
     band = settings.get("band")
     if isinstance(band, Mapping):
@@ -33,7 +33,7 @@ def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]])
     sources = settings.get("sources") or results.get("sources")
     if sources:
         items = sources if isinstance(sources, list | tuple) else [sources]
-        lines.append("corpus: " + "; ".join(_describe(s) for s in items))
+        lines.append("corpus: " + "; ".join(describe(s) for s in items))
     models = settings.get("models")
     h1 = results.get("h1") if isinstance(results.get("h1"), Mapping) else {}
     if models:
@@ -45,7 +45,7 @@ def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]])
         lines.append("models: " + ", ".join(str(m) for m in h1["by_model"]))
     missing = languages_without_data(results, langs)
     if missing:
-        names = ", ".join(_lang_name(e["iso"], langs) for e in missing)
+        names = ", ".join(lang_name(e["iso"], langs) for e in missing)
         lines.append(
             f"[yellow]no data ({len(missing)} panel language{'s' if len(missing) != 1 else ''}): "
             f"{escape(names)}[/yellow]"
@@ -75,7 +75,7 @@ def format_h1_table(
     """
     meta = {str(m.get("iso")): m for m in languages or [] if isinstance(m, Mapping)}
     document: Mapping[str, Any] = results if isinstance(results, Mapping) else {"h1": h1}
-    langs = _languages(document, languages)
+    langs = languages_of(document, languages)
     table = Table(
         title="Cross-Lingual Comprehension Gap (H1)",
         caption=_caption(document, langs),

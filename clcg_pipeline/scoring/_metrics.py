@@ -191,8 +191,12 @@ def _lcs_lengths(left: list[str], right: list[str]) -> np.ndarray:
 
 
 def harmonic_mean(hits: np.ndarray, n_pred: np.ndarray, n_gold: np.ndarray) -> np.ndarray:
-    """2PR/(P+R) with P = hits/n_pred and R = hits/n_gold, in the same float operations (and so
-    to the same bits) as SQuAD's and rouge-score's scalar code; 0 where there are no hits."""
+    """F-measure per element: ``2PR / (P + R)`` with ``P = hits / n_pred``, ``R = hits / n_gold``.
+
+    The same float operations (and so the same bits) as SQuAD's and rouge-score's scalar code,
+    which is why Token-F1, ROUGE-L and the granularity scorers all use it; 0 where there are
+    no hits (including empty sides, where P or R would be 0/0).
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = hits / n_pred
         recall = hits / n_gold

@@ -1,27 +1,28 @@
-"""Validation studies around the estimator (STUDY.md section 7).
+"""Validation studies around the estimator (STUDY.md section 7), one subpackage each.
 
-The automatic error taxonomy (two LLM judges label English/target response pairs with
-``clcg-error-v1``) and the human-validation round trip (annotation sample, export for
-annotators, import, quality control, agreement): the "human-validation joins" of the graph.
+``taxonomy``: the automatic error taxonomy (two LLM judges label English/target response pairs
+with ``clcg-error-v1``). ``human``: the human-validation round trip (annotation sample, export
+for annotators, import, quality control, agreement): the "human-validation joins" of the graph.
 """
 
-from clcg_pipeline.validation._agreement import value_counts
-from clcg_pipeline.validation._error_judging import ERROR_EVIDENCE_FIELDS, error_template
-from clcg_pipeline.validation._human_analysis import (
+from clcg_pipeline.validation.human import (
     CLASS_CLCG_CAVEAT,
+    RUBRIC,
     alpha_table,
     attach_sample,
     class_clcg_spearman,
     per_response,
     run_human_validation,
+    run_qc,
+    value_counts,
 )
-from clcg_pipeline.validation._human_synthetic import synthetic_human_study
-from clcg_pipeline.validation._qc import RUBRIC, run_qc
-from clcg_pipeline.validation._taxonomy import load_taxonomy
-from clcg_pipeline.validation._taxonomy_analysis import (
+from clcg_pipeline.validation.taxonomy import (
+    ERROR_EVIDENCE_FIELDS,
     AnalysisInputs,
+    Taxonomy,
     analyse_error_taxonomy,
-    synthetic_frames,
+    error_template,
+    load_taxonomy,
 )
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "ERROR_EVIDENCE_FIELDS",
     "RUBRIC",
     "AnalysisInputs",
+    "Taxonomy",
     "alpha_table",
     "analyse_error_taxonomy",
     "attach_sample",
@@ -38,7 +40,5 @@ __all__ = [
     "per_response",
     "run_human_validation",
     "run_qc",
-    "synthetic_frames",
-    "synthetic_human_study",
     "value_counts",
 ]

@@ -9,7 +9,7 @@ from clcg_pipeline.config import LanguagesConfig, StudyConfig, load_config
 
 @pytest.fixture(scope="session")
 def project():
-    from clcg_pipeline.analysis import synthetic_config
+    from clcg_pipeline.synthetic import synthetic_config
 
     return synthetic_config(load_config("assets_config"))
 

@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clcg_pipeline.analysis import run_suite, synthetic_articles, synthetic_config, synthetic_scores
+from clcg_pipeline.analysis import run_suite
 from clcg_pipeline.analysis._context import SuiteContext
 from clcg_pipeline.analysis._definitions import DEFINITIONS
 from clcg_pipeline.analysis._gaps import Roles
-from clcg_pipeline.analysis._io import to_jsonable
 from clcg_pipeline.analysis._mixed import cell_means, fit_crossed, fit_crossed_statsmodels
 from clcg_pipeline.config import ModelsConfig, ModelSpec, StudyConfig
-from clcg_pipeline.storage import conform
+from clcg_pipeline.storage import conform, jsonable
+from clcg_pipeline.synthetic import synthetic_articles, synthetic_config, synthetic_scores
 
 ROOT = Path(__file__).resolve().parents[2]
 B = 60
@@ -198,7 +198,7 @@ def test_metric_sensitivity_side_by_side_and_semsim_not_computed(res, cfg):
 
 
 def test_results_explain_themselves(res):
-    doc = to_jsonable(res.results)
+    doc = jsonable(res.results)
     emitted = set(res.estimates["estimand"])
     assert emitted <= set(doc["definitions"]) <= set(DEFINITIONS)
     page = (ROOT / "docs" / "ESTIMANDS.md").read_text()
@@ -227,7 +227,7 @@ def test_results_explain_themselves(res):
 
 def test_nothing_scored_says_so(cfg):
     res = run_suite(pd.DataFrame(), cfg, replicates=B)
-    doc = to_jsonable(res.results)
+    doc = jsonable(res.results)
     assert doc["h1"]["identifiable"] is False and "no scored rows at all" in doc["h1"]["reason"]
     assert any("no scored rows" in w for w in doc["warnings"])
     assert [e["iso"] for e in doc["languages_without_data"]] == ["en", "pt", "sw", "am", "fon"]

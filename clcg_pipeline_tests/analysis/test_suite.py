@@ -10,18 +10,16 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from clcg_pipeline.analysis import (
-    estimate_file,
-    run_suite,
+from clcg_pipeline.analysis import estimate_file, run_suite
+from clcg_pipeline.analysis._gaps import Roles, build_panel
+from clcg_pipeline.config import StudyConfig
+from clcg_pipeline.storage import conform, jsonable
+from clcg_pipeline.synthetic import (
     synthetic_articles,
     synthetic_config,
     synthetic_fertility,
     synthetic_scores,
 )
-from clcg_pipeline.analysis._gaps import Roles, build_panel
-from clcg_pipeline.analysis._io import to_jsonable
-from clcg_pipeline.config import StudyConfig
-from clcg_pipeline.storage import conform
 
 N_ART = 24
 TARGETS = ["sw", "am", "fon"]
@@ -58,7 +56,7 @@ def suite(cfg, data):
 
 def _stable(results: dict) -> str:
     """The document without what legitimately changes between runs (time, checkout commit)."""
-    doc = to_jsonable(results)
+    doc = jsonable(results)
     doc["settings"].pop("generated_at")
     doc["settings"].pop("code_version")
     return json.dumps(doc, sort_keys=True)
@@ -300,7 +298,7 @@ def test_suite_survives_tiny_and_partial_panels(cfg, n_models, n_articles, n_sta
         fertility=synthetic_fertility(cfg.languages),
         replicates=30,
     )
-    json.dumps(to_jsonable(res.results), allow_nan=False)  # strict JSON, no NaN
+    json.dumps(jsonable(res.results), allow_nan=False)  # strict JSON, no NaN
     conform("estimates", res.estimates)
     h1 = res.results["h1"]
     if "en" in drop:

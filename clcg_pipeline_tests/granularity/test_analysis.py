@@ -1,4 +1,4 @@
-"""The granularity analysis on crafted task scores with known effects (granularity/_analysis.py)."""
+"""The granularity analysis on crafted task scores with known effects (granularity/_analysis/)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from clcg_pipeline.granularity._analysis import (
     judge_agreement,
     ordinal_alpha,
     prompt_tokens_by_task,
-    synthetic_task_scores,
 )
+from clcg_pipeline.synthetic import synthetic_task_scores
 
 LANGS = ("en", "pt", "sw", "fon")
 REPS = 100

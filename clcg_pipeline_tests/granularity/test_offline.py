@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.calls._judge import parse_judgement, render_judge_request
-from clcg_pipeline.calls._results import CallResult
-from clcg_pipeline.calls._runner import run_requests
+from clcg_pipeline.calls import CallOptions, CallResult, render_judge_request, run_requests
+from clcg_pipeline.calls._judge import parse_judgement
 from clcg_pipeline.config import ConditionSettings
 from clcg_pipeline.granularity._offline import NO_DOCUMENT, UNKNOWN, answer, judge_cloze_error, judge_fill
 from clcg_pipeline.granularity._prompts import (
@@ -143,8 +142,8 @@ def test_the_offline_provider_routes_every_family_to_these_handlers(tmp_path: Pa
         render_task_request("summary", context="full", paragraphs=DOC_EN, settings=SETTINGS),
         render_judge_request(FILL_JUDGE, _fill_fields(PT[2]), settings=SETTINGS),
     ]
-    (reader,) = run_requests(READER, requests[:1], cache_dir=str(tmp_path))
-    (judge,) = run_requests(JUDGE_A, requests[1:], cache_dir=str(tmp_path))
+    (reader,) = run_requests(READER, requests[:1], CallOptions(cache_dir=str(tmp_path)))
+    (judge,) = run_requests(JUDGE_A, requests[1:], CallOptions(cache_dir=str(tmp_path)))
     assert reader.outcome == judge.outcome == "ok"
     assert reader.text == answer(requests[0], READER)
     assert json.loads(judge.text or "")["topic_fidelity"] == 20  # the reference itself

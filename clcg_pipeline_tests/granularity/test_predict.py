@@ -8,19 +8,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls import CallOptions
 from clcg_pipeline.calls.fake_server import FakeServer, reply_marker
+from clcg_pipeline.granularity._parse import parse_cloze, parse_text, parse_word
 from clcg_pipeline.granularity._predict import (
-    parse_cloze,
-    parse_text,
-    parse_word,
     plan_task_calls,
     plan_tasks,
     predict_tasks,
 )
 from clcg_pipeline.orchestration._plan import plan_granularity
 from clcg_pipeline.storage._tables import conform
+from clcg_pipeline_tests.calls.conftest import FAKE_KEY, FAKE_KEY_ENV, FAST, spec_for
 from clcg_pipeline_tests.granularity.g2_frames import CLOZE_OPTIONS, READER, SETTINGS, paragraphs, tasks
-from clcg_pipeline_tests.inference.conftest import FAKE_KEY, FAKE_KEY_ENV, FAST, spec_for
 
 KEY = ["model", "language", "doc_id", "task_id", "context", "rep"]
 
@@ -59,9 +58,9 @@ def test_offline_partition_rows_contracts_and_a_cached_rerun(tmp_path: Path) -> 
         "paragraphs": paragraphs(),
         "tasks": tasks(),
         "settings": SETTINGS,
-        "cache_dir": str(tmp_path),
     }
-    first = predict_tasks(**args, progress=lambda d, t: seen.append((d, t)))
+    options = CallOptions(cache_dir=str(tmp_path))
+    first = predict_tasks(**args, options=options.with_progress(lambda d, t: seen.append((d, t))))
     conform("task_predictions", first.predictions)
     conform("task_calls", first.calls)
     preds = first.predictions
@@ -69,7 +68,7 @@ def test_offline_partition_rows_contracts_and_a_cached_rerun(tmp_path: Path) -> 
     assert (preds["status"] == "ok").all() and set(preds["context"]) == {"full", "none"}
     assert len(first.calls) == 10 and not first.calls["cached"].any()
     assert seen[-1] == (10, 10)
-    again = predict_tasks(**args)
+    again = predict_tasks(**args, options=options)
     assert again.calls["cached"].all()
     pd.testing.assert_frame_equal(again.predictions, first.predictions)
 
@@ -134,8 +133,7 @@ def test_hosted_model_through_the_real_sdk_then_a_cached_rerun_sends_nothing(
             "paragraphs": paragraphs(),
             "tasks": _hosted_tasks(),
             "settings": SETTINGS,
-            "cache_dir": str(tmp_path),
-            "policy": FAST,
+            "options": CallOptions(cache_dir=str(tmp_path), policy=FAST),
         }
         first = predict_tasks(**args)
         sent = sum(server.state.requests.values())
@@ -162,9 +160,7 @@ def test_a_partition_budget_stops_calls_and_marks_answers_missing(
             paragraphs=paragraphs(),
             tasks=_hosted_tasks(),
             settings=SETTINGS,
-            cache_dir=str(tmp_path),
-            budget_usd=1e-9,
-            policy=FAST,
+            options=CallOptions(cache_dir=str(tmp_path), budget_usd=1e-9, policy=FAST),
         )
         assert sum(server.state.requests.values()) == 0
     assert set(result.calls["outcome"]) == {"skipped_budget"}
@@ -187,7 +183,7 @@ def test_plan_prices_long_prompts_per_task_and_counts_cache_and_shared_calls(tmp
     # Without the document, the word and summary prompts are the same in every language: sent once.
     assert none["shared_calls"] == 1 and none["cost_usd"] == 0.0
     assert pt.loc[("translation", "full"), "calls"] == 1
-    predict_tasks(language="pt", cache_dir=str(tmp_path), **args)
+    predict_tasks(language="pt", options=CallOptions(cache_dir=str(tmp_path)), **args)
     cached = plan_task_calls(language="pt", cache_dir=str(tmp_path), **args)
     assert (cached["cached_calls"] == cached["calls"]).all() and cached["cost_usd"].sum() == 0.0
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls import CallOptions
 from clcg_pipeline.granularity._predict import PREDICTION_COLUMNS, predict_tasks
 from clcg_pipeline.granularity._scoring import (
     attach_judges,
@@ -169,13 +170,15 @@ def test_offline_judges_score_fillings_and_label_wrong_cloze_choices(tmp_path: P
         paragraphs=paragraphs(),
         tasks=tasks(),
         settings=SETTINGS,
-        cache_dir=str(tmp_path),
+        options=CallOptions(cache_dir=str(tmp_path)),
     )
     preds = result.predictions.copy()
     # A wrong cloze choice for the error judge: the first blank answered with the confusion (B).
     wrong = (preds["task_id"] == "t-cloze-1") & (preds["context"] == "full")
     preds.loc[wrong, "answer"] = "B"
-    judgements, calls = judge_tasks(preds, tasks(), paragraphs(), [JUDGE_A, JUDGE_B], cache_dir=str(tmp_path))
+    judgements, calls = judge_tasks(
+        preds, tasks(), paragraphs(), [JUDGE_A, JUDGE_B], CallOptions(cache_dir=str(tmp_path))
+    )
     conform("task_judgements", judgements)
     conform("task_judge_calls", calls)
     fill = judgements[judgements["kind"] == "fill"]

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from clcg_pipeline.calls._judge import render_judge_request
+from clcg_pipeline.calls import CallOptions, render_judge_request
 from clcg_pipeline.config import ConditionSettings, load_config
 from clcg_pipeline.config._models import GranularityBucket, GranularitySettings
 from clcg_pipeline.corpus import audit_corpus, load_source_cached
@@ -56,7 +56,7 @@ def bank(documents: tuple[pd.DataFrame, pd.DataFrame], tmp_path_factory: pytest.
         *documents,
         SETTINGS,
         reference="en",
-        writer=judge_writer(writer, cache_dir=cache),
+        writer=judge_writer(writer, CallOptions(cache_dir=cache)),
         writer_id=writer.id,
     )
 
@@ -236,7 +236,7 @@ def test_frozen_ids_and_hashes_are_stable(
         *documents,
         SETTINGS,
         reference="en",
-        writer=judge_writer(writer, cache_dir=str(tmp_path)),
+        writer=judge_writer(writer, CallOptions(cache_dir=str(tmp_path))),
         writer_id=writer.id,
     )
     pd.testing.assert_frame_equal(again.tasks, bank.tasks)

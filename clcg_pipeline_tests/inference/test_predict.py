@@ -8,11 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls import CallOptions
 from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference import plan_partition, predict_partition
 from clcg_pipeline.storage._tables import conform
-from clcg_pipeline_tests.inference.conftest import FAST, spec_for
+from clcg_pipeline_tests.calls.conftest import FAST, spec_for
 
 OFFLINE = ModelSpec(
     id="lexical-reader", provider="offline", model="lexical-overlap-v1", options={"threshold": 0.2}
@@ -84,14 +85,13 @@ def test_offline_partition_rows_and_contracts(tmp_path: Path) -> None:
     reps = {"d1": 3, "d2": 1, "d3": 1, "d_absent": 1}
     seen: list[tuple[int, int]] = []
     result = predict_partition(
-        progress=lambda done, total: seen.append((done, total)),
         model=OFFLINE,
         language="en",
         paragraphs=_paragraphs("en", docs[:2]),
         items=_items(docs),
         reps=reps,
         conditions=CONDITIONS,
-        cache_dir=str(tmp_path),
+        options=CallOptions(cache_dir=str(tmp_path), progress=lambda done, total: seen.append((done, total))),
     )
     conform("predictions", result.predictions)
     conform("calls", result.calls)
@@ -118,7 +118,7 @@ def test_other_language_gets_fewer_answers_than_english(tmp_path: Path) -> None:
         "items": _items(["d1"]),
         "reps": {"d1": 1},
         "conditions": {"full_body": CONDITIONS["full_body"]},
-        "cache_dir": str(tmp_path),
+        "options": CallOptions(cache_dir=str(tmp_path)),
         "model": OFFLINE,
     }
     en = predict_partition(language="en", paragraphs=_paragraphs("en", ["d1"]), **args).predictions
@@ -134,15 +134,14 @@ def test_plan_counts_calls_tokens_and_cache_without_calling(tmp_path: Path) -> N
         "items": _items(["d1", "d2"]),
         "reps": {"d1": 3, "d2": 1},
         "conditions": CONDITIONS,
-        "cache_dir": str(tmp_path),
     }
-    plan = plan_partition(**args).set_index("context_scope")
+    plan = plan_partition(**args, cache_dir=str(tmp_path)).set_index("context_scope")
     assert plan.loc["full_body", "calls"] == 4 and plan.loc["item_grounded", "calls"] == 12
     assert (plan["cached_calls"] == 0).all() and (plan["tokenizer"] == "cl100k_base").all()
     assert (plan["input_tokens"] > 0).all() and (plan["cost_usd"] > 0).all()
     assert not any(tmp_path.rglob("*.json"))  # planning wrote nothing and called nothing
-    predict_partition(**args)
-    replan = plan_partition(**args).set_index("context_scope")
+    predict_partition(**args, options=CallOptions(cache_dir=str(tmp_path)))
+    replan = plan_partition(**args, cache_dir=str(tmp_path)).set_index("context_scope")
     assert (replan["cached_calls"] == replan["calls"]).all() and (replan["cost_usd"] == 0).all()
 
 
@@ -171,8 +170,7 @@ def test_faulty_provider_every_slot_accounted_and_no_key_leak(
             items=items,
             reps=dict.fromkeys(docs, 1),
             conditions={"full_body": CONDITIONS["full_body"]},
-            cache_dir=str(data / "cache"),
-            policy=FAST,
+            options=CallOptions(cache_dir=str(data / "cache"), policy=FAST),
         )
     preds = result.predictions.set_index("doc_id")
     assert len(result.predictions) == 36 and not result.predictions.duplicated(KEYS).any()
@@ -203,13 +201,12 @@ def test_duplicate_items_and_empty_questions_are_rejected(tmp_path: Path) -> Non
         "paragraphs": _paragraphs("en", ["d1"]),
         "reps": {"d1": 1},
         "conditions": CONDITIONS,
-        "cache_dir": str(tmp_path),
     }
     with pytest.raises(ValueError, match="'d1-a' of doc_id 'd1' appears more than once"):
-        plan_partition(items=pd.concat([items, items.iloc[[1]]]), **args)
+        plan_partition(items=pd.concat([items, items.iloc[[1]]]), cache_dir=str(tmp_path), **args)
     items.loc[0, "question"] = " "
     with pytest.raises(ValueError, match="item 'd1-b' field 'question' is empty"):
-        predict_partition(items=items, **args)
+        predict_partition(items=items, options=CallOptions(cache_dir=str(tmp_path)), **args)
 
 
 def test_items_read_back_from_parquet_are_accepted(tmp_path: Path) -> None:
@@ -235,7 +232,7 @@ def test_items_read_back_from_parquet_are_accepted(tmp_path: Path) -> None:
         "paragraphs": _paragraphs("en", ["d1"]),
         "reps": {"d1": 1},
         "conditions": CONDITIONS,
-        "cache_dir": str(tmp_path / "cache"),
+        "options": CallOptions(cache_dir=str(tmp_path / "cache")),
     }
     direct = predict_partition(items=items, **args).predictions
     trip = predict_partition(items=back, **args).predictions

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from clcg_pipeline.calls import PROMPT_VERSIONS, model_key, resolve_settings
-from clcg_pipeline.calls._runner import bind
+from clcg_pipeline.calls import PROMPT_VERSIONS, bind, model_key, resolve_settings
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.inference import Question, render_request
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
-from clcg_pipeline.calls import CallResult
+from clcg_pipeline.calls import CallOptions, CallResult
 from clcg_pipeline.config import ModelSpec, StudyConfig
 from clcg_pipeline.items import (
     GENERATION_VERSION,
@@ -121,8 +121,8 @@ def test_generate_items_validates_and_counts(monkeypatch, tmp_path):
 
     seen = {}
 
-    def fake_run(model, requests, *, cache_dir, budget_usd=None):
-        seen["cache_dir"], seen["n"] = cache_dir, len(requests)
+    def fake_run(model, requests, options):
+        seen["cache_dir"], seen["n"] = options.cache_dir, len(requests)
         return [
             result(reply(r.metadata["level"], r.metadata["doc_id"]), call_id=f"id{i}")
             for i, r in enumerate(requests)
@@ -130,7 +130,7 @@ def test_generate_items_validates_and_counts(monkeypatch, tmp_path):
 
     monkeypatch.setattr(_generate, "run_requests", fake_run)
     model = ModelSpec(id="gen", provider="offline", model="lexical-overlap-v1")
-    bank = generate_bank(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path), created_at=WHEN)
+    bank = generate_bank(model, ARTICLES, PARAS, STUDY, CallOptions(cache_dir=str(tmp_path)), created_at=WHEN)
     assert seen == {"cache_dir": str(tmp_path), "n": 12}
     assert sorted(bank.items["item_id"]) == ["d1-L0-1", "d1-L1-1", "d1-L4-1", "d1-L4-3"]
     assert dict(zip(bank.rejections["item_id"], bank.rejections["rule"], strict=True)) == {
@@ -147,10 +147,10 @@ def test_generate_items_validates_and_counts(monkeypatch, tmp_path):
 def test_generate_items_through_the_real_runner(tmp_path):
     # The offline reader is no item writer: it answers "[]", so nothing is invented or padded.
     model = ModelSpec(id="lex", provider="offline", model="lexical-overlap-v1")
-    bank = generate_bank(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path))
+    bank = generate_bank(model, ARTICLES, PARAS, STUDY, CallOptions(cache_dir=str(tmp_path)))
     assert len(bank.results) == 12 and bank.items.empty
     assert int(bank.yield_["n_valid"].sum()) == 0
-    again = generate_bank(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path))
+    again = generate_bank(model, ARTICLES, PARAS, STUDY, CallOptions(cache_dir=str(tmp_path)))
     assert all(r.cached for r in again.results)  # the cache makes a re-run free
 
 
@@ -169,7 +169,7 @@ def test_parse_accepts_duck_typed_results():
 
 
 def test_generate_items_returns_unvalidated_rows_for_whole_bank_validation(monkeypatch, tmp_path):
-    def fake_run(model, requests, *, cache_dir, budget_usd=None):
+    def fake_run(model, requests, options):
         out = []
         for r in requests:
             if r.metadata["level"] == "L4":
@@ -184,7 +184,7 @@ def test_generate_items_returns_unvalidated_rows_for_whole_bank_validation(monke
 
     monkeypatch.setattr(_generate, "run_requests", fake_run)
     model = ModelSpec(id="gen", provider="offline", model="lexical-overlap-v1")
-    raw = generate_items(model, ARTICLES, PARAS, STUDY, cache_dir=str(tmp_path))
+    raw = generate_items(model, ARTICLES, PARAS, STUDY, CallOptions(cache_dir=str(tmp_path)))
     assert sorted(raw["item_id"]) == ["d1-L4-1", "d1-L5-0", "d2-L4-1", "d2-L5-0"]
     human = pd.DataFrame(
         [

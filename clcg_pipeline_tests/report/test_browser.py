@@ -21,16 +21,16 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from clcg_pipeline.analysis import (
-    run_suite,
+from clcg_pipeline.analysis import run_suite
+from clcg_pipeline.analysis._drilldown import drilldown
+from clcg_pipeline.config import load_config
+from clcg_pipeline.report import render_report, write_report
+from clcg_pipeline.synthetic import (
     synthetic_articles,
     synthetic_config,
     synthetic_fertility,
     synthetic_scores,
 )
-from clcg_pipeline.analysis._drilldown import drilldown
-from clcg_pipeline.config import load_config
-from clcg_pipeline.report import render_report, write_report
 from clcg_pipeline_tests.report import study_fixtures
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "assets_config"

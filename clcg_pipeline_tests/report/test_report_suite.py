@@ -9,6 +9,12 @@ import pytest
 
 from clcg_pipeline.config import load_config
 from clcg_pipeline.report import format_h1_table, render_report
+from clcg_pipeline.synthetic import (
+    synthetic_articles,
+    synthetic_config,
+    synthetic_fertility,
+    synthetic_scores,
+)
 
 analysis = pytest.importorskip("clcg_pipeline.analysis")
 
@@ -16,13 +22,13 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "assets_config"
 
 
 def test_renders_run_suite_output() -> None:
-    config = analysis.synthetic_config(load_config(CONFIG_DIR))
-    scores = analysis.synthetic_scores(config.languages, n_articles=8, n_stability=2, seed=3)
+    config = synthetic_config(load_config(CONFIG_DIR))
+    scores = synthetic_scores(config.languages, n_articles=8, n_stability=2, seed=3)
     suite = analysis.run_suite(
         scores,
         config,
-        articles=analysis.synthetic_articles(8),
-        fertility=analysis.synthetic_fertility(config.languages),
+        articles=synthetic_articles(8),
+        fertility=synthetic_fertility(config.languages),
         replicates=50,
     )
     # Round-trip through JSON as the report asset reads study_results.json.

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from clcg_pipeline.scoring import (
     choice_accuracy,
     choice_index,
     exact_match,
+    harmonic_mean,
     normalize_answer,
     polar_accuracy,
     polar_label,
@@ -122,3 +124,16 @@ def test_choice_accuracy_gold_as_text_or_letter() -> None:
     assert choice_accuracy("london", "B", OPTIONS) == 1.0
     assert choice_accuracy("C", "London", OPTIONS) == 0.0
     assert choice_accuracy("B", "London", []) == 0.0
+
+
+def test_harmonic_mean_is_the_scalar_f_measure_to_the_bit() -> None:
+    hits = np.array([0, 1, 2, 3, 0])
+    n_pred = np.array([3, 4, 2, 7, 0])
+    n_gold = np.array([2, 1, 5, 3, 0])
+    got = harmonic_mean(hits, n_pred, n_gold)
+    for h, p, g, value in zip(hits, n_pred, n_gold, got, strict=True):
+        if h == 0:
+            assert value == 0.0
+            continue
+        precision, recall = h / p, h / g  # SQuAD's scalar code
+        assert value == 2 * precision * recall / (precision + recall)

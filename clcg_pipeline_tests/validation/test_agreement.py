@@ -9,7 +9,7 @@ from nltk.metrics.agreement import AnnotationTask
 from nltk.metrics.distance import binary_distance, interval_distance
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from clcg_pipeline.validation._agreement import (
+from clcg_pipeline.validation.human._agreement import (
     _kappa_rows,
     alpha_replicates,
     cohen_kappa,

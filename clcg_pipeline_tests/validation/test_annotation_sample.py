@@ -8,10 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls import CallOptions
 from clcg_pipeline.calls._judge import render_judge_request
 from clcg_pipeline.config import ConditionSettings, ModelSpec, load_config
-from clcg_pipeline.validation._annotation_sample import ATTENTION_EXPECTED, build_annotation_sample, forms_of
-from clcg_pipeline.validation._keypoints import (
+from clcg_pipeline.validation.human._annotation_sample import ATTENTION_EXPECTED, build_annotation_sample
+from clcg_pipeline.validation.human._forms import forms_of
+from clcg_pipeline.validation.human._keypoints import (
     KEYPOINTS_TEMPLATE,
     checklist_items,
     split_facts,
@@ -157,7 +159,9 @@ def test_keypoints_written_through_the_runner_once_and_frozen(tmp_path: Path) ->
     writer = load_config(DEFAULT_CONFIG).models.get("offline-writer")
     items = checklist_items(_sample().sample)
     assert not items.empty and "L0" not in set(items["item_id"].str.split("-").str[1])
-    keypoints, judgements, calls = write_keypoints(writer, items, cache_dir=str(tmp_path / "cache"))
+    keypoints, judgements, calls = write_keypoints(
+        writer, items, CallOptions(cache_dir=str(tmp_path / "cache"))
+    )
     assert set(judgements["status"]) == {"ok"} and len(calls) == len(items)
     first = keypoints[keypoints["item_id"] == items["item_id"].iloc[0]]
     assert list(first["text"]) == [
@@ -167,7 +171,9 @@ def test_keypoints_written_through_the_runner_once_and_frozen(tmp_path: Path) ->
     assert set(keypoints["writer"]) == {"offline-writer"}
     # Frozen: stored rows are kept as they are and not asked again.
     edited = keypoints.assign(text=keypoints["text"] + " (frozen)")
-    again, judged, _ = write_keypoints(writer, items, cache_dir=str(tmp_path / "cache"), existing=edited)
+    again, judged, _ = write_keypoints(
+        writer, items, CallOptions(cache_dir=str(tmp_path / "cache")), existing=edited
+    )
     assert judged.empty
     pd.testing.assert_frame_equal(
         again, edited.sort_values(["item_id", "keypoint_id"]).reset_index(drop=True)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clcg_pipeline.validation._diagnostic import candidate_pairs, diagnostic_sample, pair_id
+from clcg_pipeline.validation.taxonomy._diagnostic import candidate_pairs, diagnostic_sample, pair_id
 
 KEY = ["model", "language", "doc_id", "item_id", "rep", "context_scope"]
 

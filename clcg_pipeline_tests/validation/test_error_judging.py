@@ -11,21 +11,22 @@ import pandas as pd
 import pytest
 import yaml
 
+from clcg_pipeline.calls import CallOptions
 from clcg_pipeline.calls.fake_server import FakeServer, reply_marker
 from clcg_pipeline.config import load_config
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import ParquetIOManager, read_all_partitions
 from clcg_pipeline.storage._files import DATA_FILE, partition_dir, write_frame
-from clcg_pipeline.validation._error_judging import (
+from clcg_pipeline.validation.taxonomy._judging import (
     ORDER_BIAS_COLUMNS,
     error_template,
     judge_sample,
     order_bias_pairs,
     side_subjects,
 )
-from clcg_pipeline.validation._taxonomy import TAXONOMY_DIR, load_taxonomy, parse_taxonomy
-from clcg_pipeline.validation.assets import build_error_judging_defs
-from clcg_pipeline_tests.inference.conftest import FAKE_KEY_ENV, FAST, spec_for
+from clcg_pipeline.validation.taxonomy._label_set import TAXONOMY_DIR, load_taxonomy, parse_taxonomy
+from clcg_pipeline.validation.taxonomy.assets import build_error_judging_defs
+from clcg_pipeline_tests.calls.conftest import FAKE_KEY_ENV, FAST, spec_for
 
 # ---------------------------------------------------------------------------- taxonomy file
 
@@ -142,7 +143,7 @@ def _sample(n_docs: int = 3) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 
 def test_subjects_are_blinded_and_take_the_side_language_passage() -> None:
     sample, paragraphs, items = _sample()
-    from clcg_pipeline.validation._error_judging import passages_by_doc
+    from clcg_pipeline.validation.taxonomy._judging import passages_by_doc
 
     subjects = side_subjects(sample, passages_by_doc(paragraphs), items, reference="en")
     assert len(subjects) == 2 * len(sample)
@@ -176,7 +177,7 @@ def test_offline_judges_label_every_side_and_both_orders(tmp_path: Path) -> None
         taxonomy_id="clcg-error-v1",
         order_bias_n=2,
         seed=42,
-        cache_dir=str(tmp_path),
+        options=CallOptions(cache_dir=str(tmp_path)),
     )
     ej = result.error_judgements
     assert len(ej) == 2 * 2 * len(sample) and set(ej["status"]) == {"ok"}
@@ -226,8 +227,7 @@ def test_hosted_judge_through_the_fake_server_records_bad_replies(
             taxonomy_id="clcg-error-v1",
             order_bias_n=0,
             seed=42,
-            cache_dir=str(tmp_path),
-            policy=FAST,
+            options=CallOptions(cache_dir=str(tmp_path), policy=FAST),
         )
         sent = json.dumps(list(server.state.bodies.values()))
     status = result.error_judgements.set_index(["pair_id", "side"])["status"]
@@ -317,7 +317,7 @@ def test_assets_without_judges_are_skipped_and_warn(
 
 
 def test_judgements_check_warns_on_a_high_unparseable_share() -> None:
-    from clcg_pipeline.validation.assets import judgements_check
+    from clcg_pipeline.validation.taxonomy.assets import judgements_check
 
     summary = {
         "sides": 6,
@@ -350,9 +350,7 @@ def test_one_run_budget_covers_every_judge(tmp_path: Path, monkeypatch: pytest.M
             taxonomy_id="clcg-error-v1",
             order_bias_n=2,
             seed=42,
-            cache_dir=str(tmp_path),
-            budget_usd=budget,
-            policy=FAST,
+            options=CallOptions(cache_dir=str(tmp_path), budget_usd=budget, policy=FAST),
         )
     calls = result.judge_calls
     assert 0 < calls["cost_usd"].sum() <= budget

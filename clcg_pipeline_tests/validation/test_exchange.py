@@ -12,22 +12,21 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.storage._tables import conform
-from clcg_pipeline.validation._annotation_sample import build_annotation_sample
-from clcg_pipeline.validation._exchange import (
+from clcg_pipeline.validation.human._annotation_sample import build_annotation_sample
+from clcg_pipeline.validation.human._exchange_format import (
     CSV_TASKS,
     LS_PAIR_CONFIG,
     LS_PAIR_TASKS,
     LS_SINGLE_CONFIG,
     LS_SINGLE_TASKS,
     InboxFile,
-    export_files,
-    import_annotations,
-    import_status,
 )
-from clcg_pipeline.validation._keypoints import KEYPOINT_COLUMNS, checklist_items, split_facts
-from clcg_pipeline.validation._taxonomy import load_taxonomy
-from clcg_pipeline.validation.demo_annotations import simulate_annotations
-from clcg_pipeline.validation.demo_annotations._simulate import simulated_inbox_files
+from clcg_pipeline.validation.human._export import export_files
+from clcg_pipeline.validation.human._import import import_annotations, import_status
+from clcg_pipeline.validation.human._keypoints import KEYPOINT_COLUMNS, checklist_items, split_facts
+from clcg_pipeline.validation.human.demo_annotations import simulate_annotations
+from clcg_pipeline.validation.human.demo_annotations._simulate import simulated_inbox_files
+from clcg_pipeline.validation.taxonomy._label_set import load_taxonomy
 from clcg_pipeline_tests.validation.annotation_world import MODELS, settings, world
 
 CATEGORIES = load_taxonomy().collapsed_labels

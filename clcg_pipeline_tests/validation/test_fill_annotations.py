@@ -14,26 +14,26 @@ import pytest
 
 from clcg_pipeline.granularity._analysis import NO_HUMAN_RATINGS, human_fill_totals, human_judge_correlation
 from clcg_pipeline.storage._tables import conform
-from clcg_pipeline.validation._annotation_sample import (
+from clcg_pipeline.validation.human._annotation_sample import (
     FILL_DIMENSIONS,
     SAMPLE_COLUMNS,
     build_annotation_sample,
 )
-from clcg_pipeline.validation._exchange import (
+from clcg_pipeline.validation.human._exchange_format import (
     CSV_TASKS,
     EXPORT_FILES,
     LS_FILL_CONFIG,
     LS_FILL_TASKS,
     InboxFile,
-    export_files,
-    import_annotations,
 )
-from clcg_pipeline.validation._taxonomy import load_taxonomy
-from clcg_pipeline.validation.demo_annotations._simulate import (
+from clcg_pipeline.validation.human._export import export_files
+from clcg_pipeline.validation.human._import import import_annotations
+from clcg_pipeline.validation.human.demo_annotations._simulate import (
     CSV_FILL_FILE,
     LS_FILL_FILE,
     simulate_annotations,
 )
+from clcg_pipeline.validation.taxonomy._label_set import load_taxonomy
 from clcg_pipeline_tests.granularity import g2_frames
 from clcg_pipeline_tests.validation.annotation_world import MODELS, settings, world
 

@@ -11,17 +11,11 @@ from scipy.stats import spearmanr
 
 from clcg_pipeline.config import ProjectConfig, default_config_dir, load_config
 from clcg_pipeline.storage import conform
-from clcg_pipeline.validation._human_analysis import (
-    AWAITING,
-    build_joins,
-    ceiling_rule,
-    class_adequacy,
-    judge_consensus,
-    judge_rows,
-    run_human_validation,
-    spearman_bootstrap,
-)
-from clcg_pipeline.validation._human_synthetic import synthetic_human_study
+from clcg_pipeline.synthetic import synthetic_human_study
+from clcg_pipeline.validation.human import run_human_validation
+from clcg_pipeline.validation.human._analysis import AWAITING
+from clcg_pipeline.validation.human._estimands import ceiling_rule, class_adequacy, spearman_bootstrap
+from clcg_pipeline.validation.human._joins import build_joins, judge_consensus, judge_rows
 
 KEYS = ["model", "language", "doc_id", "item_id", "rep"]
 
@@ -137,7 +131,7 @@ def test_spearman_and_class_adequacy(analysed: Any) -> None:
 
 
 def test_max_adequacy_with_incomplete_keypoints_is_counted() -> None:
-    from clcg_pipeline.validation._human_analysis import max_adequacy_incomplete
+    from clcg_pipeline.validation.human._estimands import max_adequacy_incomplete
 
     singles = pd.DataFrame(
         {
@@ -284,7 +278,7 @@ def _join_fixture() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFr
 
 
 def test_joins_match_on_every_key() -> None:
-    from clcg_pipeline.validation._human_analysis import with_rep
+    from clcg_pipeline.validation.human._joins import with_rep
 
     ratings, predictions, scores, judgements, diagnostic = _join_fixture()
     joined = build_joins(
@@ -320,7 +314,7 @@ def test_joins_match_on_every_key() -> None:
 
 
 def test_judge_agreement_rows_use_the_collapsed_human_facing_categories() -> None:
-    from clcg_pipeline.validation._human_analysis import with_rep
+    from clcg_pipeline.validation.human._joins import with_rep
 
     ratings, _, _, judgements, diagnostic = _join_fixture()
     rows = judge_rows(ratings, with_rep(judgements, diagnostic), "en")
@@ -336,7 +330,7 @@ def test_judge_agreement_rows_use_the_collapsed_human_facing_categories() -> Non
 
 def test_joins_are_a_catalog_view_with_a_named_query(tmp_path: Any) -> None:
     from clcg_pipeline.storage import build_catalog, partition_dir, run_named_query, write_frame
-    from clcg_pipeline.validation._human_analysis import with_rep
+    from clcg_pipeline.validation.human._joins import with_rep
 
     ratings, predictions, scores, judgements, diagnostic = _join_fixture()
     joined = build_joins(
@@ -363,7 +357,7 @@ def test_joins_are_a_catalog_view_with_a_named_query(tmp_path: Any) -> None:
 
 
 def test_asset_check_warns_while_awaiting_and_on_simulated_ratings() -> None:
-    from clcg_pipeline.validation.assets import human_validation_check
+    from clcg_pipeline.validation.human.assets import human_validation_check
 
     awaiting = run_human_validation(config(), pd.DataFrame(), pd.DataFrame()).results
     check = human_validation_check(awaiting)

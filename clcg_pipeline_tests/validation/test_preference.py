@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.special import expit, logit
 
-from clcg_pipeline.validation._preference import MIXED_METHOD, decisive, exact, preference
+from clcg_pipeline.validation.human._preference import MIXED_METHOD, decisive, exact, preference
 
 
 def test_exact_reproduces_the_study_figures() -> None:

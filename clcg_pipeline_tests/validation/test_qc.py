@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.config._models import HumanValidationSettings
-from clcg_pipeline.validation._human_synthetic import synthetic_human_study
-from clcg_pipeline.validation._qc import contradictions, normalize_value, run_qc
+from clcg_pipeline.synthetic import synthetic_human_study
+from clcg_pipeline.validation.human._qc import contradictions, normalize_value, run_qc
 
 SETTINGS = HumanValidationSettings()
 
@@ -156,10 +156,11 @@ def test_value_normalisation_and_contradiction_rules() -> None:
 
 
 def test_funnel_counts_on_a_crafted_csv_through_the_importer() -> None:
-    """A filled-in CSV, imported by the real importer (validation/_exchange.py), then the funnel."""
-    from clcg_pipeline.validation._exchange import InboxFile, import_annotations
-    from clcg_pipeline.validation._keypoints import KEYPOINT_COLUMNS
-    from clcg_pipeline.validation._taxonomy import load_taxonomy
+    """A filled-in CSV, imported by the real importer (validation/human/_import.py), then the funnel."""
+    from clcg_pipeline.validation.human._exchange_format import InboxFile
+    from clcg_pipeline.validation.human._import import import_annotations
+    from clcg_pipeline.validation.human._keypoints import KEYPOINT_COLUMNS
+    from clcg_pipeline.validation.taxonomy._label_set import load_taxonomy
 
     sample = pd.DataFrame(
         [{"task_id": f"s{i}", "kind": "single", "item_id": f"i{i}", "a_side": None} for i in range(1, 5)]

@@ -11,7 +11,7 @@ from clcg_pipeline.orchestration._definitions import build_definitions
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import read_frame
 from clcg_pipeline.storage._files import write_frame
-from clcg_pipeline.validation.sensors import HUMAN_VALIDATION_JOB
+from clcg_pipeline.validation.human.sensors import HUMAN_VALIDATION_JOB
 from clcg_pipeline_tests.validation.annotation_world import world
 
 

@@ -12,16 +12,11 @@ import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 
 from clcg_pipeline.config import ProjectConfig, default_config_dir, load_config
-from clcg_pipeline.validation._taxonomy import load_taxonomy
-from clcg_pipeline.validation._taxonomy_analysis import (
-    AnalysisInputs,
-    _kappa_rows,
-    analyse_error_taxonomy,
-    inputs_from_config,
-    model_family,
-    synthetic_frames,
-)
-from clcg_pipeline.validation.assets import build_error_taxonomy_analysis_defs
+from clcg_pipeline.synthetic import synthetic_frames
+from clcg_pipeline.validation.taxonomy import AnalysisInputs, analyse_error_taxonomy, load_taxonomy
+from clcg_pipeline.validation.taxonomy._inputs import inputs_from_config, model_family
+from clcg_pipeline.validation.taxonomy._judges import kappa_rows
+from clcg_pipeline.validation.taxonomy.assets import build_error_taxonomy_analysis_defs
 
 TAXONOMY = load_taxonomy("clcg-error-v1")
 LABELS = TAXONOMY.labels
@@ -102,12 +97,12 @@ def test_kappa_and_percent_match_hand_computed_values(config: ProjectConfig) -> 
 def test_vectorised_kappa_equals_statsmodels() -> None:
     rng = np.random.default_rng(3)
     tables = rng.integers(0, 30, size=(25, 4, 4)).astype(float)
-    pct, kap = _kappa_rows(tables)
+    pct, kap = kappa_rows(tables)
     for table, p, k in zip(tables, pct, kap, strict=True):
         assert k == pytest.approx(cohens_kappa(table, return_results=False))
         assert p == pytest.approx(np.trace(table) / table.sum())
     # One category only: chance agreement is 1 and kappa is undefined, not 0 or 1.
-    assert np.isnan(_kappa_rows(np.array([[[5.0, 0.0], [0.0, 0.0]]]))[1][0])
+    assert np.isnan(kappa_rows(np.array([[[5.0, 0.0], [0.0, 0.0]]]))[1][0])
 
 
 def test_transitions_and_crosslingual_loss_definition(config: ProjectConfig) -> None:

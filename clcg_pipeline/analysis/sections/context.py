@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import bootstrap_p
-from clcg_pipeline.analysis._context import SuiteContext, class_map, num
+from clcg_pipeline.analysis._context import SuiteContext, class_map
 from clcg_pipeline.analysis._prepare import apply_rule, score_values
+from clcg_pipeline.storage import finite
 
 
 def _isin(col: pd.Series, values: list[str]) -> np.ndarray:
@@ -42,19 +43,9 @@ def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[s
     chooser = next((m for m in order if m in have), min(have) if have else None)
     if chooser is None:
         return {"status": "not available: no full_body rows"}
-    mine = scores.loc[llm_mask & _isin(scores["model"], [chooser]), ["doc_id", "item_id", "level"]]
-    mine = mine.assign(
-        doc_id=mine["doc_id"].astype(str),
-        item_id=mine["item_id"].astype(str),
-        level=mine["level"].astype(str),
+    docs, items = _selector(
+        scores.loc[llm_mask & _isin(scores["model"], [chooser]), ["doc_id", "item_id", "level"]]
     )
-    docs = sorted(set(mine["doc_id"]), key=doc_sort_key)[:6]
-    items: list[str] = []
-    for d in docs:
-        for lvl in ("L3", "L4", "L5"):
-            ids = sorted(set(mine.loc[(mine["doc_id"] == d) & (mine["level"] == lvl), "item_id"]))
-            items.extend(ids[:2])
-
     selected = _isin(scores["item_id"], items)
 
     def valid(mask: np.ndarray) -> pd.DataFrame:
@@ -72,34 +63,7 @@ def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[s
     cb = valid(cb_mask).groupby(["model", "item_id"])["y"].agg(closed="mean", n_closed="size")
     joined = fb.merge(cb.reset_index(), on=["model", "item_id"], how="inner")
     joined["gain"] = joined["open"] - joined["closed"]
-
-    def counts(g: pd.DataFrame) -> dict[str, int]:
-        # n: scored rows entering (full_body rows of the language(s) plus the closed_book rows of
-        # the matched model x item pairs, each counted once).
-        closed = g.drop_duplicates(["model", "item_id"])["n_closed"].sum()
-        return {
-            "n": int(g["n_open"].sum() + closed),
-            "n_pairs": len(g),
-            "n_articles": int(g["doc_id"].nunique()),
-        }
-
-    by_lang = {
-        iso: {"gain": num(g["gain"].mean()), **counts(g)} for iso, g in joined.groupby("language", sort=True)
-    }
-    by_class: dict[str, Any] = {}
-    for cls, isos in class_map(ctx, False).items():
-        langs = [i for i in isos if i in by_lang]  # only languages with data
-        if langs:
-            g = joined.loc[joined["language"].isin(langs)]
-            # Class mean of the language gains, the rule of every class result (issue 9: class 4
-            # is the mean of Basque and Portuguese), not a mean over the pooled pairs.
-            gain = num(np.mean([by_lang[i]["gain"] for i in langs]))
-            by_class[str(cls)] = {"gain": gain, **counts(g), "languages": langs}
-    descriptive = {"identifiable": True, "status": "descriptive (no interval)", "flags": []}
-    for iso, v in by_lang.items():
-        ctx.add("context_gain_language", iso, {"estimate": v["gain"], **v, **descriptive})
-    for cls, v in by_class.items():
-        ctx.add("context_gain_class", f"class={cls}", {"estimate": v["gain"], **v, **descriptive})
+    by_lang, by_class = _gains(ctx, joined)
     return {
         "selector": {
             "model": chooser,
@@ -108,7 +72,7 @@ def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[s
             "rule": "first six doc ids "
             "(numeric sort), first two item ids (lexicographic) at each of L3, L4, L5",
         },
-        "closed_book_mean": num(cb["closed"].mean()) if len(cb) else None,
+        "closed_book_mean": finite(cb["closed"].mean()) if len(cb) else None,
         "matched_rows": len(joined),
         "matched_pairs": len(joined),
         "by_language": by_lang,
@@ -117,6 +81,56 @@ def context_gain(ctx: SuiteContext, scores: pd.DataFrame, metric: str) -> dict[s
         "repetitions per model x item; class = mean of the gains of its languages with data, "
         "Portuguese in class 4, unclassified languages (Ayacucho Quechua) left out",
     }
+
+
+def _selector(mine: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The selector's articles and items: first six doc ids, first two item ids per level L3-L5."""
+    mine = mine.assign(
+        doc_id=mine["doc_id"].astype(str),
+        item_id=mine["item_id"].astype(str),
+        level=mine["level"].astype(str),
+    )
+    docs = sorted(set(mine["doc_id"]), key=doc_sort_key)[:6]
+    items: list[str] = []
+    for d in docs:
+        for lvl in ("L3", "L4", "L5"):
+            ids = sorted(set(mine.loc[(mine["doc_id"] == d) & (mine["level"] == lvl), "item_id"]))
+            items.extend(ids[:2])
+    return docs, items
+
+
+def _pair_counts(g: pd.DataFrame) -> dict[str, int]:
+    # n: scored rows entering (full_body rows of the language(s) plus the closed_book rows of
+    # the matched model x item pairs, each counted once).
+    closed = g.drop_duplicates(["model", "item_id"])["n_closed"].sum()
+    return {
+        "n": int(g["n_open"].sum() + closed),
+        "n_pairs": len(g),
+        "n_articles": int(g["doc_id"].nunique()),
+    }
+
+
+def _gains(ctx: SuiteContext, joined: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Mean gain per language and per Joshi class, each added to the estimates as descriptive."""
+    by_lang = {
+        iso: {"gain": finite(g["gain"].mean()), **_pair_counts(g)}
+        for iso, g in joined.groupby("language", sort=True)
+    }
+    by_class: dict[str, Any] = {}
+    for cls, isos in class_map(ctx, False).items():
+        langs = [i for i in isos if i in by_lang]  # only languages with data
+        if langs:
+            g = joined.loc[joined["language"].isin(langs)]
+            # Class mean of the language gains, the rule of every class result (issue 9: class 4
+            # is the mean of Basque and Portuguese), not a mean over the pooled pairs.
+            gain = finite(np.mean([by_lang[i]["gain"] for i in langs]))
+            by_class[str(cls)] = {"gain": gain, **_pair_counts(g), "languages": langs}
+    descriptive = {"identifiable": True, "status": "descriptive (no interval)", "flags": []}
+    for iso, v in by_lang.items():
+        ctx.add("context_gain_language", iso, {"estimate": v["gain"], **v, **descriptive})
+    for cls, v in by_class.items():
+        ctx.add("context_gain_class", f"class={cls}", {"estimate": v["gain"], **v, **descriptive})
+    return by_lang, by_class
 
 
 def context_scope(ctx: SuiteContext, rows: pd.DataFrame, primary: str) -> dict[str, Any]:

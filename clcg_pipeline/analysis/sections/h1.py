@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import bootstrap_p, fixed_mean_rows, valid_replicates
-from clcg_pipeline.analysis._context import SuiteContext, class_map, num
+from clcg_pipeline.analysis._context import SuiteContext, class_map
 from clcg_pipeline.analysis._h1 import h1_core
+from clcg_pipeline.storage import finite
 
 
 def languages_of(ctx: SuiteContext, key: str) -> list[str]:
@@ -151,7 +152,7 @@ def equivalence(ctx: SuiteContext, core: Any, band: pd.DataFrame) -> dict[str, A
         "contrast": "EN - PT (pt_gap)",
         "bootstrap": bootstrap_tost(core.vectors["pt_gap"][1:], bounds, ctx.confidence),
     }
-    out["estimate"] = num(core.vectors["pt_gap"][0])
+    out["estimate"] = finite(core.vectors["pt_gap"][0])
     sub = band.loc[band["language"].isin([ctx.roles.reference, ctx.roles.baseline]).to_numpy()]
     if len(sub):
         means = sub.assign(

@@ -18,6 +18,9 @@ def first_published(articles: pd.DataFrame) -> pd.Series:
     return pd.Series(dates.to_numpy(), index=articles["doc_id"].astype(str)).groupby(level=0).min()
 
 
+_GROUPS = ("memorizable", "new")
+
+
 def h2(
     ctx: SuiteContext, band: pd.DataFrame, articles: pd.DataFrame | None
 ) -> tuple[dict[str, Any], pd.DataFrame | None]:
@@ -28,22 +31,17 @@ def h2(
             "identifiable": False,
             "reason": "no article dates",
         }, None
-    published = first_published(articles)
     cutoffs = {
         m.id: pd.Timestamp(m.knowledge_cutoff)
         for m in ctx.config.models.evaluated
         if m.knowledge_cutoff is not None
     }
-    doc = band["doc_id"].astype(str)
-    pub = doc.map(published).to_numpy(dtype="datetime64[ns]")
-    cut = band["model"].astype(str).map(cutoffs).to_numpy(dtype="datetime64[ns]")
-    known = ~np.isnat(pub) & ~np.isnat(cut)
-    rows = band.loc[known].assign(memo=np.where(pub[known] < cut[known], "memorizable", "new"))
+    rows, undated = _memorability_rows(band, first_published(articles), cutoffs)
     out: dict[str, Any] = {
         "definition": "memorizable when the article's first publication date precedes the model's "
         "knowledge cutoff, else new",
         "alternative": "less (one-sided: memorizable narrows the gap)",
-        "rows_without_date_or_cutoff": int((~known).sum()),
+        "rows_without_date_or_cutoff": undated,
     }
     if rows.empty:
         return {
@@ -52,17 +50,50 @@ def h2(
             "identifiable": False,
             "reason": "no row has both an article date and a model knowledge cutoff",
         }, None
-    panel, _ = ctx.panel(rows, ["model", "language", "memo"])
-    en, tg = ctx.roles.reference, list(ctx.roles.targets)
+    groups = _Memorability(ctx, rows)
+    if groups.identifiable():
+        out["pooled"] = groups.contrast()
+        out["status"] = "estimated"
+        ctx.add("h2_difference", "all", out["pooled"]["difference"])
+        ctx.add("h2_clcg_memorizable", "all", out["pooled"]["memorizable"])
+        ctx.add("h2_clcg_new", "all", out["pooled"]["new"])
+    else:
+        reason = groups.missing_group()
+        out["pooled"] = {"status": f"not identifiable: {reason}", "identifiable": False, "reason": reason}
+        out["status"] = "not identifiable"
+    out["by_model"] = _by_model(ctx, groups, rows, band, cutoffs)
+    out["by_class_sensitivity"] = _by_class(ctx, groups)
+    return out, rows
 
-    def identifiable(**where: object) -> bool:
+
+def _memorability_rows(
+    band: pd.DataFrame, published: pd.Series, cutoffs: dict[str, pd.Timestamp]
+) -> tuple[pd.DataFrame, int]:
+    """Band rows with both dates, labelled ``memo``; and how many rows lack a date or cutoff."""
+    doc = band["doc_id"].astype(str)
+    pub = doc.map(published).to_numpy(dtype="datetime64[ns]")
+    cut = band["model"].astype(str).map(cutoffs).to_numpy(dtype="datetime64[ns]")
+    known = ~np.isnat(pub) & ~np.isnat(cut)
+    rows = band.loc[known].assign(memo=np.where(pub[known] < cut[known], "memorizable", "new"))
+    return rows, int((~known).sum())
+
+
+class _Memorability:
+    """The memorability panel and the contrasts every part of H2 takes on it."""
+
+    def __init__(self, ctx: SuiteContext, rows: pd.DataFrame) -> None:
+        self.ctx = ctx
+        self.panel, _ = ctx.panel(rows, ["model", "language", "memo"])
+        self.en, self.tg = ctx.roles.reference, list(ctx.roles.targets)
+        self.langs = [self.en, *self.tg]
+
+    def identifiable(self, **where: object) -> bool:
         return all(
-            panel.n(language=lang, memo=g, **where) > 0 for g in ("memorizable", "new") for lang in (en, tg)
+            self.panel.n(language=lang, memo=g, **where) > 0 for g in _GROUPS for lang in (self.en, self.tg)
         )
 
-    langs = [en, *tg]
-
-    def contrast(**where: object) -> dict[str, Any]:
+    def contrast(self, **where: object) -> dict[str, Any]:
+        ctx, panel, langs = self.ctx, self.panel, self.langs
         mem = panel.micro(memo="memorizable", **where)
         new = panel.micro(memo="new", **where)
         diff = mem - new
@@ -72,41 +103,40 @@ def h2(
             "difference": ctx.stats(panel, diff, langs, p=bootstrap_p(diff[1:], "less"), **where),
         }
 
-    def missing_group(**where: object) -> str:
-        groups = [g for g in ("memorizable", "new") if panel.n(language=langs, memo=g, **where) > 0]
+    def missing_group(self, **where: object) -> str:
+        groups = [g for g in _GROUPS if self.panel.n(language=self.langs, memo=g, **where) > 0]
         if not groups:
             return "no dated rows"
         if len(groups) == 1:
             return f"only {groups[0]} rows (both memorability groups are needed, in English and targets)"
         return "a memorability group lacks English or target rows"
 
-    if identifiable():
-        out["pooled"] = contrast()
-        out["status"] = "estimated"
-        ctx.add("h2_difference", "all", out["pooled"]["difference"])
-        ctx.add("h2_clcg_memorizable", "all", out["pooled"]["memorizable"])
-        ctx.add("h2_clcg_new", "all", out["pooled"]["new"])
-    else:
-        reason = missing_group()
-        out["pooled"] = {"status": f"not identifiable: {reason}", "identifiable": False, "reason": reason}
-        out["status"] = "not identifiable"
+
+def _by_model(
+    ctx: SuiteContext,
+    groups: _Memorability,
+    rows: pd.DataFrame,
+    band: pd.DataFrame,
+    cutoffs: dict[str, pd.Timestamp],
+) -> dict[str, Any]:
+    """Every model of the config is listed; one that cannot be classified says why."""
     by_model: dict[str, Any] = {}
     with_rows = set(rows["model"].astype(str))
     band_models = set(band["model"].astype(str))
-    # Every model of the config is listed; one that cannot be classified says why.
     for model in sorted({m.id for m in ctx.config.models.evaluated} | with_rows):
-        if model in with_rows and identifiable(model=model):
-            by_model[model] = contrast(model=model)
+        if model in with_rows and groups.identifiable(model=model):
+            by_model[model] = groups.contrast(model=model)
             ctx.add("h2_difference_model", model, by_model[model]["difference"])
             continue
         if model in with_rows:
-            reason = missing_group(model=model)
+            reason = groups.missing_group(model=model)
         elif model in band_models and model not in cutoffs:
             reason = "no knowledge_cutoff for this model in models.yaml"
         elif model in band_models:
             reason = "no article of this model's rows has a publication date"
         else:
             reason = "no scored rows for this model in the analysis band"
+        panel = groups.panel
         by_model[model] = {
             "status": "not identifiable",
             "identifiable": False,
@@ -114,7 +144,12 @@ def h2(
             "n_memorizable": panel.n(model=model, memo="memorizable") if model in with_rows else 0,
             "n_new": panel.n(model=model, memo="new") if model in with_rows else 0,
         }
-    out["by_model"] = by_model
+    return by_model
+
+
+def _by_class(ctx: SuiteContext, groups: _Memorability) -> dict[str, Any]:
+    """The memorability difference of each Joshi class's gap (primary class mapping)."""
+    panel, en = groups.panel, groups.en
     by_class: dict[str, Any] = {}
     for cls, mapped in class_map(ctx, False).items():
         isos = [i for i in mapped if panel.n(language=i) > 0]  # only languages with data
@@ -124,10 +159,7 @@ def h2(
         def cls_contrast(group: str, isos: list[str] = isos) -> np.ndarray:
             return panel.mean(en, memo=group) - panel.mean(isos, memo=group)
 
-        if all(
-            panel.n(language=isos, memo=g) > 0 and panel.n(language=en, memo=g) > 0
-            for g in ("memorizable", "new")
-        ):
+        if all(panel.n(language=isos, memo=g) > 0 and panel.n(language=en, memo=g) > 0 for g in _GROUPS):
             diff = cls_contrast("memorizable") - cls_contrast("new")
             by_class[str(cls)] = {**ctx.stats(panel, diff, [en, *isos]), "languages": isos}
             ctx.add("h2_difference_class", f"class={cls}", by_class[str(cls)])
@@ -138,5 +170,4 @@ def h2(
                 "reason": "a memorability group lacks English or class rows",
                 "languages": isos,
             }
-    out["by_class_sensitivity"] = by_class
-    return out, rows
+    return by_class

@@ -6,7 +6,8 @@ from typing import Any
 
 import pandas as pd
 
-from clcg_pipeline.analysis._context import SuiteContext, num
+from clcg_pipeline.analysis._context import SuiteContext
+from clcg_pipeline.storage import finite
 
 
 def multiplicity(ctx: SuiteContext, results: dict[str, Any], p_h1: dict[str, float | None]) -> dict[str, Any]:
@@ -26,7 +27,7 @@ def multiplicity(ctx: SuiteContext, results: dict[str, Any], p_h1: dict[str, flo
     tests["mixed_h2/all"] = mixed_h2.get("p_one_sided_less") if mixed_h2.get("converged") else None
     tests["h3_slope/all"] = results["h3"].get("slope", {}).get("p")
     tests["h4_difference/all"] = results["h4"].get("difference", {}).get("p")
-    return benjamini_hochberg({k: num(v) for k, v in tests.items()})
+    return benjamini_hochberg({k: finite(v) for k, v in tests.items()})
 
 
 def fill_p_adj(estimates: pd.DataFrame, family: dict[str, Any]) -> None:

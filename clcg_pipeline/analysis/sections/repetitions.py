@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.analysis._context import SuiteContext, num
+from clcg_pipeline.analysis._context import SuiteContext
+from clcg_pipeline.storage import finite
 
 
 def repetitions(ctx: SuiteContext, band: pd.DataFrame) -> dict[str, Any]:
@@ -45,13 +46,13 @@ def repetitions(ctx: SuiteContext, band: pd.DataFrame) -> dict[str, Any]:
         "articles": len(stable),
         "per_repetition": per_rep,
         "summary": {
-            "mean": num(pts.mean()) if pts.size else None,
-            "sd": num(pts.std(ddof=1)) if pts.size > 1 else None,
-            "min": num(pts.min()) if pts.size else None,
-            "max": num(pts.max()) if pts.size else None,
+            "mean": finite(pts.mean()) if pts.size else None,
+            "sd": finite(pts.std(ddof=1)) if pts.size > 1 else None,
+            "min": finite(pts.min()) if pts.size else None,
+            "max": finite(pts.max()) if pts.size else None,
         },
-        "by_model": {m: {r: num(grid[i, j]) for i, r in enumerate(reps)} for j, m in enumerate(models)},
+        "by_model": {m: {r: finite(grid[i, j]) for i, r in enumerate(reps)} for j, m in enumerate(models)},
         "kendalls_w": kendalls_w(complete) if complete.shape[1] >= 2 else None,
         "pairwise_spearman": pairs,
-        "mean_pairwise_spearman": num(np.mean(rhos)) if rhos else None,
+        "mean_pairwise_spearman": finite(np.mean(rhos)) if rhos else None,
     }

@@ -153,3 +153,9 @@ class ModelAPI(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
+
+
+def split_system(messages: list[dict[str, str]]) -> tuple[str | None, list[dict[str, str]]]:
+    """The system prompt apart from the other messages (Anthropic and Gemini take it apart)."""
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
+    return system, [m for m in messages if m["role"] != "system"]

@@ -17,6 +17,7 @@ from clcg_pipeline.calls._providers._base import (
     classify_error,
     classify_status,
     outcome_for,
+    split_system,
 )
 from clcg_pipeline.calls._requests import ChatRequest
 from clcg_pipeline.config import ConditionSettings, ModelSpec
@@ -48,11 +49,6 @@ def completion_config(spec: ModelSpec, settings: ConditionSettings) -> dict[str,
 
 
 SAMPLING_KEYS = ("temperature", "top_p")
-
-
-def split_system(messages: list[dict[str, str]]) -> tuple[str | None, list[dict[str, str]]]:
-    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
-    return system, [m for m in messages if m["role"] != "system"]
 
 
 def classify(exc: Exception) -> ProviderError:

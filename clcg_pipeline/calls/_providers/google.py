@@ -19,8 +19,8 @@ from clcg_pipeline.calls._providers._base import (
     classify_error,
     classify_status,
     outcome_for,
+    split_system,
 )
-from clcg_pipeline.calls._providers.anthropic import split_system
 from clcg_pipeline.calls._requests import ChatRequest
 from clcg_pipeline.config import ConditionSettings, ModelSpec
 

@@ -51,13 +51,13 @@ _ROUTES: dict[str, dict[str, OfflineHandler | str]] = {
         ),
     },
     "rule-judge-v1": {
-        "error-judge": "clcg_pipeline.validation._offline_judge:judge",
-        "error-judge-pair": "clcg_pipeline.validation._offline_judge:judge_pair",
+        "error-judge": "clcg_pipeline.validation.taxonomy._offline_judge:judge",
+        "error-judge-pair": "clcg_pipeline.validation.taxonomy._offline_judge:judge_pair",
         "fill-judge": "clcg_pipeline.granularity._offline:judge_fill",
         "cloze-error-judge": "clcg_pipeline.granularity._offline:judge_cloze_error",
     },
     "rule-writer-v1": {
-        "keypoints": "clcg_pipeline.validation._keypoints:write_keypoints_offline",
+        "keypoints": "clcg_pipeline.validation.human._keypoints:write_keypoints_offline",
         "cloze-confusion": "clcg_pipeline.granularity._tasks:write_confusion_offline",
     },
 }

@@ -1,0 +1,64 @@
+"""Writing finished calls: responses to the cache, their spend to the study ledger, off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from clcg_pipeline.calls._cache import CallCache
+from clcg_pipeline.calls._coord import SpendLedger
+
+Settle = tuple[str | None, float, str, str]  # SpendLedger.settle_many: reservation id, usd, model, call id
+_Record = tuple[str, dict[str, Any] | None, Settle | None, asyncio.Future[None]]
+
+
+class Persister:
+    """Writes finished calls to the cache and their spend to the ledger, in batches, in a thread.
+
+    File creation is slow on some filesystems, so it stays off the event loop; one thread hop
+    and one ledger lock per batch (whatever finished while the last batch was being written)
+    instead of per call (together ~5% of the event loop's CPU at 160 calls/s). A caller is
+    released only once its own batch is written, so nothing is reported done before it is on disk.
+    """
+
+    def __init__(self, cache: CallCache, ledger: SpendLedger | None) -> None:
+        self.cache = cache
+        self.ledger = ledger
+        self._pending: list[_Record] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def write(self, call_id: str, entry: dict[str, Any] | None, settle: Settle | None) -> None:
+        if entry is None and settle is None:
+            return
+        done = asyncio.get_running_loop().create_future()
+        self._pending.append((call_id, entry, settle, done))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
+        await done
+
+    def _write_batch(self, batch: list[_Record]) -> None:
+        if self.ledger is not None:
+            # The spend first: a crash between the two repeats a call, never hides what it cost.
+            self.ledger.settle_many([settle for _, _, settle, _ in batch if settle is not None])
+        for call_id, entry, _, _ in batch:
+            if entry is not None:
+                self.cache.put(call_id, entry)
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await asyncio.to_thread(self._write_batch, batch)
+            except Exception as exc:
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+            else:
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_result(None)
+
+    async def aclose(self) -> None:
+        """Wait for writes in progress (those of calls cancelled meanwhile included)."""
+        if self._flusher is not None:
+            await asyncio.gather(self._flusher, return_exceptions=True)

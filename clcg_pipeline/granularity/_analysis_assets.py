@@ -1,0 +1,131 @@
+"""G3 Dagster wrapper: the granularity analysis over every stored task_scores partition (issue 11)."""
+
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.corpus.assets import checked_outputs
+from clcg_pipeline.granularity._analysis import analyse_granularity, human_fill_totals
+from clcg_pipeline.granularity._asset_parts import GROUP
+from clcg_pipeline.resources import StudyResource
+from clcg_pipeline.storage import read_all_partitions
+
+
+def granularity_results_check(doc: dict[str, Any]) -> dg.AssetCheckResult:
+    """WARN when the analysis is skipped or empty, or no interval could be given (too few documents)."""
+    status = doc["status"]
+    settings = doc.get("settings", {})
+    few = status == "ok" and settings.get("documents", 0) < settings.get("min_documents", 0)
+    if status != "ok":
+        description = f"{status}: {doc['reason']}"
+    else:
+        description = f"{settings.get('rows', 0)} scored rows over {settings.get('documents', 0)} documents"
+        if few:
+            description += (
+                f"; fewer than study.min_articles = {settings['min_documents']} documents: every interval is "
+                "withheld (estimates are descriptive)"
+            )
+    return dg.AssetCheckResult(
+        asset_key="granularity_results",
+        check_name="granularity_analysed",
+        passed=status == "ok" and not few,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=description,
+        metadata={
+            "status": status,
+            "caveats": dg.MetadataValue.md("\n".join(f"- {c}" for c in doc.get("caveats", []))),
+        },
+    )
+
+
+def build_granularity_analysis_defs(config: ProjectConfig) -> dg.Definitions:
+    """G3: scores, gaps, position curve, no-context drop and judge agreement of the task family."""
+    return dg.Definitions(assets=[_granularity_analysis_asset()])
+
+
+def _granularity_analysis_asset() -> dg.AssetsDefinition:
+    @dg.multi_asset(
+        group_name=GROUP,
+        ins={"long_documents": dg.AssetIn()},
+        # Read from storage: every stored partition (language x model) at once.
+        deps=[
+            dg.AssetDep("task_scores"),
+            dg.AssetDep("task_judgements"),
+            dg.AssetDep("task_calls"),
+            dg.AssetDep("task_judge_calls"),
+            # issue 11: imported human paragraph-filling ratings (and the sample they cite), for
+            # human_judge_correlation; both are upstream-free of this asset (no cycle).
+            dg.AssetDep("human_annotations"),
+            dg.AssetDep("annotation_sample"),
+        ],
+        outs={
+            "granularity_estimates": dg.AssetOut(
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="Every granularity estimand: score, paired gap, position contrasts, "
+                "no-context drop.",
+            ),
+            "granularity_results": dg.AssetOut(
+                kinds={"json"},
+                owners=["team:clcg"],
+                description="granularity_results.json (study_results key granularity).",
+            ),
+        },
+        check_specs=[
+            dg.AssetCheckSpec(
+                "granularity_analysed",
+                asset="granularity_results",
+                description="Warns when the family is disabled, nothing is scored, or intervals are "
+                "withheld.",
+            )
+        ],
+    )
+    def granularity_analysis(  # type: ignore[no-untyped-def]
+        context: dg.AssetExecutionContext, study: StudyResource, long_documents: pd.DataFrame
+    ):
+        """Accuracy/score by task x granularity x region x position x language x model, the paired
+        cross-lingual gap, the position curve and the judges' agreement (STUDY.md section 8)."""
+        cfg = study.load()
+        evaluated = [m.id for m in cfg.models.evaluated]
+
+        def stored(table: str, *, by_model: bool = True) -> pd.DataFrame:
+            frame = read_all_partitions(study.data_dir, table)
+            # Partitions of models or languages removed from the config stay on disk; leave them out.
+            if len(frame) and "language" in frame.columns:
+                keep = frame["language"].isin(cfg.languages.isos)
+                if by_model and "model" in frame.columns:
+                    keep &= frame["model"].isin(evaluated)
+                frame = frame[keep]
+            return frame.reset_index(drop=True)
+
+        # A judge call's ``model`` is the judge (not an evaluated model): filtered by language only.
+        calls = pd.concat(
+            [stored("task_calls"), stored("task_judge_calls", by_model=False)], ignore_index=True
+        )
+        result = analyse_granularity(
+            stored("task_scores"),
+            cfg,
+            documents=long_documents,
+            judgements=stored("task_judgements"),
+            calls=calls,
+            human=human_fill_totals(
+                read_all_partitions(study.data_dir, "human_annotations"),
+                read_all_partitions(study.data_dir, "annotation_sample"),
+            ),
+        )
+        doc = result.results
+        if doc["status"] != "ok":
+            context.log.warning(f"granularity analysis {doc['status']}: {doc['reason']}")
+        context.log.info(f"granularity analysis: {doc['status']}; {len(result.estimates)} estimands")
+        tables = checked_outputs(None, {"granularity_estimates": result.estimates})
+        yield dg.Output(tables["granularity_estimates"], output_name="granularity_estimates")
+        yield dg.Output(
+            doc,
+            output_name="granularity_results",
+            metadata={"status": doc["status"], "reason": doc["reason"] or ""},
+        )
+        yield granularity_results_check(doc)
+
+    return granularity_analysis

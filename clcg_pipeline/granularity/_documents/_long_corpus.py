@@ -1,0 +1,238 @@
+"""The long-document JSONL source: one record per document x language, paragraph-aligned by pid."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from pydantic import ValidationError
+
+from clcg_pipeline.config import GranularitySettings
+from clcg_pipeline.corpus import (
+    ArticleRecord,
+    CorpusError,
+    audit_corpus,
+    count_tokens,
+    filesystem,
+    glob,
+    join,
+    read_jsonl,
+    where,
+)
+from clcg_pipeline.granularity._documents._contract import (
+    BucketReport,
+    DocumentError,
+    LongDocuments,
+    frames,
+    seeded_order,
+    wanted_documents,
+)
+from clcg_pipeline.granularity._documents._regions import common_pids, layout
+
+
+class LongDocumentRecord(ArticleRecord):
+    """One language version of one long document: a canonical article record plus ``summary``."""
+
+    summary: str | None = None
+
+
+def _validate_record(obj: dict[str, Any], file: str, line: int) -> LongDocumentRecord:
+    try:
+        return LongDocumentRecord.model_validate(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "<record>"
+        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise DocumentError(f"{where(file, line, loc)}: {err['msg']}{more}") from None
+
+
+def read_long_corpus(path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(versions, paragraphs) of a long-document JSONL folder; a bad record raises
+    :class:`DocumentError` naming file, line and field."""
+    fs, root = filesystem(path)
+    if not fs.isdir(root):
+        raise DocumentError(f"{path}: long-document source folder not found")
+    files = glob(fs, join(root, "articles", "*.jsonl")) or glob(fs, join(root, "*.jsonl"))
+    if not files:
+        raise DocumentError(f"{path}: no document files (expected articles/<lang>.jsonl)")
+    versions: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str], str] = {}
+    for file in files:
+        found: list[str] = []
+        try:
+            records = list(read_jsonl(fs, file, found=found))
+        except CorpusError as exc:
+            raise DocumentError(str(exc)) from None
+        for line, obj in records:
+            record = _validate_record(obj, file, line)
+            key = (record.doc_id, record.language)
+            if key in seen:
+                raise DocumentError(
+                    f"{where(file, line, 'doc_id')}: document {record.doc_id!r} in {record.language!r} "
+                    f"repeats {seen[key]}"
+                )
+            seen[key] = where(file, line)
+            versions.append(
+                {
+                    "doc_id": record.doc_id,
+                    "language": record.language,
+                    "title": record.title,
+                    "summary": record.summary,
+                }
+            )
+            rows.extend(
+                {
+                    "doc_id": record.doc_id,
+                    "language": record.language,
+                    "pid": p.pid,
+                    "ordinal": i,
+                    "text": p.text,
+                }
+                for i, p in enumerate(record.paragraphs, start=1)
+            )
+    return pd.DataFrame(versions), pd.DataFrame(
+        rows, columns=["doc_id", "language", "pid", "ordinal", "text"]
+    )
+
+
+def load_long_documents(
+    path: str,
+    settings: GranularitySettings,
+    *,
+    languages: Sequence[str],
+    reference: str,
+    threshold: float,
+    tokenizer: str = "cl100k_base",
+) -> LongDocuments:
+    """Documents of a long-document JSONL corpus, each in the first bucket its English length fits.
+
+    A language version below the completeness ``threshold`` is left out of that document (a
+    note says so); the kept versions share the English pids present in all of them.
+    """
+    versions, paragraphs = read_long_corpus(path)
+    notes: list[str] = []
+    outside = sorted(set(versions["language"]) - set(languages))
+    if outside:
+        notes.append(f"languages outside the panel ignored: {outside}")
+    versions = versions[versions["language"].isin(languages)]
+    paragraphs = paragraphs[paragraphs["language"].isin(languages)]
+    audit = audit_corpus(
+        versions[["doc_id", "language"]], paragraphs, reference=reference, threshold=threshold
+    )
+    doc_ids = sorted(set(versions.loc[versions["language"] == reference, "doc_id"]))
+    no_reference = sorted(set(versions["doc_id"]) - set(doc_ids))
+    if no_reference:
+        notes.append(f"documents without an English version ignored: {no_reference}")
+    # Bucket by English length first, then keep the wanted number per bucket in seeded order.
+    lengths: dict[str, int] = {}
+    for doc_id in doc_ids:
+        texts = paragraphs[(paragraphs["doc_id"] == doc_id) & (paragraphs["language"] == reference)]
+        lengths[doc_id] = int(sum(count_tokens(list(texts.sort_values("ordinal")["text"]), tokenizer)))
+    source = _Source(
+        path, versions, paragraphs, audit, languages, reference, tokenizer, settings.region_split
+    )
+    doc_rows: list[dict[str, Any]] = []
+    para_rows: list[dict[str, Any]] = []
+    reports: list[BucketReport] = []
+    placed: set[str] = set()
+    for bucket in settings.buckets:
+        wanted = wanted_documents(bucket, settings)
+        fits = [
+            d for d in doc_ids if d not in placed and bucket.min_tokens <= lengths[d] <= bucket.max_tokens
+        ]
+        chosen = seeded_order(fits, settings.seed, bucket.name)[:wanted]
+        placed.update(chosen)
+        reason = None
+        if len(chosen) < wanted:
+            reason = (
+                f"the source {path} has {len(fits)} document(s) of {bucket.min_tokens}-{bucket.max_tokens} "
+                f"English tokens (lengths: {sorted(lengths.values())})"
+            )
+        reports.append(
+            BucketReport(bucket.name, bucket.min_tokens, bucket.max_tokens, wanted, len(chosen), reason)
+        )
+        for doc_id in sorted(chosen):
+            docs, paras, note = source.document(doc_id, bucket.name)
+            doc_rows.extend(docs)
+            para_rows.extend(paras)
+            notes.extend(note)
+    unplaced = sorted(set(doc_ids) - placed)
+    if unplaced:
+        notes.append(
+            f"{len(unplaced)} document(s) outside every bucket or beyond the wanted number: {unplaced[:20]}"
+        )
+    return LongDocuments(*frames(doc_rows, para_rows), reports, notes)
+
+
+class _Source:
+    """The corpus read once, with lookups by key: turns one chosen document into its rows."""
+
+    def __init__(
+        self,
+        path: str,
+        versions: pd.DataFrame,
+        paragraphs: pd.DataFrame,
+        audit: pd.DataFrame,
+        languages: Sequence[str],
+        reference: str,
+        tokenizer: str,
+        region_split: str,
+    ) -> None:
+        self.path = path
+        self.versions = versions
+        self.paragraphs = paragraphs
+        self.audit = audit
+        self.languages = languages
+        self.reference = reference
+        self.tokenizer = tokenizer
+        self.region_split = region_split
+        self.summaries = {
+            (d, lang): s for d, lang, s in versions[["doc_id", "language", "summary"]].itertuples(index=False)
+        }
+        self.by_key = {
+            (str(d), str(lang), str(p)): str(t)
+            for d, lang, p, t in paragraphs[["doc_id", "language", "pid", "text"]].itertuples(index=False)
+        }
+
+    def document(
+        self, doc_id: str, bucket: str
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+        """(long_documents rows, long_paragraphs rows, notes) of one document: its complete versions."""
+        reference, audit, notes = self.reference, self.audit, []
+        versions_ok = audit[(audit["doc_id"] == doc_id) & audit["complete"].astype(bool)]
+        kept = [reference] + [
+            lang for lang in self.languages if lang != reference and lang in set(versions_ok["language"])
+        ]
+        left = sorted(set(self.versions.loc[self.versions["doc_id"] == doc_id, "language"]) - set(kept))
+        if left:
+            notes.append(f"document {doc_id}: language version(s) {left} below completeness, left out")
+        doc_paras = self.paragraphs[self.paragraphs["doc_id"] == doc_id]
+        common = common_pids(doc_paras, kept, reference).get(doc_id, [])
+        rows, totals = layout(
+            doc_id,
+            [(doc_id, p) for p in common],
+            self.by_key,
+            kept,
+            reference,
+            self.tokenizer,
+            self.region_split,
+            lambda _doc, src_pid: src_pid,
+        )
+        doc_rows = [
+            {
+                "doc_id": doc_id,
+                "language": language,
+                "bucket": bucket,
+                "n_tokens": totals[language],
+                "n_paragraphs": len(common),
+                "source": self.path,
+                "assembly": f"long-document source {self.path}",
+                "member_doc_ids": [doc_id],
+                "summary": self.summaries.get((doc_id, language)),
+                "n_tokens_reference": totals[reference],
+            }
+            for language in kept
+        ]
+        return doc_rows, rows, notes

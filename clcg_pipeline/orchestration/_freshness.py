@@ -1,0 +1,144 @@
+"""Is a job partition up to date *in this data folder*? Answered from the Dagster instance.
+
+Every asset the job writes must have a materialization, recorded by Dagster whoever launched
+it, that was stored in this folder, carries the current code version
+(``clcg_pipeline/orchestration/_versions.py``), is newer than everything it reads, and whose
+file is still there. The files are the truth; the instance only says how they were made.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import dagster as dg
+from upath import UPath
+
+from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.orchestration._dagster_internals import CODE_VERSION_TAG
+from clcg_pipeline.orchestration._summary import PARTITION_CALL_TABLES, UNFINISHED_OUTCOMES
+from clcg_pipeline.orchestration._versions import code_versions, version_for
+from clcg_pipeline.partitions import LANGUAGE_DIMENSION
+from clcg_pipeline.storage import read_frame
+
+# How many of a partition's latest materializations to look through for one stored in this
+# data folder (others may have gone to another folder on the same instance).
+_LOOKBACK = 25
+
+
+def fingerprint(config: ProjectConfig) -> str:
+    """What the study's results depend on besides the data: config, code, source contents.
+
+    The same for a folder written as a path or as a ``file://`` URL, for a wheel install and
+    a checkout; it is the code version of the non-corpus assets.
+    """
+    return code_versions(config)["study"]
+
+
+def data_location(path: str | os.PathLike[str]) -> str:
+    """One spelling per place: ``/a/b``, ``file:///a/b`` and ``a/b`` (from /a) are the same."""
+    target = UPath(path)
+    if target.protocol in ("", "file", "local"):
+        return "file://" + os.path.abspath(target.path)
+    return f"{target.protocol}://{target.path.rstrip('/')}"
+
+
+class Freshness:
+    """Answers "is this job partition up to date in this data folder?" from the instance."""
+
+    def __init__(
+        self, instance: dg.DagsterInstance, defs: dg.Definitions, data_dir: str, versions: dict[str, str]
+    ) -> None:
+        self.instance = instance
+        self.graph = defs.resolve_asset_graph()
+        self.folder = data_location(data_dir).rstrip("/") + "/"
+        self.versions = versions
+        self._records: dict[tuple[str, str | None], dg.EventLogRecord | None] = {}
+
+    def stored_here(self, asset: str, partition: str | None) -> dg.EventLogRecord | None:
+        """The latest materialization of ``asset[partition]`` written into this data folder."""
+        key = (asset, partition)
+        if key not in self._records:
+            self._records[key] = self._latest_stored_here(asset, partition)
+        return self._records[key]
+
+    def _latest_stored_here(self, asset: str, partition: str | None) -> dg.EventLogRecord | None:
+        records = self.instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=dg.AssetKey(asset), asset_partitions=[partition] if partition else None
+            ),
+            limit=_LOOKBACK,
+        ).records
+        for record in records:
+            path = self._path(record)
+            if path is not None and data_location(path).startswith(self.folder):
+                return record
+        return None
+
+    def forget(self, assets: Sequence[str], partition: str | None) -> None:
+        for asset in assets:
+            self._records.pop((asset, partition), None)
+
+    @staticmethod
+    def _path(record: dg.EventLogRecord) -> str | None:
+        materialization = record.asset_materialization
+        entry = materialization.metadata.get("path") if materialization else None
+        return str(entry.value) if entry is not None else None
+
+    def _parents(
+        self, asset: str, partition: str | None, isos: Sequence[str]
+    ) -> list[tuple[str, str | None]]:
+        node = self.graph.get(dg.AssetKey(asset))
+        parents: list[tuple[str, str | None]] = []
+        for parent_key in node.parent_keys:
+            parent = self.graph.get(parent_key)
+            name = parent_key.to_user_string()
+            if parent.partitions_def is None:
+                parents.append((name, None))
+            elif parent.partitions_def == node.partitions_def:
+                parents.append((name, partition))
+            elif isinstance(node.partitions_def, dg.MultiPartitionsDefinition) and partition is not None:
+                # A language x model partition reads its language's partition.
+                key = node.partitions_def.get_partition_key_from_str(partition)
+                parents.append((name, key.keys_by_dimension[LANGUAGE_DIMENSION]))
+            else:
+                parents.extend((name, iso) for iso in isos)  # an unpartitioned reader of every language
+        return parents
+
+    def up_to_date(self, assets: Sequence[str], partition: str | None, isos: Sequence[str]) -> bool:
+        """Every asset stored here, current, on disk, and newer than everything it reads."""
+        return all(self._asset_up_to_date(asset, partition, isos) for asset in assets)
+
+    def _asset_up_to_date(self, asset: str, partition: str | None, isos: Sequence[str]) -> bool:
+        record = self.stored_here(asset, partition)
+        materialization = record.asset_materialization if record else None
+        if record is None or materialization is None:
+            return False
+        if materialization.tags.get(CODE_VERSION_TAG) != version_for(asset, self.versions):
+            return False
+        path = self._path(record)
+        if path is None or not UPath(path).exists():
+            return False
+        for parent, parent_partition in self._parents(asset, partition, isos):
+            upstream = self.stored_here(parent, parent_partition)
+            if upstream is not None and upstream.storage_id > record.storage_id:
+                return False
+        return True
+
+    def unfinished_calls(self, partition: str) -> bool:
+        """True when any of the partition's calls stopped short (budget, a pending batch):
+        its responses, its granularity tasks' answers or their judges."""
+        return any(self._unfinished(table, partition) for table in PARTITION_CALL_TABLES)
+
+    def _unfinished(self, table: str, partition: str) -> bool:
+        record = self.stored_here(table, partition)
+        if record is None or record.asset_materialization is None:
+            return True
+        outcomes = record.asset_materialization.metadata.get("outcomes")
+        if outcomes is not None and isinstance(outcomes.value, dict):
+            return any(outcomes.value.get(outcome) for outcome in UNFINISHED_OUTCOMES)
+        path = self._path(record)
+        calls = read_frame(path) if path else None
+        return calls is None or (
+            "outcome" in calls.columns and bool(calls["outcome"].isin(UNFINISHED_OUTCOMES).any())
+        )

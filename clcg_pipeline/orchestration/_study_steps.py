@@ -1,0 +1,384 @@
+"""The steps of one ``clcg run``, in the order they run, over the state they share.
+
+corpus (one run per language) -> study inputs -> calls sent ahead -> responses (one run per
+language x model, in process or in forked workers) -> analysis. Each step runs a job
+partition only when it is not up to date in the data folder (``_freshness``), counts the new
+calls it paid for (``_summary``) and passes on what the budget left.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+from clcg_pipeline.calls import CALLS_AHEAD_TAG, check_credentials
+from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.inference.sensors import sync_model_partitions
+from clcg_pipeline.orchestration._calls_ahead import CallsAhead, send_calls_ahead
+from clcg_pipeline.orchestration._dagster_internals import make_new_run_id
+from clcg_pipeline.orchestration._definitions import build_definitions
+from clcg_pipeline.orchestration._freshness import Freshness
+from clcg_pipeline.orchestration._jobs import (
+    CORPUS_ASSETS,
+    RESPONSE_ASSETS,
+    STUDY_INPUT_ASSETS,
+    study_run_tags,
+)
+from clcg_pipeline.orchestration._partition_run import StudyRunError, execute_job, failure_of
+from clcg_pipeline.orchestration._summary import (
+    ANALYSIS_CALL_TABLES,
+    PARTITION_CALL_TABLES,
+    RunSummary,
+    count_new_calls,
+    materialized,
+)
+from clcg_pipeline.orchestration._versions import code_versions
+from clcg_pipeline.orchestration._workers import WorkerHooks, run_responses_in_workers
+from clcg_pipeline.partitions import response_key
+
+FINGERPRINT_TAG = "clcg/fingerprint"
+# Every paid op (multi_asset function name) of each job; ``clcg run`` hands each of them the
+# run's budget (one Budget per Dagster run: ``calls.run_budget``) and, where the op supports
+# it, the call mode. The confusion writer is online only (see ``judge_writer``).
+PAID_OPS = {
+    "study_inputs_job": {"granularity_task_bank": False},
+    "responses_job": {"responses": True, "task_responses": True, "task_scoring": True},
+    "analysis_job": {"error_judging": True, "keypoint_checklists": True},
+}
+
+Progress = Callable[[str, int, int], None]  # (label, step number, steps in all)
+
+
+@dataclass(frozen=True)
+class StudyRequest:
+    """What ``clcg run`` was asked to do (checked: known models and languages)."""
+
+    config_dir: str
+    data_dir: str
+    model_ids: list[str]
+    isos: list[str]
+    budget_usd: float | None
+    mode: str
+    force: bool
+    regenerate_items: bool
+    parallel: int = 1
+    calls_ahead: bool = False
+
+
+@dataclass
+class _AheadPlan:
+    """The pending hosted partitions whose calls are sent ahead, and the token their runs carry."""
+
+    pending: list[tuple[str, str]]
+    token: str | None
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return {CALLS_AHEAD_TAG: self.token} if self.token else {}
+
+
+class StudyRun:
+    """One ``clcg run`` on one instance: its definitions, freshness, progress, budget and summary."""
+
+    def __init__(
+        self,
+        instance: dg.DagsterInstance,
+        config: ProjectConfig,
+        request: StudyRequest,
+        *,
+        on_step: Progress | None,
+        interrupted: Callable[[], bool],
+    ) -> None:
+        self.instance = instance
+        self.config = config
+        self.request = request
+        self.on_step = on_step
+        self.interrupted = interrupted
+        self.defs = build_definitions(request.config_dir, request.data_dir)
+        sync_model_partitions(instance, config)
+        self.versions = code_versions(config)
+        self.fresh = Freshness(instance, self.defs, request.data_dir, self.versions)
+        self.summary = RunSummary()
+        isos, models = len(request.isos), len(request.model_ids)
+        self.total = isos + 1 + isos * models + 1
+        self.step = 0
+        self.remaining = request.budget_usd  # what the budget left for the next paid run
+        self.partitions = [(model_id, iso) for model_id in request.model_ids for iso in request.isos]
+
+    # -- what is stale -------------------------------------------------------------------
+
+    def responses_done(self, iso: str, model_id: str) -> bool:
+        key = str(response_key(iso, model_id))
+        return self.fresh.up_to_date(RESPONSE_ASSETS, key, self.request.isos) and not (
+            self.fresh.unfinished_calls(key)
+        )
+
+    def _reruns_responses(self) -> bool:
+        # New items change the questions: every partition answers them (cached calls are free).
+        return self.request.force or self.request.regenerate_items
+
+    def check_keys(self) -> None:
+        """A missing key fails before anything runs, but only for models with work left: a
+        fully materialized model (re-scoring, re-estimating) needs no key at all."""
+        for model_id in self.request.model_ids:
+            pending = self._reruns_responses() or not all(
+                self.responses_done(iso, model_id) for iso in self.request.isos
+            )
+            if pending:
+                check_credentials(self.config.models.get(model_id))
+
+    # -- running one job partition -------------------------------------------------------
+
+    def _tags(self, partition: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return {
+            FINGERPRINT_TAG: self.versions["study"],
+            **study_run_tags(self.config, partition),
+            **(extra or {}),
+        }
+
+    def execute(
+        self,
+        job: str,
+        label: str,
+        partition: str | None,
+        assets: Sequence[str] | None,
+        run_config: dict[str, Any],
+        *,
+        rerun: bool = False,
+        done: Callable[[], bool] | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> dg.ExecuteInProcessResult | None:
+        """Run one job partition unless it is up to date; its result when it ran, else None."""
+        if self.interrupted():
+            raise KeyboardInterrupt
+        self.step += 1
+        if self.on_step:
+            self.on_step(label, self.step, self.total)
+        skippable = bool(assets) and not (self.request.force or rerun)
+        if skippable and (
+            done() if done else self.fresh.up_to_date(assets or (), partition, self.request.isos)
+        ):
+            self.summary.skipped += 1
+            return None
+        result = execute_job(
+            self.instance, self.defs, job, partition, run_config, self._tags(partition, tags)
+        )
+        self.summary.runs += 1
+        self.fresh.forget(assets or (), partition)
+        if not result.success:
+            self._raise_failure(job, partition, result)
+        if self.interrupted():
+            raise KeyboardInterrupt
+        return result
+
+    def _raise_failure(self, job: str, partition: str | None, result: dg.ExecuteInProcessResult) -> None:
+        message, ours, was_interrupt = failure_of(result)
+        if was_interrupt or self.interrupted():
+            raise KeyboardInterrupt
+        if job == "corpus_job" and ours:
+            # Every corpus partition reads the whole source; the message names the bad
+            # file and language, and the partition that happened to run first would mislead.
+            raise StudyRunError(f"loading the corpus failed: {message}")
+        raise StudyRunError(f"{job} [{partition or 'unpartitioned'}] failed: {message}")
+
+    def paid_ops(
+        self, job: str, remaining: float | None, extra: dict[str, dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Run config giving every paid op of ``job`` the budget left (and ``mode`` where it batches)."""
+        ops: dict[str, dict[str, Any]] = {op: {"config": dict(cfg)} for op, cfg in (extra or {}).items()}
+        job_def = self.defs.resolve_job_def(job)
+        for op, batches in PAID_OPS[job].items():
+            if not job_def.graph.has_node_named(op):
+                continue  # e.g. a study whose definitions leave that op out
+            settings = ops.setdefault(op, {"config": {}})["config"]
+            settings["budget_usd"] = remaining
+            if batches:
+                settings["mode"] = self.request.mode
+        return {"ops": ops}
+
+    # -- the budget ----------------------------------------------------------------------
+
+    def spend(self, spent: float, stopped: bool) -> None:
+        if stopped:
+            self.summary.budget_exhausted = True
+        if self.remaining is not None:
+            self.remaining = 0.0 if stopped else max(self.remaining - spent, 0.0)
+
+    def account(self, iso: str, model_id: str) -> tuple[float, bool]:
+        """Count a finished partition's new calls; (its new spend, whether the budget stopped it)."""
+        partition = {"language": iso, "model": model_id}
+        return count_new_calls(self.summary, self.request.data_dir, PARTITION_CALL_TABLES, partition)
+
+    # -- the steps -----------------------------------------------------------------------
+
+    def run_corpus(self) -> None:
+        for iso in self.request.isos:
+            self.execute("corpus_job", f"corpus {iso}", iso, CORPUS_ASSETS, {})
+
+    def run_study_inputs(self) -> None:
+        regenerate = self.request.regenerate_items
+        # The granularity task bank is frozen like the item bank and regenerated with it.
+        items_config = self.paid_ops(
+            "study_inputs_job",
+            self.remaining,
+            {"item_bank": {"regenerate": regenerate}, "granularity_task_bank": {"regenerate": regenerate}},
+        )
+        inputs = self.execute(
+            "study_inputs_job",
+            "sample, items, fertility",
+            None,
+            STUDY_INPUT_ASSETS,
+            items_config,
+            rerun=regenerate,
+        )
+        if inputs is not None:
+            # The confusion writer's calls have no table: the task bank's materialization counts them
+            # (a writer stopped by the budget fails the job instead: the bank is frozen once written).
+            bank = materialized(inputs).get("granularity_tasks", {})
+            writer_cost = float(bank.get("writer_new_cost_usd") or 0.0)
+            self.summary.count("judges", int(bank.get("writer_new_calls") or 0), writer_cost)
+            self.spend(writer_cost, False)
+
+    def in_workers(self) -> bool:
+        """Responses partitions run in forked workers: several at once, and no ``budget_usd``
+        (each in-process partition gets what the previous ones left)."""
+        request = self.request
+        return request.budget_usd is None and request.parallel > 1 and len(self.partitions) > 1
+
+    def plan_calls_ahead(self) -> _AheadPlan:
+        """The stale partitions of hosted models, when calls go ahead (online, no budget)."""
+        request = self.request
+        # Hosted models only: an offline model's "calls" are local CPU work, with no latency to hide.
+        pending = [
+            (model_id, iso)
+            for model_id, iso in self.partitions
+            if request.calls_ahead
+            and request.budget_usd is None
+            and request.mode == "online"
+            and self.config.models.get(model_id).provider != "offline"
+            and (self._reruns_responses() or not self.responses_done(iso, model_id))
+        ]
+        return _AheadPlan(pending, make_new_run_id() if pending else None)
+
+    def run_responses(self, ahead: _AheadPlan) -> None:
+        """Every responses partition, in forked workers or one after another in process."""
+        sender = _AheadSender(self, ahead)
+        if self.in_workers():
+            self._responses_in_workers(ahead, sender)
+            return
+        if ahead.pending:
+            self.summary.calls_ahead = sender.send()
+        for model_id, iso in self.partitions:
+            self._responses_in_process(model_id, iso, ahead)
+
+    def _responses_in_process(self, model_id: str, iso: str, ahead: _AheadPlan) -> None:
+        if self.remaining is not None and self.remaining <= 0:
+            self.summary.budget_exhausted = True
+            self.step += 1
+            return
+        ran = self.execute(
+            "responses_job",
+            f"{model_id} / {iso}",
+            str(response_key(iso, model_id)),
+            RESPONSE_ASSETS,
+            self.paid_ops("responses_job", self.remaining),
+            # New items change the questions: every partition answers them (cached calls are free).
+            rerun=self.request.regenerate_items,
+            done=lambda: self.responses_done(iso, model_id),
+            tags=ahead.tags,
+        )
+        if ran is not None:
+            self.spend(*self.account(iso, model_id))
+
+    def _responses_in_workers(self, ahead: _AheadPlan, sender: _AheadSender) -> None:
+        answered: set[tuple[str, str]] = set()
+        pending = set(ahead.pending)
+        background: list[futures.Future[CallsAhead]] = []
+        threads = futures.ThreadPoolExecutor(1, thread_name_prefix="clcg-calls-ahead")
+
+        def start_ahead() -> None:
+            background.append(threads.submit(sender.send, lambda m, iso: answered.add((m, iso))))
+
+        def ready(model_id: str, iso: str) -> bool:
+            done = bool(background) and background[0].done()
+            return (model_id, iso) not in pending or (model_id, iso) in answered or done
+
+        hooks = WorkerHooks(
+            run_config=self.paid_ops("responses_job", None),
+            tags=lambda key: self._tags(key, ahead.tags),
+            skip=lambda iso, model_id: not self._reruns_responses() and self.responses_done(iso, model_id),
+            account=self.account,
+            on_forget=lambda key: self.fresh.forget(RESPONSE_ASSETS, key),
+            on_step=sender.show,
+            interrupted=self.interrupted,
+            ready=ready if ahead.pending else None,
+            workers_started=start_ahead if ahead.pending else None,
+        )
+        try:
+            self.step = run_responses_in_workers(
+                self.instance,
+                self.defs,
+                self.partitions,
+                parallel=self.request.parallel,
+                hooks=hooks,
+                summary=self.summary,
+                step=self.step,
+                total=self.total,
+            )
+        except BaseException:
+            sender.stop.set()  # a failed partition or Ctrl-C: stop sending, keep what was answered
+            raise
+        finally:
+            threads.shutdown(wait=True)
+        if background:
+            self.summary.calls_ahead = background[0].result()
+
+    def run_analysis(self) -> None:
+        # The analysis always re-runs: it reads every partition, including other sessions' models.
+        # Its judges get what the budget left (zero: only free calls are made, the rest skipped).
+        analysis = self.execute(
+            "analysis_job", "estimates and report", None, None, self.paid_ops("analysis_job", self.remaining)
+        )
+        written = materialized(analysis) if analysis is not None else {}
+        tables = {t: k for t, k in ANALYSIS_CALL_TABLES.items() if t in written}
+        self.spend(*count_new_calls(self.summary, self.request.data_dir, tables, None))
+
+
+class _AheadSender:
+    """Sends the calls ahead, and shows their progress on the partition's progress line."""
+
+    def __init__(self, run: StudyRun, ahead: _AheadPlan) -> None:
+        self.run = run
+        self.ahead = ahead
+        self.stop = threading.Event()
+        # What the progress line says besides the calls ahead.
+        self.shown: dict[str, Any] = {"step": run.step + 1, "label": ""}
+
+    def show(self, label: str, number: int, total_steps: int) -> None:
+        self.shown.update(step=number, label=label)
+        if self.run.on_step:
+            self.run.on_step(label, number, total_steps)
+
+    def progress(self, text: str) -> None:
+        on_step = self.run.on_step
+        if on_step:
+            label = self.shown["label"]
+            on_step(f"{label} ({text})" if label else text, int(self.shown["step"]), self.run.total)
+
+    def send(self, answered: Callable[[str, str], None] | None = None) -> CallsAhead:
+        assert self.ahead.token is not None
+        run = self.run
+        return send_calls_ahead(
+            run.config,
+            run.request.data_dir,
+            self.ahead.pending,
+            token=self.ahead.token,
+            interrupted=lambda: run.interrupted() or self.stop.is_set(),
+            progress=self.progress,
+            answered_partition=answered,
+        )

@@ -1,0 +1,73 @@
+"""What ``clcg run`` reports at the end: runs, skips, new calls and their cost, budget stops.
+
+The new calls are counted from the calls-shaped tables the runs wrote (their ``cached`` and
+``outcome`` columns), so a summary says what this command paid for, not what was stored before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+from clcg_pipeline.orchestration._calls_ahead import CallsAhead
+from clcg_pipeline.storage import partition_dir, read_frame
+
+# Call outcomes that mean a responses partition is unfinished: the next run resumes it.
+UNFINISHED_OUTCOMES = ("skipped_budget", "batch_pending")
+# The calls-shaped tables a responses partition writes, and what their calls count as in the summary.
+PARTITION_CALL_TABLES = {"calls": "responses", "task_calls": "tasks", "task_judge_calls": "judges"}
+# Those the analysis job writes (unpartitioned): the error-taxonomy judges and the keypoint writer.
+ANALYSIS_CALL_TABLES = {"judge_calls": "judges", "keypoint_calls": "judges"}
+
+
+@dataclass
+class RunSummary:
+    runs: int = 0
+    skipped: int = 0
+    new_cost_usd: float = 0.0
+    new_calls: int = 0  # every new (uncached) model call: the three below together
+    budget_exhausted: bool = False
+    response_calls: int = 0  # the evaluated models' answers (``calls``)
+    task_calls: int = 0  # the granularity tasks' answers (``task_calls``)
+    judge_calls: int = 0  # judges and writers (task, error-taxonomy and keypoint judges, confusion writer)
+    calls_ahead: CallsAhead | None = (
+        None  # what was sent ahead of the partitions' runs (clcg_pipeline/orchestration/_calls_ahead.py)
+    )
+
+    def count(self, kind: str, calls: int, cost_usd: float) -> None:
+        self.new_calls += calls
+        self.new_cost_usd += cost_usd
+        field = {"responses": "response_calls", "tasks": "task_calls", "judges": "judge_calls"}[kind]
+        setattr(self, field, getattr(self, field) + calls)
+
+
+def count_new_calls(
+    summary: RunSummary, data_dir: str, tables: dict[str, str], partition: dict[str, str] | None
+) -> tuple[float, bool]:
+    """Count the new calls of the given calls-shaped tables; (their new spend, budget stopped any)."""
+    spent, stopped = 0.0, False
+    for table, kind in tables.items():
+        calls_file = partition_dir(data_dir, table, partition) / "data.parquet"
+        calls = read_frame(calls_file) if calls_file.exists() else None
+        if calls is None or not len(calls):
+            continue
+        # Calls the budget skipped, or still waiting in a batch, were not made (not yet paid).
+        new = calls[~calls["cached"].astype(bool) & ~calls["outcome"].isin(UNFINISHED_OUTCOMES)]
+        cost = float(new["cost_usd"].sum()) if len(new) else 0.0
+        summary.count(kind, len(new), cost)
+        spent += cost
+        stopped = stopped or bool((calls["outcome"] == "skipped_budget").any())
+    return spent, stopped
+
+
+def materialized(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
+    """Asset name -> metadata of each materialization the run recorded."""
+    found: dict[str, dict[str, Any]] = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        found[materialization.asset_key.to_user_string()] = {
+            k: v.value for k, v in materialization.metadata.items()
+        }
+    return found

@@ -1,0 +1,270 @@
+"""The responses partitions run ``parallel`` at a time, each in a forked worker process.
+
+Threads would not do: Dagster handles Ctrl-C only in a main thread, and the runner's
+coordination (``calls/_coord.py``: call claims, the model's concurrency slots, the study's
+spend ledger) is built for processes. Each partition is its own Dagster run on the same
+instance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+from clcg_pipeline.orchestration._dagster_internals import make_new_run_id
+from clcg_pipeline.orchestration._partition_run import StudyRunError, execute_job, failure_of
+from clcg_pipeline.orchestration._summary import RunSummary
+from clcg_pipeline.partitions import response_key
+
+# The workers' niceness while calls are sent ahead from the parent process (see _worker_start).
+_AHEAD_NICE = 10
+# (success, root-cause line, raised by this project's code, was an interrupt) of one partition.
+Outcome = tuple[bool, str, bool, bool]
+
+# Set by the parent just before it forks the worker processes, which inherit them.
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_start(ref: Any, pids: Any, nice: int = 0) -> None:
+    """A worker process of the responses pool: its own instance, and Ctrl-C from its parent only.
+
+    In a process group of its own, so a Ctrl-C at the terminal reaches only ``clcg run``,
+    which forwards it exactly once (twice could break into Dagster's own interrupt clean-up).
+    Between runs an interrupt has nothing to stop; it is noted so no new run starts.
+    """
+    _WORKER["interrupted"] = False
+
+    def note(_signum: int, _frame: object) -> None:
+        _WORKER["interrupted"] = True
+
+    signal.signal(signal.SIGINT, note)
+    if nice:
+        # Calls sent ahead stream from the parent meanwhile: the workers' CPU work (loading,
+        # scoring) yields to it, so a small machine keeps the calls flowing.
+        os.nice(nice)
+    os.setpgrp()
+    _die_with_parent()
+    # A fresh instance: nothing of the parent's connections is shared across the fork.
+    _WORKER["instance"] = dg.DagsterInstance.from_ref(ref)
+    pids.put(os.getpid())
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to end this worker if ``clcg run`` dies without cleaning up (kill -9).
+
+    Hand-written with ctypes: the standard library has no binding for prctl. Elsewhere a
+    worker left behind finishes its partition and exits when its queue closes.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _execute_partition(
+    job: str, partition: str, run_config: dict[str, Any], tags: dict[str, str], run_id: str
+) -> Outcome:
+    """In a worker: run one job partition; (success, root-cause line, ours, interrupted)."""
+    if _WORKER.get("interrupted"):
+        return False, "interrupted", False, True
+    result = execute_job(_WORKER["instance"], _WORKER["defs"], job, partition, run_config, tags, run_id)
+    if result.success:
+        return True, "", False, False
+    return (False, *failure_of(result))
+
+
+def _in_step(instance: dg.DagsterInstance, run_id: str, step: str = "responses") -> bool:
+    """True until the run's ``step`` has ended (or before the run exists)."""
+    ended = (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE)
+    records = instance.get_records_for_run(run_id, of_type=set(ended)).records
+    return not any(record.event_log_entry.step_key == step for record in records)
+
+
+@dataclass
+class WorkerHooks:
+    """What the study run tells the pool and hears back from it, per partition (model, language)."""
+
+    run_config: dict[str, Any]
+    tags: Callable[[str], dict[str, str]]  # a partition key's run tags
+    skip: Callable[[str, str], bool]  # (language, model): up to date, not run
+    account: Callable[[str, str], tuple[float, bool]]  # (language, model) finished: count its calls
+    on_forget: Callable[[str], None]  # a partition key whose stored records changed
+    on_step: Callable[[str, int, int], None] | None
+    interrupted: Callable[[], bool]
+    ready: Callable[[str, str], bool] | None = None  # (model, language): its calls sent ahead are answered
+    workers_started: Callable[[], None] | None = None
+
+
+def run_responses_in_workers(
+    instance: dg.DagsterInstance,
+    defs: dg.Definitions,
+    partitions: Sequence[tuple[str, str]],
+    *,
+    parallel: int,
+    hooks: WorkerHooks,
+    summary: RunSummary,
+    step: int,
+    total: int,
+) -> int:
+    """Run the responses partitions ``parallel`` at a time in forked workers; the last step number.
+
+    With calls sent ahead (``orchestration/_calls_ahead.py``), ``workers_started`` starts them once the
+    workers exist (forked before any other thread does), the workers run at a lower CPU
+    priority, and a partition starts only once ``ready(model id, language)``: its calls are
+    answered, while later partitions are still calling.
+
+    A failure lets the partitions in progress finish (their calls are paid for) and starts no
+    other; Ctrl-C is forwarded to the workers, whose Dagster runs stop as they do in process.
+
+    The first ``parallel`` partitions start one after another, each once the previous one has
+    finished its ``responses`` step: partitions of one model are alike, and started together
+    they would prepare, call and score in lockstep, every worker busy with the CPU at the same
+    moments and nobody calling. Staggered, one worker calls while another prepares or scores.
+    """
+    pool = _WorkerPool(instance, defs, partitions, parallel, hooks, summary, step, total)
+    return pool.run()
+
+
+class _WorkerPool:
+    """The state of one pool of workers while the responses partitions run (see above)."""
+
+    def __init__(
+        self,
+        instance: dg.DagsterInstance,
+        defs: dg.Definitions,
+        partitions: Sequence[tuple[str, str]],
+        parallel: int,
+        hooks: WorkerHooks,
+        summary: RunSummary,
+        step: int,
+        total: int,
+    ) -> None:
+        self.instance = instance
+        self.defs = defs
+        self.parallel = parallel
+        self.hooks = hooks
+        self.summary = summary
+        self.step = step
+        self.total = total
+        self.partitions = list(partitions)
+        self.queue = list(partitions)
+        self.running: dict[futures.Future[Outcome], tuple[str, str]] = {}
+        self.calling: dict[futures.Future[Outcome], str] = {}  # run id, until the calls end
+        self.started = 0
+        self.workers: list[int] = []
+        self.signalled: set[int] = set()
+        self.failure: StudyRunError | None = None
+        self.stopped = False
+
+    def run(self) -> int:
+        context = multiprocessing.get_context("fork")  # the definitions are built once, here
+        self.pids = context.SimpleQueue()
+        _WORKER["defs"] = self.defs
+        self.pool = futures.ProcessPoolExecutor(
+            min(self.parallel, len(self.partitions)),
+            mp_context=context,
+            initializer=_worker_start,
+            initargs=(self.instance.get_ref(), self.pids, _AHEAD_NICE if self.hooks.ready is not None else 0),
+        )
+        if self.hooks.workers_started is not None:
+            # With fork, the first task starts every worker: from this thread, before the
+            # calls-ahead thread exists (a fork copies no other thread, and none of its locks).
+            self.pool.submit(os.getpid).result()
+            self.hooks.workers_started()
+        try:
+            while self.queue or self.running:
+                self._tick()
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            _WORKER.pop("defs", None)
+        if self.stopped or self.hooks.interrupted():
+            raise KeyboardInterrupt
+        if self.failure is not None:
+            raise self.failure
+        return self.step
+
+    def _tick(self) -> None:
+        """One turn of the loop: start what may start, pass on Ctrl-C, collect what finished."""
+        interrupted = self.hooks.interrupted
+        if self.started < self.parallel:  # only the first partitions are staggered
+            self.calling = {
+                f: r for f, r in self.calling.items() if f in self.running and _in_step(self.instance, r)
+            }
+        self._start_partitions()
+        while not self.pids.empty():
+            self.workers.append(self.pids.get())
+        if interrupted():
+            self._forward_interrupt()
+        if self.failure is not None or interrupted():
+            self.queue.clear()
+        if not self.running:
+            if self.queue:
+                time.sleep(0.05)  # waiting for calls sent ahead
+            return
+        finished, _ = futures.wait(self.running, timeout=0.2, return_when=futures.FIRST_COMPLETED)
+        for future in finished:
+            self._finish(future)
+
+    def _start_partitions(self) -> None:
+        ready = self.hooks.ready
+        while (
+            self.queue
+            and len(self.running) < self.parallel
+            and self.failure is None
+            and not self.hooks.interrupted()
+        ):
+            if self.started < self.parallel and self.calling:
+                break  # still staggering the first partitions
+            waiting = [i for i, (m, lang) in enumerate(self.queue) if ready is None or ready(m, lang)]
+            if not waiting:
+                break  # every partition left is still calling ahead
+            model_id, iso = self.queue.pop(waiting[0])
+            key = str(response_key(iso, model_id))
+            self.step += 1
+            if self.hooks.on_step:
+                self.hooks.on_step(f"{model_id} / {iso}", self.step, self.total)
+            if self.hooks.skip(iso, model_id):
+                self.summary.skipped += 1
+                continue
+            run_id = make_new_run_id()
+            future = self.pool.submit(
+                _execute_partition, "responses_job", key, self.hooks.run_config, self.hooks.tags(key), run_id
+            )
+            self.running[future] = (model_id, iso)
+            self.calling[future] = run_id
+            self.started += 1
+
+    def _forward_interrupt(self) -> None:
+        for pid in set(self.workers) - self.signalled:  # once each: see _worker_start
+            self.signalled.add(pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
+
+    def _finish(self, future: futures.Future[Outcome]) -> None:
+        model_id, iso = self.running.pop(future)
+        key = str(response_key(iso, model_id))
+        self.summary.runs += 1
+        self.hooks.on_forget(key)
+        try:
+            ok, message, _ours, was_interrupt = future.result()
+        except futures.process.BrokenProcessPool:
+            # Killed from outside (out of memory, kill -9): its run stays as Dagster last saw it.
+            ok, message, was_interrupt = False, "its worker process died (out of memory?)", False
+        if ok:
+            self.hooks.account(iso, model_id)
+        elif was_interrupt or self.hooks.interrupted():
+            self.stopped = True
+        elif self.failure is None:
+            self.failure = StudyRunError(f"responses_job [{key}] failed: {message}")

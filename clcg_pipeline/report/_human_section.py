@@ -1,0 +1,392 @@
+"""The report section of human validation (STUDY.md section 7, issue 10).
+
+Human ratings after the quality-control funnel. Shown: a banner when the annotations are
+simulated, the funnel, Krippendorff's alpha per dimension against the 0.67 reference, Spearman,
+class adequacy vs CLCG, the paired preference, the ceiling rule and human-vs-judge agreement;
+"awaiting annotations" when nothing was imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from clcg_pipeline.report._format import MISSING, as_float, fmt_int, fmt_num, fmt_p
+from clcg_pipeline.report._labels import METRIC_NAMES, SIMULATED_BANNER
+from clcg_pipeline.report._page import Part, Row, Section
+from clcg_pipeline.report._studies import (
+    Walk,
+    caveat_parts,
+    chart,
+    ci_cell,
+    clean,
+    col,
+    facts_part,
+    further_results,
+    normal_status,
+    opening,
+    record_table,
+    records,
+    row_flags,
+    status_part,
+    words,
+)
+from clcg_pipeline.report._svg import Bar, bar_chart_svg
+from clcg_pipeline.storage import (
+    HumanValidationResults,
+    Preference,
+    PreferenceBootstrap,
+    PreferenceModel,
+    document_keys,
+)
+
+# Rendered generically under "Further results" (no dedicated block of the section).
+HUMAN_GENERIC_KEYS = frozenset(
+    {"methods", "articles", "max_adequacy_incomplete_keypoints", "judge_consensus"}
+)
+HUMAN_KEYS = document_keys(HumanValidationResults) - HUMAN_GENERIC_KEYS
+ALPHA_REFERENCE = 0.67  # Krippendorff's floor for tentative conclusions
+
+
+def human_section(raw: HumanValidationResults | None, walk: Walk) -> Section:
+    section = Section(
+        key="human_validation",
+        title="Human validation",
+        caption="Human ratings of individual responses and contrastive pairs, after the quality-control "
+        "funnel: agreement, correlation with Token-F1, class-level adequacy against CLCG, the paired "
+        "preference and the ceiling rule.",
+    )
+    block = clean(raw) if isinstance(raw, Mapping) else None
+    if block is not None and block.get("simulated") is True:
+        section.parts.append(Part("banner", text=SIMULATED_BANNER))
+    extra = ""
+    if block is not None and normal_status(block) == "awaiting":  # also "awaiting annotations"
+        extra = (
+            "No annotation has been imported yet: export the annotation sample, collect the ratings and drop "
+            "the returned files in the inbox; the results appear here after the next run."
+        )
+    section.parts.append(status_part(block, key="human_validation", what="human validation", extra=extra))
+    if block is None:
+        return section
+    status = normal_status(block)
+    counts = facts_part(
+        [
+            (name, fmt_int(block[key]))
+            for key, name in (
+                ("annotators", "annotators after QC"),
+                ("ratings", "ratings after QC"),
+                ("items", "items rated"),
+            )
+            if block.get(key) is not None
+        ]
+    )
+    if counts:
+        section.parts.append(counts)
+    section.parts += _funnel(block, status)
+    section.parts += _alpha(block, status)
+    section.parts += _spearman(block, status)
+    section.parts += _class_adequacy(block, status)
+    section.parts += _preference(block, status)
+    section.parts += _ceiling(block, status)
+    section.parts += _human_judges(block, status)
+    section.parts += caveat_parts(block)
+    section.parts += further_results(block, HUMAN_KEYS, "human_validation", walk)
+    return section
+
+
+def _funnel(block: HumanValidationResults, status: str) -> list[Part]:
+    rows = records(block, "qc_funnel")
+    parts = opening("Quality-control funnel", bool(rows), status, "quality-control steps")
+    if not rows:
+        return parts
+    bars = [
+        Bar(label=words(r.get("step")), value=value, colour="#4a7fb0")
+        for r in rows
+        if (value := as_float(r.get("remaining_ratings"))) is not None
+    ]
+    parts += chart(
+        bar_chart_svg(
+            bars,
+            title="Ratings remaining after each quality-control step",
+            x_label="ratings remaining",
+            legend=False,
+            value_format=lambda v: f"{v:,.0f}",
+            chart_id="chart-human-funnel",
+        )
+    )
+    parts += record_table(
+        rows,
+        [
+            col("step", "step", "words"),
+            col("annotators excluded", "excluded_annotators", "int"),
+            col("ratings excluded", "excluded_ratings", "int"),
+            col("annotators remaining", "remaining_annotators", "int"),
+            col("ratings remaining", "remaining_ratings", "int"),
+        ],
+        value_key="remaining_ratings",
+        section_status=status,
+        known={
+            "step",
+            "excluded_annotators",
+            "excluded_ratings",
+            "remaining_annotators",
+            "remaining_ratings",
+        },
+    )
+    return parts
+
+
+def _alpha(block: HumanValidationResults, status: str) -> list[Part]:
+    rows = records(block, "alpha")
+    parts = opening(
+        "Inter-annotator agreement: Krippendorff's alpha per dimension",
+        bool(rows),
+        status,
+        "agreement statistics",
+    )
+    if not rows:
+        return parts
+    bars = [
+        Bar(
+            label=f"{words(r.get('dimension'))} ({r.get('level') or 'level?'})",
+            value=value,
+            low=as_float(r.get("ci_low")),
+            high=as_float(r.get("ci_high")),
+            colour="#2c7fb8" if value >= ALPHA_REFERENCE else "#d95f0e",
+            flagged=bool(row_flags(r, "alpha", section_status=status)),
+        )
+        for r in rows
+        if (value := as_float(r.get("alpha"))) is not None
+    ]
+    parts += chart(
+        bar_chart_svg(
+            bars,
+            title="Krippendorff's alpha per dimension, with intervals; dashed line at 0.67",
+            x_label="Krippendorff's alpha",
+            legend=False,
+            chart_id="chart-human-alpha",
+            reference=(ALPHA_REFERENCE, "0.67 (tentative conclusions)"),
+        )
+    )
+    parts += record_table(
+        rows,
+        [
+            col("dimension", "dimension", "words"),
+            col("level", "level"),
+            col("alpha", "alpha", "num"),
+            ("interval", lambda r: ci_cell(r, "alpha"), True),
+            ("vs 0.67", lambda r: _versus(r.get("alpha"), ALPHA_REFERENCE), False),
+            col("items", "items", "int"),
+        ],
+        value_key="alpha",
+        section_status=status,
+        known={"dimension", "level", "alpha", "ci_low", "ci_high", "items"},
+    )
+    return parts
+
+
+def _versus(value: object, reference: float) -> str:
+    number = as_float(value)
+    if number is None:
+        return MISSING
+    return "at or above" if number >= reference else "below"
+
+
+def _spearman(block: HumanValidationResults, status: str) -> list[Part]:
+    rows = records(block, "spearman")
+    parts = opening(
+        "Spearman correlation of the automatic metric with human ratings", bool(rows), status, "correlations"
+    )
+    if not rows:
+        return parts
+    parts += record_table(
+        rows,
+        [
+            ("metric", lambda r: METRIC_NAMES.get(str(r.get("metric")), words(r.get("metric"))), False),
+            col("human rating", "human", "words"),
+            col("rho", "rho", "num"),
+            ("interval", lambda r: ci_cell(r, "rho"), True),
+            col("p", "p", "p"),
+            col("n", "n", "int"),
+        ],
+        value_key="rho",
+        section_status=status,
+        known={"metric", "human", "rho", "ci_low", "ci_high", "p", "n"},
+    )
+    return parts
+
+
+def _class_adequacy(block: HumanValidationResults, status: str) -> list[Part]:
+    rows = records(block, "class_adequacy")
+    parts = opening("Adequacy per Joshi class against CLCG", bool(rows), status, "class-level adequacy")
+    if not rows:
+        return parts
+    parts += record_table(
+        rows,
+        [
+            col("Joshi class", "joshi_class"),
+            col("adequacy mean", "adequacy_mean", "num"),
+            col("adequacy median", "adequacy_median", "num"),
+            col("CLCG", "clcg", "num"),
+            col("ratings", "n", "int"),
+        ],
+        value_key="adequacy_mean",
+        section_status=status,
+        known={"joshi_class", "adequacy_mean", "adequacy_median", "clcg", "n"},
+        always={"CLCG"},  # a missing class CLCG shows as a dash, not as a vanished column
+    )
+    return parts
+
+
+def _preference(block: HumanValidationResults, status: str) -> list[Part]:
+    pref = block.get("preference")
+    parts = opening(
+        "Paired preference: higher- vs lower-resource language",
+        isinstance(pref, Mapping) and bool(pref),
+        status,
+        "preference result",
+    )
+    if not isinstance(pref, Mapping) or not pref:
+        return parts
+    facts = facts_part(
+        [
+            ("decisive pairs", fmt_int(pref.get("decisive")) if pref.get("decisive") is not None else None),
+            (
+                "higher-resource preferred",
+                fmt_int(pref.get("higher_preferred")) if pref.get("higher_preferred") is not None else None,
+            ),
+        ]
+    )
+    if facts:
+        parts.append(facts)
+    body = _preference_rows(pref, status)
+    parts.append(
+        Part(
+            "table",
+            columns=["", "estimate", "interval", "p (one-sided)", "flags and notes"],
+            rows=body,
+            numeric=["interval", "p (one-sided)"],
+        )
+    )
+    parts.append(
+        Part(
+            "note",
+            text="Proportion of decisive pairs in which the higher-resource language's response was "
+            "preferred (0.5 = no preference); non-decisive answers are left out.",
+        )
+    )
+    return parts
+
+
+def _preference_rows(pref: Preference, status: str) -> list[Row]:
+    """The raw proportion, the mixed model (probability, odds ratio) and the bootstrap, one row each."""
+    raw_mixed, raw_boot = pref.get("mixed"), pref.get("bootstrap")
+    mixed: PreferenceModel = raw_mixed if isinstance(raw_mixed, Mapping) else {}  # type: ignore[assignment]
+    boot: PreferenceBootstrap = raw_boot if isinstance(raw_boot, Mapping) else {}  # type: ignore[assignment]
+    body: list[Row] = []
+
+    def line(label: str, value: object, low: object, high: object, p: object, note: str = "") -> None:
+        record = {"estimate": value, "ci_low": low, "ci_high": high}
+        flags = row_flags(record, section_status=status)
+        body.append(
+            Row(
+                cells=[label, fmt_num(value), ci_cell(record), fmt_p(p), note],
+                flags=flags,
+            )
+        )
+
+    line(
+        "Raw proportion (exact binomial interval)",
+        pref.get("proportion"),
+        pref.get("exact_ci_low"),
+        pref.get("exact_ci_high"),
+        pref.get("p_one_sided"),
+    )
+    if mixed:
+        line(
+            "Mixed model probability (crossed random intercepts)",
+            mixed.get("probability"),
+            mixed.get("ci_low"),
+            mixed.get("ci_high"),
+            mixed.get("p_one_sided"),
+            f"method: {mixed['method']}" if mixed.get("method") else "",
+        )
+        mixed_status = str(mixed.get("status") or "ok")
+        if not mixed_status.lower().startswith(("ok", "fitted", "converged")) or "warning" in mixed_status:
+            body[-1].flags.append(f"mixed model: {mixed_status}")
+        if mixed.get("reason"):
+            body[-1].flags.append(f"mixed model: {mixed['reason']}")
+        if mixed.get("odds_ratio") is not None:
+            line(
+                "Mixed model odds ratio",
+                mixed.get("odds_ratio"),
+                mixed.get("or_ci_low"),
+                mixed.get("or_ci_high"),
+                None,
+            )
+    if boot:
+        line(
+            "Annotator-cluster bootstrap",
+            boot.get("estimate"),
+            boot.get("ci_low"),
+            boot.get("ci_high"),
+            boot.get("p_one_sided"),
+        )
+    return body
+
+
+def _ceiling(block: HumanValidationResults, status: str) -> list[Part]:
+    ceiling = block.get("ceiling")
+    parts = opening(
+        "Ceiling rule", isinstance(ceiling, Mapping) and bool(ceiling), status, "ceiling-rule verdict"
+    )
+    if not isinstance(ceiling, Mapping) or not ceiling:
+        return parts
+    median = ceiling.get("min_class_adequacy_median")
+    diff = ceiling.get("high_low_difference")
+    numbers = (
+        f"minimum adequacy median across resource classes {fmt_num(median, 2)} (rule: \u2265 4.5), "
+        f"HIGH \u2212 LOW adequacy difference {fmt_num(diff, 2)} (rule: < 0.5)"
+    )
+    triggered = ceiling.get("triggered")
+    if triggered is True:
+        parts.append(
+            Part(
+                "status",
+                level="warn",
+                text=f"Ceiling rule TRIGGERED: {numbers}. Adequacy is near its ceiling in every class, "
+                "so the human ratings cannot confirm or refute a cross-lingual gap.",
+            )
+        )
+    elif triggered is False:
+        parts.append(Part("status", level="ok", text=f"Ceiling rule not triggered: {numbers}."))
+    else:
+        reason = ceiling.get("reason")
+        parts.append(
+            Part(
+                "status", level="warn", text="Ceiling rule not evaluated" + (f": {reason}" if reason else ".")
+            )
+        )
+    return parts
+
+
+def _human_judges(block: HumanValidationResults, status: str) -> list[Part]:
+    rows = records(block, "judge_agreement")
+    parts = opening(
+        "Human vs LLM-judge agreement (overlap rows)", bool(rows), status, "human-vs-judge agreement"
+    )
+    if not rows:
+        return parts
+    parts += record_table(
+        rows,
+        [
+            col("judge", "judge"),
+            col("percent", "percent", "pct"),
+            col("kappa", "kappa", "num"),
+            ("kappa interval", lambda r: ci_cell(r, "kappa"), True),
+            col("n", "n", "int"),
+        ],
+        value_key="kappa",
+        section_status=status,
+        known={"judge", "percent", "kappa", "ci_low", "ci_high", "n"},
+    )
+    return parts

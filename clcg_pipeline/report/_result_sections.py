@@ -1,0 +1,423 @@
+"""The sections of the main results: per language, per model, per class, metrics, levels, the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clcg_pipeline.report._builder import (
+    Labeller,
+    SectionBuilder,
+    definition_text,
+    fact_text,
+    is_scalar,
+    is_scalar_list,
+    title_words,
+)
+from clcg_pipeline.report._document import joshi_of, lang_name
+from clcg_pipeline.report._format import (
+    MISSING,
+    as_float,
+    estimate_of,
+    fmt_ci,
+    fmt_int,
+    fmt_num,
+)
+from clcg_pipeline.report._labels import H1_SUMMARY, KNOWN_SECTIONS, METRIC_NAMES, MODEL_COLUMNS, NOT_SECTIONS
+from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
+from clcg_pipeline.report._studies import chart
+from clcg_pipeline.report._svg import Bar, bar_chart_svg
+from clcg_pipeline.storage import Estimate, H1Results, StudyResultsDocument
+
+_MAX_SECTION_ROWS = 400
+
+
+def result_sections(
+    results: StudyResultsDocument | Mapping[str, Any],
+    langs: Mapping[str, Mapping[str, Any]],
+    builder: SectionBuilder,
+    missing: list[dict[str, str]] | None,
+    metric: str,
+) -> list[Section]:
+    definitions = builder.definitions
+    sections: list[Section] = []
+    used: set[str] = set(NOT_SECTIONS)
+    for names, title in KNOWN_SECTIONS:
+        for name in names:
+            if name not in results or name in used:
+                continue
+            used.add(name)
+            value = results[name]
+            caption = definition_text(definitions, name)
+            if name == "excluded_versions":
+                sections.append(_excluded_section(value, missing, langs))
+            elif name in ("language_net", "net_by_language") and isinstance(value, Mapping):
+                sections.append(
+                    languages_section(
+                        name,
+                        title,
+                        value,
+                        langs,
+                        builder,
+                        chart_title="Net CLCG per language (its gap minus the PT gap), with intervals",
+                        x_label=f"Net CLCG: (EN \u2212 language) \u2212 (EN \u2212 PT), {metric}",
+                        caption=caption
+                        or "Each language's gap minus the Portuguese gap: the cost beyond a high-resource "
+                        "non-English language.",
+                    )
+                )
+            elif name in ("joshi_class", "by_class", "per_class", "classes") and isinstance(value, Mapping):
+                sections.append(_class_section(name, title, value, builder, caption))
+            elif name in ("metric_sensitivity", "metrics") and isinstance(value, Mapping):
+                sections.append(_metric_section(name, title, value, builder, caption))
+            elif name in ("h3", "level_profile") and isinstance(value, Mapping):
+                sections.append(_level_section(name, title, value, builder, caption))
+            else:
+                section = Section(key=name, title=title, caption=caption)
+                builder.walk(value, [], section.parts, name, name)
+                sections.append(section)
+    for name in results:
+        if name not in used:
+            section = Section(
+                key=str(name), title=title_words(str(name)), caption=definition_text(definitions, str(name))
+            )
+            builder.walk(results[name], [], section.parts, str(name), str(name))
+            sections.append(section)
+    for section in sections:
+        truncate(section)
+    return sections
+
+
+def truncate(section: Section) -> None:
+    """Keep a pathological section readable; the rest stays in study_results.json."""
+    budget = _MAX_SECTION_ROWS
+    for part in section.parts:
+        if part.kind == "table":
+            if len(part.rows) > budget:
+                section.truncated += len(part.rows) - budget
+                part.rows = part.rows[:budget]
+            budget = max(budget - len(part.rows), 0)
+
+
+def _bar_label(iso: str, langs: Mapping[str, Mapping[str, Any]], *, with_class: bool) -> str:
+    meta = langs.get(iso, {})
+    label = f"{meta['name']} ({iso})" if meta.get("name") else iso
+    if with_class:
+        # The class is in the text too, not only in the colour, for readers who cannot tell them apart.
+        joshi = joshi_of(meta.get("joshi_class"))
+        label += " \u00b7 unclassified" if joshi is None else f" \u00b7 class {joshi}"
+    return label
+
+
+def _language_rows(
+    by_language: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    rows = []
+    for iso, block in by_language.items():
+        est = estimate_of(block)
+        meta = langs.get(str(iso), {})
+        rows.append(
+            {
+                "iso": str(iso),
+                "name": str(meta.get("name") or ""),
+                "joshi_class": joshi_of(meta.get("joshi_class")),
+                "value": as_float(est.get("estimate")),
+                "low": as_float(est.get("ci_low")),
+                "high": as_float(est.get("ci_high")),
+                "block": est,
+            }
+        )
+    # Largest gap first; languages whose CLCG could not be computed go last.
+    rows.sort(key=lambda r: (r["value"] is None, -(r["value"] or 0.0), r["iso"]))
+    return rows
+
+
+def languages_section(
+    key: str,
+    title: str,
+    by_language: Mapping[str, Estimate],
+    langs: Mapping[str, Mapping[str, Any]],
+    builder: SectionBuilder,
+    *,
+    chart_title: str,
+    x_label: str,
+    caption: str,
+) -> Section:
+    rows = _language_rows(by_language, langs)
+    svg = bar_chart_svg(
+        [
+            Bar(
+                label=_bar_label(r["iso"], langs, with_class=bool(langs)),
+                value=r["value"],
+                low=r["low"],
+                high=r["high"],
+                joshi_class=r["joshi_class"],
+                flagged=bool(flags_of(r["block"])),
+            )
+            for r in rows
+            if r["value"] is not None
+        ],
+        title=chart_title,
+        x_label=x_label,
+        legend=bool(langs),
+        chart_id=f"chart-{key}",
+    )
+    table_rows = []
+    for r in rows:
+        row = builder.estimate_row(lang_name(r["iso"], langs), r["block"])
+        if langs:
+            joshi = r["joshi_class"]
+            row.cells.insert(1, "unclassified" if joshi is None else str(joshi))
+        table_rows.append(row)
+    columns = builder.estimate_columns
+    columns = [columns[0] or "language", *(["Joshi class"] if langs else []), *columns[1:]]
+    section = Section(key=key, title=title, caption=caption)
+    section.parts += chart(svg)
+    section.parts.append(_pruned(Part("table", columns=columns, rows=table_rows)))
+    return section
+
+
+def _class_section(
+    key: str, title: str, value: Mapping[str, Any], builder: SectionBuilder, caption: str
+) -> Section:
+    section = Section(key=key, title=title, caption=caption)
+    primary = value.get("primary") if isinstance(value.get("primary"), Mapping) else None
+    if primary:
+        bars = []
+        for cls, block in sorted(
+            primary.items(), key=lambda kv: (as_float(kv[0]) is None, as_float(kv[0]) or 0)
+        ):
+            raw = estimate_of(block.get("raw") if isinstance(block, Mapping) else None)
+            number = as_float(raw.get("estimate"))
+            if number is None:
+                continue
+            languages = block.get("languages") if isinstance(block, Mapping) else None
+            label = f"class {cls}"
+            if isinstance(languages, list) and languages:
+                label += f" ({', '.join(str(v) for v in languages)})"
+            bars.append(
+                Bar(
+                    label=label,
+                    value=number,
+                    low=as_float(raw.get("ci_low")),
+                    high=as_float(raw.get("ci_high")),
+                    joshi_class=joshi_of(cls),
+                    flagged=bool(flags_of(raw)),
+                )
+            )
+        svg = bar_chart_svg(
+            bars,
+            title="Mean raw CLCG per Joshi class (primary mapping), with intervals",
+            x_label="Class mean CLCG: English minus language",
+            legend=False,
+            chart_id=f"chart-{key}",
+        )
+        section.parts += chart(svg)
+    rest: dict[str, Any] = {}
+    for mapping, classes in value.items():
+        if not _class_table_like(classes):
+            rest[mapping] = classes
+            continue
+        section.parts.append(Part("heading", text=builder.label(mapping, key)))
+        section.parts.append(_class_table(classes, builder))
+    builder.walk(rest, [], section.parts, key, key)
+    return section
+
+
+def _metric_section(
+    key: str, title: str, value: Mapping[str, Any], builder: SectionBuilder, caption: str
+) -> Section:
+    """H1 summary estimands under each metric, side by side (one column pair per metric)."""
+    section = Section(key=key, title=title, caption=caption)
+    metrics = value.get("metrics")
+    if not isinstance(metrics, Mapping) or not metrics:
+        builder.walk(value, [], section.parts, key, key)
+        return section
+    band_metric = value.get("band_metric")
+    names = sorted(metrics, key=lambda m: (m != band_metric, m))  # the band's metric first
+    columns = ["estimand"]
+    for name in names:
+        label = METRIC_NAMES.get(name, name) + (" (band)" if name == band_metric else "")
+        columns += [label, builder.ci_label]
+    columns.append("flags")
+    rows = []
+    for estimand, label in H1_SUMMARY:
+        cells, flags = [label], []
+        for name in names:
+            block = metrics[name] if isinstance(metrics[name], Mapping) else {}
+            est = estimate_of(block.get(estimand))
+            cells += [fmt_num(est.get("estimate")), fmt_ci(est.get("ci_low"), est.get("ci_high"))]
+            flags += [f"{METRIC_NAMES.get(name, name)}: {f}" for f in flags_of(est)]
+        cells.append("")
+        rows.append(Row(cells=cells, flags=flags))
+    section.parts.append(Part("table", columns=columns, rows=rows))
+    not_computed = [
+        f"{METRIC_NAMES.get(name, name)}: {block.get('reason') or block.get('status')}"
+        for name, block in metrics.items()
+        if isinstance(block, Mapping) and block.get("computed") is False
+    ]
+    if not_computed:
+        section.parts.append(Part("flags", rows=[Row(cells=[], flags=not_computed)]))
+    facts = [
+        (builder.label(k, key), fact_text(v)) for k, v in value.items() if is_scalar(v) or is_scalar_list(v)
+    ]
+    if facts:
+        section.parts.append(Part("facts", facts=facts))
+    return section
+
+
+def _class_table_like(value: object) -> bool:
+    """``{class: {languages, raw: {...}, net: {...}}}``, the shape of each class mapping."""
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(isinstance(v, Mapping) and ("raw" in v or "net" in v) for v in value.values())
+    )
+
+
+def _class_table(classes: Mapping[str, Any], builder: SectionBuilder) -> Part:
+    """One row per class: languages, raw and net class means with intervals."""
+    columns = ["class", "languages", "raw CLCG", builder.ci_label, "net CLCG", builder.ci_label, "n", "flags"]
+    rows = []
+    for cls, block in classes.items():
+        raw, net = estimate_of(block.get("raw")), estimate_of(block.get("net"))
+        languages = block.get("languages")
+        flags = [f"raw: {f}" for f in flags_of(raw)] + [f"net: {f}" for f in flags_of(net)]
+        flags += [f for f in flags_of(block) if f not in flags]
+        rows.append(
+            Row(
+                cells=[
+                    f"class {cls}",
+                    fact_text(languages) if isinstance(languages, list | tuple) else MISSING,
+                    fmt_num(raw.get("estimate")),
+                    fmt_ci(raw.get("ci_low"), raw.get("ci_high")),
+                    fmt_num(net.get("estimate")),
+                    fmt_ci(net.get("ci_low"), net.get("ci_high")),
+                    fmt_int(raw.get("n", net.get("n"))),
+                    "",
+                ],
+                flags=flags,
+            )
+        )
+    return _pruned(Part("table", columns=columns, rows=rows))
+
+
+def _level_section(
+    key: str, title: str, value: Mapping[str, Any], builder: SectionBuilder, caption: str
+) -> Section:
+    section = Section(key=key, title=title, caption=caption)
+    for sub, chart_title, x_label in (
+        (
+            "standardized",
+            "H3 level profile: standardized CLCG per question level",
+            "Standardized CLCG (z units)",
+        ),
+        ("raw_descriptive", "Raw CLCG per question level (descriptive)", "Raw CLCG"),
+    ):
+        levels = value.get(sub)
+        if not isinstance(levels, Mapping):
+            continue
+        bars = [
+            Bar(
+                label=str(level),
+                value=number,
+                low=as_float(estimate_of(block).get("ci_low")),
+                high=as_float(estimate_of(block).get("ci_high")),
+                colour="#31688e",
+                flagged=bool(flags_of(estimate_of(block))),
+            )
+            for level, block in levels.items()
+            if (number := as_float(estimate_of(block).get("estimate"))) is not None
+        ]
+        svg = bar_chart_svg(
+            bars, title=chart_title, x_label=x_label, legend=False, chart_id=f"chart-{key}-{sub}"
+        )
+        if svg:
+            section.parts += chart(svg)
+            break  # one profile chart; the raw levels stay in the table below
+    builder.walk(value, [], section.parts, key, key)
+    return section
+
+
+def models_section(h1: H1Results, builder: SectionBuilder, ci_label: str) -> Section | None:
+    by_model = h1.get("by_model")
+    if not isinstance(by_model, Mapping) or not by_model:
+        return None
+    section = Section(
+        key="by-model",
+        title="Per model",
+        caption="The H1 summary estimands computed on each model's responses alone.",
+    )
+    entries = []
+    for model, block in by_model.items():
+        block = block if isinstance(block, Mapping) else {}
+        micro = estimate_of(block.get("h1_micro"))
+        entries.append((as_float(micro.get("estimate")), str(model), block, micro))
+    entries.sort(key=lambda e: (e[0] is None, -(e[0] or 0.0), e[1]))
+    svg = bar_chart_svg(
+        [
+            Bar(
+                label=m,
+                value=v,
+                low=as_float(mi.get("ci_low")),
+                high=as_float(mi.get("ci_high")),
+                colour="#3182bd",
+                flagged=bool(flags_of(mi)),
+            )
+            for v, m, _, mi in entries
+            if v is not None
+        ],
+        title="H1 micro CLCG per model, with intervals",
+        x_label="H1 micro CLCG",
+        legend=False,
+        chart_id="chart-by-model",
+    )
+    section.parts += chart(svg)
+    columns = ["model"]
+    for _, label in MODEL_COLUMNS:
+        columns += [label, ci_label]
+    columns.append("flags and notes")
+    rows = []
+    for _, model, block, _ in entries:
+        cells = [model]
+        flags: list[str] = []
+        for key, _ in MODEL_COLUMNS:
+            est = estimate_of(block.get(key))
+            cells += [fmt_num(est.get("estimate")), fmt_ci(est.get("ci_low"), est.get("ci_high"))]
+            flags += [f"{key}: {f}" for f in flags_of(est)]
+        cells.append("")
+        rows.append(Row(cells=cells, flags=flags))
+    section.parts.append(_pruned(Part("table", columns=columns, rows=rows)))
+    return section
+
+
+def _excluded_section(
+    value: object, missing: list[dict[str, str]] | None, langs: Mapping[str, Any]
+) -> Section:
+    section = Section(
+        key="excluded_versions",
+        title="Excluded article versions",
+        caption="Article x language versions below the completeness threshold are left out of every "
+        "estimate.",
+    )
+    records = [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+    if records:
+        builder = SectionBuilder(Labeller(langs), {}, "95% CI")
+        section.parts.append(builder.record_table(records))
+    else:
+        section.parts.append(
+            Part(
+                "text",
+                text="No version was excluded: every scored article x language version met the threshold.",
+            )
+        )
+    if missing:
+        section.parts.append(
+            Part(
+                "text",
+                text="This says nothing about languages with no data at all: "
+                + ", ".join(lang_name(e["iso"], langs) for e in missing)
+                + " have no scored rows and no estimate (see the header).",
+            )
+        )
+    return section

@@ -1,0 +1,246 @@
+"""The error taxonomy's checks on its judges: agreement, delta contributions, order bias, self-preference."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clcg_pipeline.report._format import MISSING, as_float
+from clcg_pipeline.report._page import Part
+from clcg_pipeline.report._studies import (
+    chart,
+    ci_cell,
+    col,
+    opening,
+    record_table,
+    records,
+    row_flags,
+    words,
+)
+from clcg_pipeline.report._svg import Bar, bar_chart_svg
+from clcg_pipeline.storage import ErrorTaxonomyResults
+
+
+def judge_of(record: Mapping[str, Any]) -> str:
+    return str(record.get("judge") or MISSING)
+
+
+def agreement_parts(block: ErrorTaxonomyResults, status: str) -> list[Part]:
+    rows = records(block, "agreement")
+    parts = opening("Judge agreement (percent and Cohen's kappa)", bool(rows), status, "agreement statistics")
+    if not rows:
+        return parts
+    level_order = {"fine": 0, "collapsed": 1, "binary": 2}
+    rows = sorted(rows, key=lambda r: level_order.get(str(r.get("level")), 3))
+    parts += record_table(
+        rows,
+        [
+            col("level", "level"),
+            (
+                "judges",
+                lambda r: " vs ".join(str(r[k]) for k in ("judge_a", "judge_b") if r.get(k)) or MISSING,
+                False,
+            ),
+            col("percent", "percent", "pct"),
+            (
+                "percent interval",
+                lambda r: ci_cell(r, "percent", low="percent_ci_low", high="percent_ci_high", pct=True),
+                True,
+            ),
+            col("kappa", "kappa", "num"),
+            ("kappa interval", lambda r: ci_cell(r, "kappa"), True),
+            col("n", "n", "int"),
+            col("articles", "n_articles", "int"),
+        ],
+        value_key="kappa",
+        section_status=status,
+        known={
+            "level",
+            "judge_a",
+            "judge_b",
+            "percent",
+            "percent_ci_low",
+            "percent_ci_high",
+            "kappa",
+            "ci_low",
+            "ci_high",
+            "n",
+            "n_articles",
+            "unit",
+        },
+    )
+    parts.append(
+        Part(
+            "note",
+            text="fine = the nine labels; collapsed = the seven-class mapping; binary = semantic error or "
+            "not. Agreement between two LLM judges is coding consistency, not validity.",
+        )
+    )
+    return parts
+
+
+def delta_parts(block: ErrorTaxonomyResults, status: str) -> list[Part]:
+    rows = records(block, "delta_contribution")
+    parts = opening(
+        "Contribution of each target label to the EN \u2212 target score delta",
+        bool(rows),
+        status,
+        "delta contributions",
+    )
+    if not rows:
+        return parts
+    totals = records(block, "delta")
+    if totals:
+        parts += record_table(
+            totals,
+            [
+                col("judge", "judge"),
+                col("delta", "estimate", "num"),
+                ("interval", ci_cell, True),
+                col("pairs", "n", "int"),
+                col("articles", "n_articles", "int"),
+            ],
+            section_status=status,
+            known={"judge", "estimate", "ci_low", "ci_high", "n", "n_articles"},
+        )
+    bars = [
+        Bar(
+            label=f"{judge_of(r)} \u00b7 {words(r.get('label'))}",
+            value=value,
+            low=as_float(r.get("ci_low")),
+            high=as_float(r.get("ci_high")),
+            colour="#756bb1",
+            flagged=bool(row_flags(r, "contribution", section_status=status)),
+        )
+        for r in rows
+        if (value := as_float(r.get("contribution"))) is not None
+    ]
+    parts += chart(
+        bar_chart_svg(
+            bars,
+            title="Contribution to the score delta (frequency x mean loss) per judge and target label",
+            x_label="contribution to mean(EN score \u2212 target score)",
+            legend=False,
+            chart_id="chart-taxonomy-delta",
+        )
+    )
+    parts += record_table(
+        rows,
+        [
+            col("judge", "judge"),
+            col("target label", "label", "words"),
+            col("pairs", "n", "int"),
+            col("frequency", "frequency", "pct"),
+            col("mean loss", "mean_loss", "num"),
+            (
+                "mean loss interval",
+                lambda r: ci_cell(r, "mean_loss", low="mean_loss_ci_low", high="mean_loss_ci_high"),
+                True,
+            ),
+            col("contribution", "contribution", "num"),
+            ("interval", lambda r: ci_cell(r, "contribution"), True),
+        ],
+        value_key="contribution",
+        section_status=status,
+        known={
+            "judge",
+            "label",
+            "n",
+            "frequency",
+            "mean_loss",
+            "mean_loss_ci_low",
+            "mean_loss_ci_high",
+            "contribution",
+            "ci_low",
+            "ci_high",
+            "n_articles",
+        },
+    )
+    return parts
+
+
+def order_bias_parts(block: ErrorTaxonomyResults, status: str) -> list[Part]:
+    rows = records(block, "order_bias")
+    parts = opening(
+        "Order bias (a pair shown both ways round)", bool(rows), status, "order-bias measurements"
+    )
+    if not rows:
+        return parts
+    parts += record_table(
+        rows,
+        [
+            col("judge", "judge"),
+            col("pairs", "pairs", "int"),
+            col("flips", "flips", "int"),
+            col("flip rate", "flip_rate", "pct"),
+            ("interval", lambda r: ci_cell(r, "flip_rate", pct=True), True),
+            col("first shown preferred", "first_shown_preferred", "pct"),
+        ],
+        value_key="flip_rate",
+        section_status=status,
+        known={
+            "judge",
+            "pairs",
+            "flips",
+            "flip_rate",
+            "ci_low",
+            "ci_high",
+            "first_shown_preferred",
+            "n_articles",
+        },
+    )
+    parts.append(
+        Part(
+            "note",
+            text="Flip rate = share of pairs whose preferred response changes when the order is swapped "
+            "(0 = no order effect).",
+        )
+    )
+    return parts
+
+
+def self_preference_parts(block: ErrorTaxonomyResults, status: str) -> list[Part]:
+    rows = records(block, "self_preference")
+    parts = opening(
+        "Self-preference (a judge rating its own family's responses)",
+        bool(rows),
+        status,
+        "self-preference measurements",
+    )
+    if not rows:
+        return parts
+    parts += record_table(
+        rows,
+        [
+            col("judge", "judge"),
+            col("family", "judge_family"),
+            col("own family correct", "own_rate", "pct"),
+            col("other families correct", "other_rate", "pct"),
+            col("difference", "difference", "num"),
+            ("interval", lambda r: ci_cell(r, "difference"), True),
+            col("excess over other judges", "excess", "num"),
+            (
+                "excess interval",
+                lambda r: ci_cell(r, "excess", low="excess_ci_low", high="excess_ci_high"),
+                True,
+            ),
+            col("n", "n", "int"),
+        ],
+        value_key="difference",
+        section_status=status,
+        known={
+            "judge",
+            "judge_family",
+            "own_rate",
+            "other_rate",
+            "difference",
+            "ci_low",
+            "ci_high",
+            "excess",
+            "excess_ci_low",
+            "excess_ci_high",
+            "n",
+            "n_articles",
+        },
+    )
+    return parts

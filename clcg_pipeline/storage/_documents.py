@@ -1,0 +1,584 @@
+"""The shapes of the sections of ``study_results.json``, defined once for the writers and the reader.
+
+The analysis stage writes the estimates and merges the document; the validation stage writes
+``error_taxonomy`` and ``human_validation``; the granularity stage writes ``granularity``; the
+report reads them all. Field names are the JSON keys. Every class is ``total=False``: older or
+partial documents lack keys, and a study that did not run writes its status and reason only.
+A value is ``None`` where the writer had nothing to put there (a withheld interval, a skipped study).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+# ---------------------------------------------------------------------------------------------
+# Shared pieces
+
+
+class Estimate(TypedDict, total=False):
+    """One estimate with its interval, p value, counts and the reasons not to trust it."""
+
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p: float | None
+    p_value: float | None
+    p_adj: float | None
+    p_bound: bool
+    n: int | None
+    n_articles: int | None
+    identifiable: bool
+    reason: str | None
+    valid_replicates: int | None
+    flags: list[str] | str | None
+    converged: bool
+    status: str
+    warnings: list[str] | str
+    metric: str
+    sided: str
+
+
+class Interval(TypedDict, total=False):
+    """An estimate as the studies write it: a value, its interval and whether it is identifiable.
+
+    Rows whose value has another name (``gap``, ``drop``, ``kappa`` ...) share the other fields.
+    """
+
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int | None
+    n_articles: int | None
+    n_documents: int | None
+    valid_replicates: int | None
+    p_bound: bool
+    identifiable: bool
+    reason: str | None
+    flags: list[str]
+    status: str
+
+
+# ---------------------------------------------------------------------------------------------
+# The analysis stage: the estimates and the merged document
+
+
+class Band(TypedDict, total=False):
+    metric: str
+    levels: list[str]
+    item_source: str
+    context_scope: str
+
+
+class StudySettings(TypedDict, total=False):
+    """``settings``: how the estimates were computed (never a credential)."""
+
+    seed: int
+    replicates: int
+    bootstrap_replicates: int
+    confidence: float
+    min_articles: int
+    band: Band
+    rule: str
+    replicate_rule: str
+    config_hash: str
+    bootstrap: str
+    n_rows: int
+    n_band_rows: int
+    models: list[dict[str, Any]]
+    sources: list[dict[str, Any]]
+    languages_without_data: list[Any]
+    languages_with_data: list[Any]
+    generated_at: str
+    code_version: str | dict[str, Any]
+
+
+class LanguageEntry(TypedDict, total=False):
+    """One panel language of ``languages``."""
+
+    iso: str
+    name: str
+    script: str
+    joshi_class: int | None
+    joshi_class_sensitivity: int | None
+    role: str
+    non_latin: bool
+    isolate: str
+
+
+class H1Results(TypedDict, total=False):
+    """``h1``: the five summary estimands, per language, per model, and the row counts."""
+
+    h1_micro: Estimate
+    macro: Estimate
+    pt_gap: Estimate
+    macro_net: Estimate
+    micro_net: Estimate
+    by_language: dict[str, Estimate]
+    by_model: dict[str, dict[str, Estimate]]
+    n: dict[str, int]
+    settings: StudySettings
+
+
+class Definition(TypedDict, total=False):
+    """One entry of ``definitions`` (docs/ESTIMANDS.md in data)."""
+
+    definition: str
+    direction: str
+    sided: str
+    metric: str
+    n: str
+
+
+class DrilldownItem(TypedDict, total=False):
+    """One item of a language's drill-down panel: the question and both answers."""
+
+    question: str
+    gold: str
+    en_answer: str | None
+    target_answer: str | None
+    en_score: float | None
+    target_score: float | None
+    difference: float | None
+    model: str
+    doc_id: str
+    item_id: str
+    level: str
+    reps: int | list[int]
+
+
+# ---------------------------------------------------------------------------------------------
+# The error taxonomy (validation stage)
+
+
+class TaxonomyJudge(TypedDict, total=False):
+    judge: str
+    family: str
+    judgements: int
+    ok: int
+    excluded: dict[str, int]
+    absent: int
+
+
+class ExcludedJudgements(TypedDict, total=False):
+    judge: str
+    side: str
+    status: str
+    n: int
+
+
+class LabelFrequency(TypedDict, total=False):
+    judge: str
+    side: str
+    label: str
+    n: int
+    total: int
+    share: float
+    ci_low: float | None
+    ci_high: float | None
+    identifiable: bool
+    reason: str | None
+    n_articles: int
+
+
+class LabelTransition(TypedDict, total=False):
+    judge: str
+    en_label: str
+    target_label: str
+    n: int
+    share: float
+
+
+class CrosslingualLoss(Interval, total=False):
+    judge: str
+    group: str  # "all", "joshi_class=2", "language=sw", "model=m"
+
+
+class JudgeAgreement(Interval, total=False):
+    level: str  # fine | collapsed | binary
+    judge_a: str
+    judge_b: str
+    unit: str
+    percent: float | None
+    percent_ci_low: float | None
+    percent_ci_high: float | None
+    kappa: float | None
+
+
+class DeltaTotal(Interval, total=False):
+    judge: str
+
+
+class DeltaContribution(Interval, total=False):
+    judge: str
+    label: str
+    frequency: float
+    mean_loss: float | None
+    mean_loss_ci_low: float | None
+    mean_loss_ci_high: float | None
+    contribution: float | None
+
+
+class OrderBias(Interval, total=False):
+    judge: str
+    pairs: int
+    flips: int
+    flip_rate: float | None
+    first_shown_preferred: float | None
+
+
+class SelfPreference(Interval, total=False):
+    judge: str
+    judge_family: str
+    n_own: int
+    n_other: int
+    own_rate: float | None
+    other_rate: float | None
+    difference: float | None
+    excess: float | None
+    excess_ci_low: float | None
+    excess_ci_high: float | None
+
+
+class ErrorTaxonomyResults(TypedDict, total=False):
+    """``error_taxonomy`` (the ``error_taxonomy_results`` asset)."""
+
+    status: str
+    reason: str | None
+    taxonomy: str | None
+    judges: list[TaxonomyJudge]
+    pairs: int
+    articles: int
+    candidate_loss_share_realised: float | None
+    candidate_loss_share_target: float | None
+    excluded: list[ExcludedJudgements]
+    label_frequencies: list[LabelFrequency]
+    transitions: list[LabelTransition]
+    crosslingual_loss: list[CrosslingualLoss]
+    agreement: list[JudgeAgreement]
+    delta: list[DeltaTotal]
+    delta_contribution: list[DeltaContribution]
+    order_bias: list[OrderBias]
+    self_preference: list[SelfPreference]
+    decomposition: str
+    caveats: list[str]
+
+
+# ---------------------------------------------------------------------------------------------
+# Human validation (validation stage)
+
+
+class QcStep(TypedDict, total=False):
+    step: str
+    rule: str
+    excluded_annotators: int
+    excluded_ratings: int
+    remaining_annotators: int
+    remaining_ratings: int
+    annotators_with_ratings: int
+
+
+class AlphaRow(TypedDict, total=False):
+    dimension: str
+    level: str  # the level of measurement
+    alpha: float | None
+    ci_low: float | None
+    ci_high: float | None
+    items: int
+    ratings: int
+    valid_replicates: int
+    status: str
+    identifiable: bool
+    reason: str | None
+
+
+class SpearmanRow(TypedDict, total=False):
+    metric: str
+    human: str
+    rho: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p: float | None
+    n: int
+    status: str
+    identifiable: bool
+    reason: str | None
+
+
+class ClassAdequacy(TypedDict, total=False):
+    joshi_class: int
+    adequacy_mean: float
+    adequacy_median: float
+    clcg: float | None
+    n: int
+    responses: int
+    languages: list[str]
+
+
+class PreferenceModel(TypedDict, total=False):
+    """The mixed model of the paired preference (crossed random intercepts)."""
+
+    probability: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_one_sided: float | None
+    method: str
+    status: str
+    reason: str | None
+    odds_ratio: float | None
+    or_ci_low: float | None
+    or_ci_high: float | None
+    annotator_sd: float | None
+    pair_sd: float | None
+
+
+class PreferenceBootstrap(TypedDict, total=False):
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_one_sided: float | None
+    annotators: int
+    identifiable: bool
+    reason: str | None
+
+
+class Preference(TypedDict, total=False):
+    decisive: int
+    higher_preferred: int
+    proportion: float | None
+    exact_ci_low: float | None
+    exact_ci_high: float | None
+    p_one_sided: float | None
+    judgments: int
+    non_decisive: int
+    mixed: PreferenceModel
+    bootstrap: PreferenceBootstrap
+
+
+class Ceiling(TypedDict, total=False):
+    triggered: bool | None
+    min_class_adequacy_median: float | None
+    high_low_difference: float | None
+    high_mean: float | None
+    low_mean: float | None
+    rule: str
+    reason: str | None
+
+
+class HumanJudgeAgreement(TypedDict, total=False):
+    judge: str
+    percent: float | None
+    kappa: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+class HumanValidationResults(TypedDict, total=False):
+    """``human_validation`` (the ``human_validation_results`` asset)."""
+
+    status: str
+    reason: str | None
+    simulated: bool
+    methods: dict[str, str]
+    qc_funnel: list[QcStep]
+    annotators: int
+    ratings: int
+    items: int
+    articles: int
+    alpha: list[AlphaRow]
+    spearman: list[SpearmanRow]
+    class_adequacy: list[ClassAdequacy]
+    max_adequacy_incomplete_keypoints: dict[str, Any] | None
+    preference: Preference | None
+    ceiling: Ceiling | None
+    judge_agreement: list[HumanJudgeAgreement]
+    judge_consensus: dict[str, Any] | None
+    caveats: list[str]
+
+
+# ---------------------------------------------------------------------------------------------
+# The granularity task family (granularity stage)
+
+
+class DocumentBucket(TypedDict, total=False):
+    bucket: str
+    n_documents: int
+    languages: list[str]
+
+
+class GranularityScore(Interval, total=False):
+    task: str
+    granularity: str
+    metric: str
+    region: str
+    position: str
+    language: str
+    model: str
+
+
+class GranularityGap(Interval, total=False):
+    granularity: str
+    metric: str
+    tasks: list[str]
+    region: str
+    position: str
+    language: str
+    joshi_class: int | str | None
+    model: str
+    gap: float | None
+
+
+class CurvePoint(Interval, total=False):
+    language_group: str
+    granularity: str
+    metric: str
+    region: str
+    position: str
+    score: float | None
+    gap: float | None
+
+
+class MiddleVsEdges(TypedDict, total=False):
+    granularity: str
+    metric: str
+    axis: str
+    pooled_over: str
+    language_group: str
+    score_contrast: Interval | None
+    gap_contrast: Interval | None
+
+
+class HeatmapCell(Interval, total=False):
+    language_group: str
+    granularity: str
+    metric: str
+    region: str
+    gap: float | None
+
+
+class NoContextDrop(Interval, total=False):
+    task: str
+    metric: str
+    language: str
+    model: str
+    with_context: float | None
+    without_context: float | None
+    drop: float | None
+
+
+class ClozeErrorShare(TypedDict, total=False):
+    judge: str
+    kind: str  # main | tag
+    label: str
+    n: int
+    share: float
+
+
+class ParagraphJudgeAgreement(TypedDict, total=False):
+    alpha_ordinal: float | None
+    alpha_ordinal_by_dimension: dict[str, float | None]
+    icc: float | None
+    icc_reason: str | None
+    n: int
+    judges: list[str]
+    spread_mean: float | None
+    spread_rule: str
+
+
+class HumanJudgeCorrelation(TypedDict, total=False):
+    pearson_r: float | None
+    pearson_p: float | None
+    spearman_rho: float | None
+    spearman_p: float | None
+    n: int
+    n_ratings: int
+    unit: str
+    simulated: bool
+
+
+class PromptTokens(TypedDict, total=False):
+    task: str
+    calls: int
+    prompt_tokens_total: int
+    prompt_tokens_mean: float
+    prompt_tokens_max: int
+    output_tokens_total: int
+    cost_usd: float | None
+
+
+class UnpairedRows(TypedDict, total=False):
+    task: str
+    language: str
+    rows: int
+
+
+class GranularityResults(TypedDict, total=False):
+    """``granularity`` (the ``granularity_results`` asset)."""
+
+    status: str
+    reason: str | None
+    documents: list[DocumentBucket]
+    scores: list[GranularityScore]
+    gaps: list[GranularityGap]
+    position_curve: list[CurvePoint]
+    middle_vs_edges: list[MiddleVsEdges]
+    heatmap: list[HeatmapCell]
+    no_context: list[NoContextDrop]
+    cloze_errors: list[ClozeErrorShare]
+    judge_agreement: ParagraphJudgeAgreement | None
+    human_judge_correlation: HumanJudgeCorrelation | None
+    human_judge_correlation_reason: str | None
+    prompt_tokens_by_task: list[PromptTokens] | dict[str, Any]
+    unpaired: list[UnpairedRows]
+    settings: dict[str, Any]
+    caveats: list[str]
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole document
+
+
+class StudyResultsDocument(TypedDict, total=False):
+    """``study_results.json``: the analysis sections, the three studies and the metadata.
+
+    The analysis sections beyond ``h1`` are nested estimates whose inner keys vary by section
+    (per language, per class, per level ...); they are typed as mappings here.
+    """
+
+    settings: StudySettings
+    h1: H1Results
+    languages: list[LanguageEntry]
+    languages_without_data: list[Any]
+    languages_with_data: list[Any]
+    warnings: list[str | dict[str, Any]]
+    definitions: dict[str, Definition | str]
+    estimands: dict[str, Estimate]
+    drilldown: dict[str, list[DrilldownItem]] | None
+    excluded_versions: list[dict[str, Any]]
+    language_net: dict[str, Estimate]
+    joshi_class: dict[str, Any]
+    h2: dict[str, Any]
+    h3: dict[str, Any]
+    h4: dict[str, Any]
+    parse_rule: dict[str, Any]
+    equivalence: dict[str, Any]
+    mixed_effects: dict[str, Any]
+    multiplicity: Any
+    repetitions: dict[str, Any]
+    context_gain: dict[str, Any]
+    nomological: dict[str, Any]
+    context_scope: dict[str, Any]
+    replication: dict[str, Any]
+    metric_sensitivity: dict[str, Any]
+    error_taxonomy: ErrorTaxonomyResults
+    human_validation: HumanValidationResults
+    granularity: GranularityResults
+    config_hash: str
+    generated_at: str
+    code_version: str | dict[str, Any]
+    title: str
+
+
+def document_keys(shape: type) -> frozenset[str]:
+    """The JSON keys a document shape (one of the TypedDicts above) declares."""
+    return frozenset(shape.__required_keys__ | shape.__optional_keys__)  # type: ignore[attr-defined]

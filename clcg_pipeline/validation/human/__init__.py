@@ -1,0 +1,28 @@
+"""The human validation (STUDY.md section 7): the annotation round trip and its analysis.
+
+The annotation sample, keypoint checklists, export for annotators and import of their files
+(with the inbox sensor), quality control, agreement, paired preference and the analysis.
+"""
+
+from clcg_pipeline.validation.human._agreement import value_counts
+from clcg_pipeline.validation.human._analysis import run_human_validation
+from clcg_pipeline.validation.human._estimands import (
+    CLASS_CLCG_CAVEAT,
+    alpha_table,
+    attach_sample,
+    class_clcg_spearman,
+    per_response,
+)
+from clcg_pipeline.validation.human._qc import RUBRIC, run_qc
+
+__all__ = [
+    "CLASS_CLCG_CAVEAT",
+    "RUBRIC",
+    "alpha_table",
+    "attach_sample",
+    "class_clcg_spearman",
+    "per_response",
+    "run_human_validation",
+    "run_qc",
+    "value_counts",
+]

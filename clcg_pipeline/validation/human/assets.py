@@ -1,0 +1,530 @@
+"""Dagster wrappers of the human validation: the annotation round trip and the analysis."""
+
+# No ``from __future__ import annotations`` here: Dagster reads the context and resource
+# annotations of asset functions at definition time and rejects them as strings.
+import datetime as dt
+import functools
+import hashlib
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+from upath import UPath
+
+from clcg_pipeline.calls import CALL_COLUMNS
+from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.corpus.assets import checked_outputs
+from clcg_pipeline.resources import StudyResource
+from clcg_pipeline.storage import empty_frame, read_all_partitions, read_frame, write_bytes_atomic
+from clcg_pipeline.validation._dagster import GROUP, JudgeRunConfig
+from clcg_pipeline.validation.human._analysis import HumanValidationResult, run_human_validation
+from clcg_pipeline.validation.human._annotation_sample import build_annotation_sample
+from clcg_pipeline.validation.human._exchange_format import ARCHIVE_DIR, EXPORT_DIR
+from clcg_pipeline.validation.human._export import export_files
+from clcg_pipeline.validation.human._import import import_annotations, import_status
+from clcg_pipeline.validation.human._keypoints import KEYPOINT_COLUMNS, checklist_items, write_keypoints
+from clcg_pipeline.validation.human.demo_annotations import simulated_inbox_files
+from clcg_pipeline.validation.human.sensors import build_annotation_inbox_sensor, read_inbox
+from clcg_pipeline.validation.taxonomy import load_taxonomy
+
+
+def build_human_defs(config: ProjectConfig) -> dg.Definitions:
+    """Every asset (and the inbox sensor) of the human validation."""
+    return dg.Definitions.merge(build_annotation_defs(config), build_human_validation_defs(config))
+
+
+class AnnotationSampleConfig(dg.Config):
+    regenerate: bool = False
+    """Draw the sample again. Off by default: frozen once drawn, since annotations cite its tasks."""
+
+
+def _data_path(study: StudyResource, relative: str) -> UPath:
+    return UPath(study.data_dir).joinpath(*PurePosixPath(relative).parts)
+
+
+def _previous_shortfalls(context: dg.AssetExecutionContext) -> list[str]:
+    """The shortfalls recorded when the (now frozen) sample was drawn."""
+    event = context.instance.get_latest_materialization_event(context.asset_key)
+    materialization = event.asset_materialization if event is not None else None
+    value = materialization.metadata.get("shortfalls") if materialization is not None else None
+    return [str(s) for s in value.value] if value is not None and isinstance(value.value, list) else []
+
+
+def build_annotation_defs(config: ProjectConfig) -> dg.Definitions:
+    """V3: the annotation sample, keypoint checklists, exports for annotators, and the import."""
+    return dg.Definitions(
+        assets=[
+            _annotation_sample_asset(),
+            _keypoint_checklists_asset(),
+            _annotation_exports_asset(),
+            _annotation_import_asset(),
+        ],
+        sensors=[build_annotation_inbox_sensor(config)],
+    )
+
+
+def _annotation_sample_asset() -> dg.AssetsDefinition:
+    """The ``annotation_sample`` asset: tasks for annotators, frozen once drawn."""
+
+    @dg.asset(
+        group_name=GROUP,
+        deps=[
+            dg.AssetDep("scores"),
+            dg.AssetDep("predictions"),
+            dg.AssetDep("items"),
+            # issue 11: the paragraph-filling arm reads the granularity answers and their context.
+            dg.AssetDep("task_predictions"),
+            dg.AssetDep("granularity_tasks"),
+            dg.AssetDep("long_paragraphs"),
+        ],
+        ins={"languages": dg.AssetIn()},
+        kinds={"parquet"},
+        owners=["team:clcg"],
+        check_specs=[
+            dg.AssetCheckSpec(
+                "annotation_sample_filled",
+                asset="annotation_sample",
+                description="Warns when the data cannot fill the configured responses, pairs or bins.",
+            )
+        ],
+    )
+    def annotation_sample(  # type: ignore[no-untyped-def]
+        context: dg.AssetExecutionContext,
+        config: AnnotationSampleConfig,
+        study: StudyResource,
+        languages: pd.DataFrame,
+    ):
+        """Tasks for annotators: stratified singles (weak responses oversampled), contrastive pairs,
+        planted attention checks, three annotators each (frozen once drawn)."""
+        cfg = study.load()
+        hv = cfg.study.human_validation
+        stored = UPath(study.path("annotation_sample", "data.parquet"))
+        if stored.exists() and not config.regenerate:
+            sample = read_frame(stored)
+            shortfalls = _previous_shortfalls(context)
+            provenance = "frozen: the stored sample is kept (set regenerate to draw it again)"
+        else:
+            drawn = build_annotation_sample(
+                read_all_partitions(study.data_dir, "predictions"),
+                read_all_partitions(study.data_dir, "scores"),
+                read_all_partitions(study.data_dir, "items"),
+                languages,
+                hv,
+                models=[m.id for m in cfg.models.evaluated],
+                task_predictions=read_all_partitions(study.data_dir, "task_predictions"),
+                granularity_tasks=read_all_partitions(study.data_dir, "granularity_tasks"),
+                long_paragraphs=read_all_partitions(study.data_dir, "long_paragraphs"),
+            )
+            sample, shortfalls = drawn.sample, drawn.shortfalls
+            provenance = f"drawn with seed {hv.seed}"
+        counts = sample["kind"].value_counts().to_dict() if len(sample) else {}
+        for line in shortfalls:
+            context.log.warning(f"annotation_sample: {line}")
+        n_annotators = len({a for anns in sample["annotators"] for a in anns}) if len(sample) else 0
+        yield dg.Output(
+            sample,
+            metadata={
+                "provenance": provenance,
+                "tasks": dg.MetadataValue.json({k: int(v) for k, v in counts.items()}),
+                "annotators": n_annotators,
+                "shortfalls": dg.MetadataValue.json(shortfalls),
+            },
+        )
+        yield dg.AssetCheckResult(
+            asset_key="annotation_sample",
+            check_name="annotation_sample_filled",
+            passed=not shortfalls and len(sample) > 0,
+            severity=dg.AssetCheckSeverity.WARN,
+            description="; ".join(shortfalls) or (f"{len(sample)} tasks" if len(sample) else "empty sample"),
+            metadata={"singles": int(counts.get("single", 0)), "pairs": int(counts.get("pair", 0))},
+        )
+
+    return annotation_sample
+
+
+def _keypoint_checklists_asset() -> dg.AssetsDefinition:
+    """The ``keypoints`` and ``keypoint_calls`` assets: checklists written once, before collection."""
+
+    @dg.multi_asset(
+        group_name=GROUP,
+        ins={"annotation_sample": dg.AssetIn()},
+        outs={
+            "keypoints": dg.AssetOut(
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="Frozen atomic-fact checklists of multi-fact gold answers (keypoint_writer).",
+            ),
+            "keypoint_calls": dg.AssetOut(
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="The keypoint writer's calls (calls shape).",
+            ),
+        },
+        check_specs=[
+            dg.AssetCheckSpec(
+                "keypoints_written",
+                asset="keypoints",
+                description="Warns when no writer is configured or some checklists could not be written.",
+            )
+        ],
+    )
+    def keypoint_checklists(  # type: ignore[no-untyped-def]
+        context: dg.AssetExecutionContext,
+        config: JudgeRunConfig,
+        study: StudyResource,
+        annotation_sample: pd.DataFrame,
+    ):
+        """Atomic facts of each sampled multi-fact gold answer, written once before collection."""
+        cfg = study.load()
+        hv = cfg.study.human_validation
+        stored = UPath(study.path("keypoints", "data.parquet"))
+        existing = read_frame(stored) if stored.exists() else None
+        if hv.keypoint_writer is None:
+            yield from _no_keypoint_writer(existing)
+            return
+        items = checklist_items(annotation_sample)
+        keypoints, judgements, calls = write_keypoints(
+            cfg.models.get(hv.keypoint_writer),
+            items,
+            config.call_options(context, study.cache_dir, cfg),
+            existing=existing,
+        )
+        failed = judgements[judgements["status"] != "ok"] if len(judgements) else judgements
+        statuses = judgements["status"].value_counts().to_dict() if len(judgements) else {}
+        with_list = keypoints["item_id"].nunique() if len(keypoints) else 0
+        description = (
+            f"{with_list} of {len(items)} items have a checklist (the rest are single-fact); "
+            f"{len(judgements)} asked now {statuses or ''}"
+        )
+        if len(failed):
+            description = (
+                f"{len(failed)} checklist(s) not written ({failed['error'].iloc[0]}); " + description
+            )
+            context.log.warning(f"keypoints: {description}")
+        yield dg.Output(
+            keypoints,
+            output_name="keypoints",
+            metadata={"status": description, "writer": hv.keypoint_writer, "items_with_checklist": with_list},
+        )
+        yield dg.Output(
+            calls if len(calls) else pd.DataFrame(columns=list(CALL_COLUMNS)), output_name="keypoint_calls"
+        )
+        yield dg.AssetCheckResult(
+            asset_key="keypoints",
+            check_name="keypoints_written",
+            passed=not len(failed),
+            severity=dg.AssetCheckSeverity.WARN,
+            description=description,
+        )
+
+    return keypoint_checklists
+
+
+def _annotation_exports_asset() -> dg.AssetsDefinition:
+    """The ``annotation_exports`` asset: the files annotators' tools read."""
+
+    @dg.asset(
+        group_name=GROUP,
+        ins={"annotation_sample": dg.AssetIn(), "keypoints": dg.AssetIn()},
+        kinds={"json", "csv"},
+        owners=["team:clcg"],
+    )
+    def annotation_exports(
+        context: dg.AssetExecutionContext,
+        study: StudyResource,
+        annotation_sample: pd.DataFrame,
+        keypoints: pd.DataFrame,
+    ) -> pd.DataFrame:
+        """Files for annotators under <data>/annotations/export/: Label Studio tasks + configs, and a CSV.
+
+        For the bundled demo source only, SIMULATED answers are generated into the inbox too."""
+        cfg = study.load()
+        folder = _data_path(study, EXPORT_DIR)
+        files = export_files(
+            annotation_sample, keypoints, load_taxonomy(cfg.study.error_taxonomy.taxonomy).collapsed_labels
+        )
+        rows = []
+        for name, payload in files.items():
+            write_bytes_atomic(folder / name, payload)
+            rows.append({"file": name, "bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest()})
+        simulated: list[str] = []
+        inbox = _data_path(study, cfg.study.human_validation.inbox)
+        demo = simulated_inbox_files(
+            cfg.sources.primary.kind, annotation_sample, keypoints, seed=cfg.study.human_validation.seed
+        )
+        for name, payload in demo.items():
+            if not (inbox / name).exists():  # never overwrite what is there (it may be imported)
+                write_bytes_atomic(inbox / name, payload)
+                simulated.append(name)
+        if simulated:
+            context.log.info(f"demo source: SIMULATED annotation files written to the inbox: {simulated}")
+        context.add_output_metadata(
+            {
+                "folder": dg.MetadataValue.path(str(folder)),
+                "simulated_written": dg.MetadataValue.json(simulated),
+            }
+        )
+        return pd.DataFrame(rows)
+
+    return annotation_exports
+
+
+def _annotation_import_asset() -> dg.AssetsDefinition:
+    """The ``human_annotations`` and ``annotation_imports`` assets: the inbox imported."""
+
+    @dg.multi_asset(
+        group_name=GROUP,
+        deps=[dg.AssetDep("annotation_exports")],
+        ins={"annotation_sample": dg.AssetIn(), "keypoints": dg.AssetIn()},
+        outs={
+            "human_annotations": dg.AssetOut(
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="Every accepted rating from the annotation inbox (simulated: the demo's).",
+            ),
+            "annotation_imports": dg.AssetOut(
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="One row per annotation file seen: sha256, records, status, error if refused.",
+            ),
+        },
+        check_specs=[
+            dg.AssetCheckSpec(
+                "annotations_imported",
+                asset="human_annotations",
+                description="Warns while the inbox is empty (awaiting annotations) or a file was refused.",
+            )
+        ],
+    )
+    def annotation_import(  # type: ignore[no-untyped-def]
+        context: dg.AssetExecutionContext,
+        study: StudyResource,
+        annotation_sample: pd.DataFrame,
+        keypoints: pd.DataFrame,
+    ):
+        """Import Label Studio exports and filled CSVs from the inbox; accepted files are archived."""
+        cfg = study.load()
+        hv = cfg.study.human_validation
+        inbox_dir = _data_path(study, hv.inbox)
+        archive = _data_path(study, ARCHIVE_DIR)
+        log_path = UPath(study.path("annotation_imports", "data.parquet"))
+        previous = read_frame(log_path) if log_path.exists() else pd.DataFrame()
+
+        result = import_annotations(
+            read_inbox(inbox_dir),
+            previous,
+            functools.partial(_archived, archive),
+            annotation_sample,
+            keypoints,
+            load_taxonomy(cfg.study.error_taxonomy.taxonomy).collapsed_labels,
+            imported_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        )
+        # Accepted files are archived (content-addressed) before the tables that cite them.
+        for file in result.to_archive:
+            write_bytes_atomic(archive / f"{file.sha256}{PurePosixPath(file.name).suffix}", file.data)
+        imports, annotations = result.imports, result.annotations
+        refused = imports[imports["status"] != "accepted"]
+        for row in refused.to_dict("records"):
+            context.log.warning(f"annotation import: {row['status']}: {row['error']}")
+        passed, description = import_status(imports, annotations, str(inbox_dir))
+        simulated = bool(annotations["simulated"].any()) if len(annotations) else False
+        checked_outputs(None, {"human_annotations": annotations, "annotation_imports": imports})
+        yield dg.Output(
+            annotations,
+            output_name="human_annotations",
+            metadata={
+                "status": description,
+                "simulated": simulated,
+                "annotators": int(annotations["annotator_id"].nunique()) if len(annotations) else 0,
+            },
+        )
+        yield dg.Output(imports, output_name="annotation_imports")
+        yield dg.AssetCheckResult(
+            asset_key="human_annotations",
+            check_name="annotations_imported",
+            passed=passed,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=description,
+            metadata={"files": len(imports), "refused": len(refused), "ratings": len(annotations)},
+        )
+
+    return annotation_import
+
+
+def _stored(study: StudyResource, table: str) -> pd.DataFrame | None:
+    """Every stored partition of ``table``, or None when nothing is stored (optional inputs)."""
+    frame = read_all_partitions(study.data_dir, table)
+    return frame if len(frame) else None
+
+
+def _near_sample(frame: pd.DataFrame | None, sample: pd.DataFrame) -> pd.DataFrame | None:
+    """Only the rows of the sampled responses (a study's scores are ~800k rows; the sample ~700)."""
+    if frame is None or sample.empty:
+        return frame
+    keys = ["model", "language", "doc_id", "item_id"]
+    wanted = pd.MultiIndex.from_frame(sample[keys].dropna().astype(str))
+    return frame[pd.MultiIndex.from_frame(frame[keys].astype(str)).isin(wanted)].reset_index(drop=True)
+
+
+def human_validation_check(doc: dict[str, Any]) -> dg.AssetCheckResult:
+    """WARN while awaiting annotations, when skipped or empty, and when the set is simulated."""
+    status = doc["status"]
+    simulated = bool(doc.get("simulated"))
+    if status != "ok":
+        description = f"{status}: {doc['reason']}"
+    else:
+        description = f"{doc['ratings']} ratings by {doc['annotators']} annotators on {doc['items']} items"
+        if simulated:
+            description += " (SIMULATED demo annotations: no human rated these responses)"
+    return dg.AssetCheckResult(
+        asset_key="human_validation_results",
+        check_name="human_validation_analysed",
+        passed=status == "ok" and not simulated,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=description,
+        metadata={
+            "status": status,
+            "simulated": simulated,
+            "caveats": dg.MetadataValue.md("\n".join(f"- {c}" for c in doc.get("caveats", []))),
+        },
+    )
+
+
+def build_human_validation_defs(config: ProjectConfig) -> dg.Definitions:
+    """V4: the QC funnel, agreement, preference, ceiling rule and the joins, from the imported ratings."""
+
+    @dg.multi_asset(
+        group_name=GROUP,
+        ins={"human_annotations": dg.AssetIn(), "annotation_sample": dg.AssetIn()},
+        # Read from storage (every stored partition / whatever the judges and the analysis wrote).
+        deps=[
+            dg.AssetDep("predictions"),
+            dg.AssetDep("scores"),
+            dg.AssetDep("diagnostic_sample"),
+            dg.AssetDep("error_judgements"),
+        ],
+        outs={
+            "human_qc": dg.AssetOut(
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="The QC funnel: annotators and ratings excluded and remaining at each step.",
+            ),
+            "human_validation_joins": dg.AssetOut(
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="Every imported rating (with its QC verdict) beside its prediction, scores and "
+                "each judge's label, by model, language, doc_id, item_id, rep (one row per rating x judge).",
+            ),
+            "human_validation_estimates": dg.AssetOut(
+                kinds={"parquet"},
+                owners=["team:clcg"],
+                description="Alpha per dimension, Spearman, class adequacy, preference, human-judge kappa.",
+            ),
+            "human_validation_results": dg.AssetOut(
+                kinds={"json"},
+                owners=["team:clcg"],
+                description="human_validation_results.json (study_results key human_validation).",
+            ),
+        },
+        check_specs=[
+            dg.AssetCheckSpec(
+                "human_validation_analysed",
+                asset="human_validation_results",
+                description="Warns while awaiting annotations, when empty, and when ratings are simulated.",
+            )
+        ],
+    )
+    def human_validation(  # type: ignore[no-untyped-def]
+        context: dg.AssetExecutionContext,
+        study: StudyResource,
+        human_annotations: pd.DataFrame,
+        annotation_sample: pd.DataFrame,
+    ):
+        """QC funnel, Krippendorff's alpha, Spearman, class adequacy, paired preference, ceiling rule and
+        human-vs-judge agreement (STUDY.md section 7)."""
+        cfg = study.load()
+        # Paragraph-filling ratings (kind fill, issue 11) are the granularity analysis's
+        # (granularity_results.human_judge_correlation); this study's QC and statistics are
+        # defined on the single/pair/attention arms only.
+        human_annotations = _without_fill(human_annotations)
+        annotation_sample = _without_fill(annotation_sample)
+        result = run_human_validation(
+            cfg,
+            human_annotations,
+            annotation_sample,
+            predictions=_near_sample(_stored(study, "predictions"), annotation_sample),
+            scores=_near_sample(_stored(study, "scores"), annotation_sample),
+            judgements=_stored(study, "error_judgements"),
+            diagnostic=_stored(study, "diagnostic_sample"),
+            # No class CLCG here: study_results fills it in from the same run's estimates, which
+            # are computed after this asset (it feeds study_results).
+            estimates=None,
+        )
+        yield from _human_validation_outputs(context, result)
+
+    return dg.Definitions(assets=[human_validation])
+
+
+def _without_fill(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without its paragraph-filling rows (kind ``fill``, the granularity analysis's)."""
+    if len(frame) and "kind" in frame.columns:
+        return frame[frame["kind"] != "fill"]
+    return frame
+
+
+def _human_validation_outputs(
+    context: dg.AssetExecutionContext, result: HumanValidationResult
+) -> Iterator[Any]:
+    """The three tables and the results document (status logged), then the check."""
+    doc = result.results
+    if doc["status"] != "ok":
+        context.log.warning(f"human validation {doc['status']}: {doc['reason']}")
+    elif doc["simulated"]:
+        context.log.warning("human validation ran on SIMULATED annotations (the demo's shipped set)")
+    context.log.info(
+        f"human validation: {doc['status']}; {doc.get('ratings', 0)} ratings analysed; "
+        f"{len(result.estimates)} estimands"
+    )
+    tables = checked_outputs(
+        None,
+        {
+            "human_qc": result.qc if len(result.qc) else empty_frame("human_qc"),
+            "human_validation_joins": result.joins,
+            "human_validation_estimates": result.estimates,
+        },
+    )
+    for name, frame in tables.items():
+        yield dg.Output(frame, output_name=name)
+    yield dg.Output(
+        doc,
+        output_name="human_validation_results",
+        metadata={
+            "status": doc["status"],
+            "simulated": bool(doc["simulated"]),
+            "reason": doc["reason"] or "",
+        },
+    )
+    yield human_validation_check(doc)
+
+
+def _no_keypoint_writer(existing: pd.DataFrame | None) -> Iterator[Any]:
+    """The keypoint outputs when no writer is configured: what is stored stays, nothing is asked."""
+    status = "skipped: human_validation.keypoint_writer is null (no checklist; keypoint recall not collected)"
+    kept = existing if existing is not None else pd.DataFrame(columns=KEYPOINT_COLUMNS)
+    yield dg.Output(kept, output_name="keypoints", metadata={"status": status})
+    yield dg.Output(pd.DataFrame(columns=list(CALL_COLUMNS)), output_name="keypoint_calls")
+    yield dg.AssetCheckResult(
+        asset_key="keypoints",
+        check_name="keypoints_written",
+        passed=False,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=status,
+    )
+
+
+def _archived(archive: UPath, sha: str) -> bytes | None:
+    """The archived copy of an accepted annotation file (content-addressed by sha256), if any."""
+    hits = list(archive.glob(f"{sha}.*")) if archive.exists() else []
+    return hits[0].read_bytes() if hits else None

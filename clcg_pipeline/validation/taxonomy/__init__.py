@@ -1,0 +1,21 @@
+"""The automatic error taxonomy (STUDY.md section 7): two LLM judges label English/target pairs.
+
+The label set (``clcg-error-v1.yaml``, package data beside these modules), the diagnostic
+sample of pairs, the judges' prompts and their offline stand-in, and the analysis of the labels.
+"""
+
+from clcg_pipeline.validation.taxonomy._analysis import analyse_error_taxonomy
+from clcg_pipeline.validation.taxonomy._inputs import ORDER_COLUMNS, ORDERS, AnalysisInputs
+from clcg_pipeline.validation.taxonomy._judging import ERROR_EVIDENCE_FIELDS, error_template
+from clcg_pipeline.validation.taxonomy._label_set import Taxonomy, load_taxonomy
+
+__all__ = [
+    "ERROR_EVIDENCE_FIELDS",
+    "ORDERS",
+    "ORDER_COLUMNS",
+    "AnalysisInputs",
+    "Taxonomy",
+    "analyse_error_taxonomy",
+    "error_template",
+    "load_taxonomy",
+]

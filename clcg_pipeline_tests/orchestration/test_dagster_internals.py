@@ -1,0 +1,128 @@
+"""Pins what the project takes from Dagster's private API (``orchestration/_dagster_internals.py``).
+
+Each name exists with the shape the project relies on; an upgrade of the pinned Dagster that
+moves or reshapes one fails here, with the name and what changed, rather than in a run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import subprocess
+import sys
+import tomllib
+import uuid
+
+import dagster as dg
+import pytest
+
+from clcg_pipeline.orchestration import _dagster_internals as internals
+from clcg_pipeline_tests.conftest import PROJECT_ROOT
+
+PINNED = "1.13.27"
+
+
+def _parameters(callable_: object) -> set[str]:
+    return set(inspect.signature(callable_).parameters)  # type: ignore[arg-type]
+
+
+def test_the_installed_dagster_is_the_pinned_one() -> None:
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert f"dagster=={PINNED}" in project["project"]["dependencies"], "pyproject.toml pins another Dagster"
+    lock = (PROJECT_ROOT / "requirements.lock").read_text(encoding="utf-8").splitlines()
+    assert f"dagster=={PINNED}" in lock, "requirements.lock pins another Dagster"
+    assert dg.__version__ == PINNED, (
+        f"Dagster {dg.__version__} is installed, {PINNED} is pinned: check _dagster_internals.py's names"
+    )
+
+
+def test_only_the_internals_module_imports_dagster_private_modules() -> None:
+    private = re.compile(r"^\s*(from|import)\s+dagster\._", re.MULTILINE)
+    offenders = [
+        str(path.relative_to(PROJECT_ROOT))
+        for folder in ("clcg_pipeline", "bench")
+        for path in (PROJECT_ROOT / folder).rglob("*.py")
+        if path.name != "_dagster_internals.py" and private.search(path.read_text(encoding="utf-8"))
+    ]
+    assert not offenders, (
+        f"import Dagster's private names from orchestration/_dagster_internals.py: {offenders}"
+    )
+
+
+def test_every_exported_name_exists() -> None:
+    missing = [name for name in internals.__all__ if not hasattr(internals, name)]
+    assert not missing, missing
+
+
+def test_the_run_launcher_base_is_what_the_preloaded_launcher_subclasses() -> None:
+    assert inspect.isabstract(internals.RunLauncher)
+    assert internals.RunLauncher.__abstractmethods__ == {"launch_run", "terminate"}
+    for method in ("join", "dispose"):
+        assert callable(getattr(internals.RunLauncher, method, None)), f"RunLauncher.{method}"
+    # The launcher reaches the instance through the base class's weak reference.
+    assert isinstance(inspect.getattr_static(internals.RunLauncher, "_instance"), property)
+    assert "dagster_run" in internals.LaunchRunContext._fields
+
+
+def test_configurable_class_is_what_dagster_yaml_builds_components_from() -> None:
+    assert internals.ConfigurableClass.__abstractmethods__ == {
+        "config_type",
+        "from_config_value",
+        "inst_data",
+    }
+    assert internals.ConfigurableClassData._fields == ("module_name", "class_name", "config_yaml")
+
+
+def test_tags_and_run_ids() -> None:
+    assert internals.CODE_VERSION_TAG == "dagster/code_version"
+    assert internals.PARTITION_NAME_TAG == "dagster/partition"
+    run_id = internals.make_new_run_id()
+    assert isinstance(run_id, str) and str(uuid.UUID(run_id)) == run_id
+
+
+def test_the_run_worker_entry_point() -> None:
+    params = _parameters(internals.ExecuteRunArgs)
+    assert {"job_origin", "run_id", "instance_ref", "set_exit_code_on_failure"} <= params, params
+    from dagster._cli.api import execute_run_command  # what internals.execute_run calls
+
+    assert {"input_json", "compressed_input_json"} <= _parameters(execute_run_command.callback)
+
+
+def test_the_code_location_origin_of_clcg_runs() -> None:
+    assert internals.SINGLETON_REPOSITORY_NAME == "__repository__"
+    location = internals.RegisteredCodeLocationOrigin("clcg_pipeline")
+    origin = internals.RemoteJobOrigin(
+        internals.RemoteRepositoryOrigin(location, internals.SINGLETON_REPOSITORY_NAME), "responses_job"
+    )
+    assert origin.job_name == "responses_job"
+    assert origin.repository_origin.repository_name == "__repository__"
+    assert origin.repository_origin.code_location_origin.location_name == "clcg_pipeline"
+    # ``runs_under_code_location`` wraps this public method and fills in its origin keyword.
+    assert {"job_def", "remote_job_origin"} <= _parameters(dg.DagsterInstance.create_run_for_job)
+
+
+def test_the_run_coordinator_hooks_are_public() -> None:
+    # The coordinator subclasses the public names and replaces the context's run.
+    assert "dagster_run" in dg.SubmitRunContext._fields
+    assert callable(dg.QueuedRunCoordinator.submit_run)
+
+
+@pytest.mark.parametrize("module", internals.WORKER_PRELOAD_MODULES)
+def test_the_fork_server_preload_modules_exist(module: str) -> None:
+    importlib.import_module(module)
+
+
+def test_the_fork_server_preload_imports_the_list_and_leaves_no_project_module() -> None:
+    """Imported in a fresh interpreter as the fork server does: it must not fail (a failure kills
+    the fork server, and every run the daemon launches), and it leaves no project module behind."""
+    code = (
+        "import sys, clcg_pipeline._run_worker_preload as m\n"
+        f"assert all(name in sys.modules for name in {internals.WORKER_PRELOAD_MODULES!r})\n"
+        "print([n for n in sys.modules if n.startswith('clcg_pipeline.') and n != m.__name__])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", done.stdout

@@ -1,0 +1,1 @@
+"""Project-specific lint checks run by ``make lint`` (not part of the installed package)."""
