@@ -36,8 +36,12 @@ setup: $(STAMP)
 run: setup
 	$(BIN)/clcg run
 
+# Three workers on two cores: the end-to-end tests spend much of their time waiting on
+# subprocesses, servers and the daemon, so a third worker fills the idle CPU; worksteal keeps
+# the slow tests from leaving one worker busy at the end. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 3
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 # The UI and the daemon: with nothing else running, the daemon builds the study and follows
 # models.yaml (clcg_pipeline/orchestration/_automation.py). An older copied dagster.yaml lacks the run

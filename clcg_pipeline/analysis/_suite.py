@@ -34,7 +34,7 @@ from clcg_pipeline.analysis.sections import repetitions as sec_repetitions
 from clcg_pipeline.analysis.sections import replication as sec_replication
 from clcg_pipeline.analysis.sections import sensitivity as sec_sensitivity
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.storage import TABLES, finite
+from clcg_pipeline.storage import TABLES, StudyResultsDocument, finite
 
 # The ``estimates`` contract's columns, in its order (storage/_tables.py).
 ESTIMATE_COLUMNS: list[str] = list(TABLES["estimates"].names)
@@ -44,7 +44,7 @@ ESTIMATE_COLUMNS: list[str] = list(TABLES["estimates"].names)
 class StudyResults:
     """``results``: the JSON document; ``estimates``: the long table; ``timings``: seconds per part."""
 
-    results: dict[str, Any]
+    results: StudyResultsDocument
     estimates: pd.DataFrame
     timings: dict[str, float] = field(default_factory=dict)
 

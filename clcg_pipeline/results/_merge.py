@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from clcg_pipeline.storage import StudyResultsDocument
 from clcg_pipeline.validation import CLASS_CLCG_CAVEAT, class_clcg_spearman
 
 #: study_results.json key -> the asset whose document is merged under it
@@ -19,7 +20,7 @@ STUDY_SECTIONS = {
 
 
 def merge_study_sections(
-    results: dict[str, Any], estimates: pd.DataFrame, sections: dict[str, dict[str, Any]]
+    results: StudyResultsDocument, estimates: pd.DataFrame, sections: dict[str, Any]
 ) -> None:
     """Put each study's document under its key; a study that is not ``ok`` is listed in warnings.
 

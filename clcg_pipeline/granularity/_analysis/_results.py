@@ -31,17 +31,18 @@ from clcg_pipeline.granularity._analysis._rows import (
     check_frame,
     paired_gap_rows,
 )
+from clcg_pipeline.storage import GranularityResults
 
 
 @dataclass(frozen=True)
 class GranularityAnalysis:
     """The ``granularity_results`` document and the long ``granularity_estimates`` table."""
 
-    results: dict[str, Any]
+    results: GranularityResults
     estimates: pd.DataFrame
 
 
-def empty_results(status: str, reason: str) -> dict[str, Any]:
+def empty_results(status: str, reason: str) -> GranularityResults:
     """A results document with every contract key present and nothing estimated."""
     return {
         "status": status,

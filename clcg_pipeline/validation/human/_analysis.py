@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.storage import finite
+from clcg_pipeline.storage import HumanValidationResults, finite
 from clcg_pipeline.validation.human._agreement import cohen_kappa
 from clcg_pipeline.validation.human._estimands import (
     SAMPLE_COLUMNS,
@@ -76,7 +76,7 @@ ESTIMATE_COLUMNS = [
 
 @dataclass
 class HumanValidationResult:
-    results: dict[str, Any]
+    results: HumanValidationResults
     qc: pd.DataFrame
     estimates: pd.DataFrame
     joins: pd.DataFrame

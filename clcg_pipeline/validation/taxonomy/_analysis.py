@@ -22,7 +22,7 @@ import pandas as pd
 
 from clcg_pipeline.analysis import ClusterBootstrap, SuiteContext, roles_of
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.storage import finite, jsonable
+from clcg_pipeline.storage import ErrorTaxonomyResults, finite, jsonable
 from clcg_pipeline.validation.taxonomy._inputs import (
     ESTIMATE_COLUMNS,
     ORDER_COLUMNS,
@@ -43,7 +43,7 @@ from clcg_pipeline.validation.taxonomy._labels import (
 
 @dataclass
 class TaxonomyAnalysis:
-    results: dict[str, Any]
+    results: ErrorTaxonomyResults
     estimates: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ESTIMATE_COLUMNS))
 
 
