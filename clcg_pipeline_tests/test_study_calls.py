@@ -56,7 +56,9 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
     monkeypatch.setenv(KEY_ENV, KEY)
     data = tmp_path / "data"
     spans = record_chat_spans(monkeypatch, time.time)
-    with FakeServer(Faults(latency_s=0.05)) as server:
+    # A latency long enough that the next language's prompts are ready before this one's last
+    # answers are back, even on a loaded 2-core machine (at 50 ms they once missed by 1 ms).
+    with FakeServer(Faults(latency_s=0.25)) as server:
         add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=5.0)
         summary = run_study(
             config_dir=str(demo_config_dir), data_dir=str(data), models=["fake-gpt"], languages=LANGUAGES
