@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 
 from clcg_pipeline.calls import CALL_COLUMNS as JUDGE_CALL_COLUMNS
-from clcg_pipeline.calls import CALLS_AHEAD_TAG, CallOptions, call_origin, run_budget
+from clcg_pipeline.calls import CALLS_AHEAD_TAG, CallOptions, call_origin, logged_progress, run_budget
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.granularity._asset_parts import DISABLED, GROUP, empty
 from clcg_pipeline.granularity._predict import CALL_COLUMNS as TASK_CALL_COLUMNS
@@ -57,18 +57,6 @@ def _call_options(
         origin=origin,
         progress=progress,
     )
-
-
-def _progress(context: dg.AssetExecutionContext, what: str) -> Callable[[int, int], None]:
-    logged = {"decile": -1}
-
-    def progress(done: int, total: int) -> None:
-        decile = done * 10 // max(total, 1)  # about every 10%
-        if decile != logged["decile"]:
-            logged["decile"] = decile
-            context.log.info(f"{what}: {done}/{total} calls")
-
-    return progress
 
 
 def _counts(series: pd.Series) -> dict[str, int]:
@@ -192,7 +180,7 @@ def _task_responses_asset(partitions: dg.MultiPartitionsDefinition) -> dg.Assets
                 study,
                 cfg,
                 config,
-                progress=_progress(context, f"{model_id} / {language} tasks"),
+                progress=logged_progress(context.log.info, f"{model_id} / {language} tasks"),
                 origin=call_origin(context.run.tags.get(CALLS_AHEAD_TAG), str(context.partition_key)),
             ),
             reference=reference,
@@ -270,7 +258,7 @@ def _task_scoring_asset(partitions: dg.MultiPartitionsDefinition) -> dg.AssetsDe
             task_predictions, granularity_tasks, paragraphs, long_documents, reference=reference
         )
         judges = [cfg.models.get(j) for j in gran.judges]
-        progress = _progress(context, f"judges of {model_id} / {language}")
+        progress = logged_progress(context.log.info, f"judges of {model_id} / {language}")
         judgements, judge_calls = judge_tasks(
             task_predictions,
             granularity_tasks,
