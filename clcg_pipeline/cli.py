@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import re
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 
@@ -27,6 +29,63 @@ console = Console(stderr=False, width=max(Console().width, 140))
 def _say(line: str) -> None:
     """One line on stderr, never wrapped (rich would break a long path over several lines)."""
     sys.stderr.write(line.rstrip("\n") + "\n")
+
+
+class UsageError(ValueError):
+    """A bad value on the command line: one ``error:`` line, exit code 2, before anything runs."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's errors as one line (its default adds the whole usage above it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _at_least(kind: type[int] | type[float], least: int, what: str) -> Callable[[str], int | float]:
+    """An argparse ``type=``: a finite ``kind`` of at least ``least``, else a usage error."""
+
+    def parse(text: str) -> int | float:
+        value: int | float
+        try:
+            value = kind(text)
+        except ValueError:
+            value = math.nan  # fails the check below, with the same message
+        if not (math.isfinite(value) and value >= least):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+POSITIVE_INT = _at_least(int, 1, "a whole number of 1 or more")
+NON_NEGATIVE_INT = _at_least(int, 0, "a whole number of 0 or more")
+NON_NEGATIVE_FLOAT = _at_least(float, 0, "a number of 0 or more")
+
+
+def check_data_folder(data_dir: str) -> None:
+    """A local data folder that cannot be created or written is a usage error, said up front.
+
+    Probed with a folder made and removed at once, so nothing is left when it fails (or before
+    the run writes). Remote URLs are not checked: that would cost a request.
+    """
+    from upath import UPath
+
+    from clcg_pipeline.storage import is_local
+
+    if not is_local(data_dir):
+        return
+    folder = Path(UPath(data_dir).path).absolute()
+    # os.path.exists, not Path.exists: a folder we may not search is "not there", not an error.
+    existing = next(path for path in (folder, *folder.parents) if os.path.exists(path))
+    if not existing.is_dir():
+        where = "it" if existing == folder else str(existing)
+        raise UsageError(f"cannot write the data folder {data_dir}: {where} is not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".clcg-probe-", dir=existing))
+    except OSError as exc:
+        reason = exc.strerror if existing == folder else f"cannot create it in {existing} ({exc.strerror})"
+        raise UsageError(f"cannot write the data folder {data_dir}: {reason}") from None
 
 
 def _dirs(args: argparse.Namespace) -> tuple[str, str]:
@@ -80,6 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from clcg_pipeline.config import load_config
 
     config_dir, data_dir = _dirs(args)
+    check_data_folder(data_dir)
     # Bad config or an unknown model/language is reported before any progress bar is drawn.
     config = load_config(config_dir)
     _check_selection("--models", _csv(args.models), [model.id for model in config.models.evaluated])
@@ -230,8 +290,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     elif args.sql:
         frame = query(catalog, args.sql, data_dir=tables_dir)
     else:
-        _say("error: give a SQL string, --named NAME or --list")
-        return 2
+        raise UsageError("give a SQL string, --named NAME or --list")
     if args.format == "csv":
         sys.stdout.write(frame.to_csv(index=False))
     elif args.format == "json":
@@ -382,7 +441,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="clcg", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="clcg", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -395,14 +454,14 @@ def build_parser() -> argparse.ArgumentParser:
     common(run)
     run.add_argument("--models", help="comma-separated model ids (default: all in models.yaml)")
     run.add_argument("--languages", help="comma-separated ISO codes (default: the whole panel)")
-    run.add_argument("--budget", type=float, help="stop before new spend exceeds this many USD")
+    run.add_argument("--budget", type=NON_NEGATIVE_FLOAT, help="stop before new spend exceeds this many USD")
     run.add_argument(
         "--mode", choices=["online", "batch"], default="online", help="provider batch APIs for backfills"
     )
     run.add_argument("--force", action="store_true", help="re-run partitions that are up to date")
     run.add_argument(
         "--parallel",
-        type=int,
+        type=POSITIVE_INT,
         default=None,
         help="responses partitions run at once, in worker processes (default 2; 1 = one after another)",
     )
@@ -442,8 +501,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="Parquet file with the scores columns, or a data folder written by `clcg run` (path or URL)",
     )
     est.add_argument("--out", required=True, help="JSON file to write (path or URL)")
-    est.add_argument("--replicates", type=int, help="bootstrap replicates (default: study.yaml)")
-    est.add_argument("--seed", type=int, help="bootstrap seed (default: study.yaml)")
+    est.add_argument("--replicates", type=POSITIVE_INT, help="bootstrap replicates (default: study.yaml)")
+    est.add_argument("--seed", type=NON_NEGATIVE_INT, help="bootstrap seed (default: study.yaml)")
     est.add_argument("--full", action="store_true", help="the whole suite (study_results.json), not only H1")
     est.add_argument("--articles", help="Parquet with doc_id, published (for H2 with --full)")
     est.add_argument("--fertility", help="Parquet with language, fertility (with --full)")
@@ -518,7 +577,7 @@ def _fail(exc: Exception, args: argparse.Namespace) -> int:
     expected = (ConfigError, OSError, ValueError, RuntimeError)
     if isinstance(exc, expected) and not getattr(args, "debug", False):
         _say(f"error: {error_message(exc)}")
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     raise exc
 
 
