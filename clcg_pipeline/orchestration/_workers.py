@@ -12,6 +12,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
@@ -32,6 +33,9 @@ Outcome = tuple[bool, str, bool, bool]
 
 # Set by the parent just before it forks the worker processes, which inherit them.
 _WORKER: dict[str, Any] = {}
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+# How often a worker looks whether its parent is still there (see _watch_parent).
+_PARENT_POLL_S = 0.5
 
 
 def _worker_start(ref: Any, pids: Any, nice: int = 0) -> None:
@@ -52,25 +56,69 @@ def _worker_start(ref: Any, pids: Any, nice: int = 0) -> None:
         # scoring) yields to it, so a small machine keeps the calls flowing.
         os.nice(nice)
     os.setpgrp()
-    _die_with_parent()
+    _die_with_parent(_WORKER["parent"])
+    for connection in _WORKER["parent_ends"]:
+        connection.close()
     # A fresh instance: nothing of the parent's connections is shared across the fork.
     _WORKER["instance"] = dg.DagsterInstance.from_ref(ref)
     pids.put(os.getpid())
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to end this worker if ``clcg run`` dies without cleaning up (kill -9).
+def _die_with_parent(parent: int) -> None:
+    """End this worker when ``clcg run`` (pid ``parent``) dies without cleaning up (kill -9).
 
-    Hand-written with ctypes: the standard library has no binding for prctl. Elsewhere a
-    worker left behind finishes its partition and exits when its queue closes.
+    Out of the run's process group, nothing else stops it, and a worker must not outlive its
+    run (issue 18): it would wait forever on the pool's queue. SIGKILL, not SIGTERM: after its
+    first partition Dagster points SIGTERM at the SIGINT handler (``setup_interrupt_handlers``),
+    which here only takes note. Killing is safe: the claims, slots and spend ledger
+    (``calls/_coord.py``) are kernel locks and appended lines that a dead process gives up.
+    """
+    _set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)  # the run died before the signal was asked for: nobody would send it
+    # Also off Linux, or if prctl failed: a poll of the parent costs nothing.
+    threading.Thread(target=_watch_parent, args=(parent,), name="clcg-watch-parent", daemon=True).start()
+
+
+def _set_parent_death_signal(signum: int) -> None:
+    """Linux's PR_SET_PDEATHSIG through ctypes (the standard library has no binding for prctl).
+
+    The signal comes when the thread that forked this process ends: the pool forks its
+    workers from the thread that first submits to it (fork context), here ``clcg run``'s main
+    thread, which ends only with the process.
     """
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
     except (OSError, AttributeError):
-        pass
+        pass  # not Linux: _watch_parent alone
+
+
+def _watch_parent(parent: int) -> None:
+    """In a thread of the worker: exit as soon as the parent is gone (the worker is re-parented)."""
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_S)
+    os._exit(1)
+
+
+def _parent_ends(pool: futures.ProcessPoolExecutor, pids: Any) -> list[Any]:
+    """The pipe ends only the parent uses, which every worker closes once forked.
+
+    A worker blocked reading the pool's call queue would otherwise hold a write end of that
+    pipe itself and never see end-of-file when the parent dies; a worker writing a result
+    would fill a pipe that nobody reads instead of failing with EPIPE. The attribute names are
+    the standard library's (``concurrent/futures/process.py``, ``multiprocessing/queues.py``);
+    ``test_worker_orphans.py`` fails if they change.
+    """
+    ends = [
+        (getattr(pool, "_call_queue", None), "_writer"),
+        (getattr(pool, "_result_queue", None), "_reader"),
+        (pids, "_reader"),
+    ]
+    return [getattr(queue, name) for queue, name in ends if hasattr(queue, name)]
 
 
 def _execute_partition(
@@ -178,6 +226,9 @@ class _WorkerPool:
             initializer=_worker_start,
             initargs=(self.instance.get_ref(), self.pids, _AHEAD_NICE if self.hooks.ready is not None else 0),
         )
+        # Forked at the first submit, the workers inherit these (see _worker_start).
+        _WORKER["parent"] = os.getpid()
+        _WORKER["parent_ends"] = _parent_ends(self.pool, self.pids)
         if self.hooks.workers_started is not None:
             # With fork, the first task starts every worker: from this thread, before the
             # calls-ahead thread exists (a fork copies no other thread, and none of its locks).
@@ -188,7 +239,8 @@ class _WorkerPool:
                 self._tick()
         finally:
             self.pool.shutdown(wait=True, cancel_futures=True)
-            _WORKER.pop("defs", None)
+            for name in ("defs", "parent", "parent_ends"):
+                _WORKER.pop(name, None)
         if self.stopped or self.hooks.interrupted():
             raise KeyboardInterrupt
         if self.failure is not None:
