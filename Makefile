@@ -37,11 +37,12 @@ run: setup
 	$(BIN)/clcg run
 
 # Two workers, one per core (three were no faster once the CPU is full, and made the timing
-# tests flakier); worksteal keeps the slow end-to-end tests from leaving one worker busy at
-# the end. TEST_WORKERS=0 runs in one process.
+# tests flakier). Whole modules go to a worker (loadscope), so a module's expensive fixture
+# (a study run, a database) is built once; the slow tests start first, in the order
+# clcg_pipeline_tests/conftest.py gives them (no reorder). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=15
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
 # The UI and the daemon: with nothing else running, the daemon builds the study and follows
 # models.yaml (clcg_pipeline/orchestration/_automation.py). An older copied dagster.yaml lacks the run

@@ -189,6 +189,11 @@ def _run_with_progress(args: argparse.Namespace, config_dir: str, data_dir: str)
 
 def _print_run_summary(summary: RunSummary) -> None:
     """What ran, what was up to date, the new calls and their cost, and budget stops."""
+    if summary.runs == 0 and summary.new_calls == 0 and not summary.budget_exhausted:
+        console.print(
+            f"everything is up to date ({summary.skipped} partitions): no Dagster run, 0 new model calls"
+        )
+        return
     console.print(
         f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "
         f"{summary.new_calls} new model calls ({summary.response_calls} responses, "

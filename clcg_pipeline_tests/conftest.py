@@ -87,27 +87,29 @@ def config_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def edit_yaml() -> Callable[[Path, Callable[[dict], None]], None]:
     """Load a YAML file, let the test change the dict, write it back."""
-
-    def edit(path: Path, change: Callable[[dict], None]) -> None:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-        change(document)
-        path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
-
-    return edit
+    return _edit_yaml
 
 
-@pytest.fixture
-def demo_config_dir(config_dir: Path, edit_yaml: Callable[[Path, Callable[[dict], None]], None]) -> Path:
-    """The default config cut to the demo corpus's languages and 200 replicates, for fast graph tests."""
+def _edit_yaml(path: Path, change: Callable[[dict], None]) -> None:
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    change(document)
+    path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def cut_to_demo(config_dir: Path) -> None:
+    """The config cut to the demo corpus's languages and 200 replicates, for fast graph tests."""
 
     def keep_demo(doc: dict) -> None:
         doc["languages"] = [lang for lang in doc["languages"] if lang["iso"] in DEMO_LANGUAGES]
 
-    def fewer_replicates(doc: dict) -> None:
-        doc["bootstrap_replicates"] = 200
+    _edit_yaml(config_dir / "languages.yaml", keep_demo)
+    _edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(bootstrap_replicates=200))
 
-    edit_yaml(config_dir / "languages.yaml", keep_demo)
-    edit_yaml(config_dir / "study.yaml", fewer_replicates)
+
+@pytest.fixture
+def demo_config_dir(config_dir: Path) -> Path:
+    """A writable copy of the default config cut to the demo (``cut_to_demo``)."""
+    cut_to_demo(config_dir)
     return config_dir
 
 
@@ -119,3 +121,17 @@ def _no_leaked_dagster_state_storage() -> Iterator[None]:
 
     with set_defs_state_storage(None):
         yield
+
+
+# -- the order the suite runs in (make test: xdist's loadscope, one module per worker at a time) --
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow tests first: one of the two-minute end-to-end tests taken near the end would leave
+    the other worker idle; started first, they overlap the hundreds of short tests.
+
+    ``make test`` hands out whole modules (``--dist loadscope``), so a module-scoped fixture (a
+    study run, a database) is built once, and keeps this order (``--no-loadscope-reorder``).
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: file order kept

@@ -1,10 +1,8 @@
-"""`clcg run` then `clcg query`, as a user would type them, in a fresh data folder."""
+"""The `clcg` commands as a user would type them (`clcg run` then `clcg query`: test_study_run.py)."""
 
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,79 +18,6 @@ pytestmark = pytest.mark.slow
 
 def _table(data: Path, name: str) -> pd.DataFrame:
     return pd.concat([pd.read_parquet(path) for path in sorted((data / name).rglob("*.parquet"))])
-
-
-def test_run_then_query(demo_config_dir: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "COLUMNS": "160"}
-    data = tmp_path / "data"
-    ran = run_clcg("run", "--config", str(demo_config_dir), "--data", str(data), env=env, cwd=tmp_path)
-    assert ran.returncode == 0, ran.stderr[-3000:]
-    assert "H1 micro" in ran.stdout and "Georgian" in ran.stdout
-    assert str(data / "report.html") in ran.stdout.replace("\n", "")
-    # issue 11: the demo's SIMULATED paragraph-filling ratings reach the human-vs-judge correlation.
-    granularity = json.loads((data / "study_results.json").read_text(encoding="utf-8"))["granularity"]
-    correlation = granularity["human_judge_correlation"]
-    assert correlation is not None and correlation["n"] >= 3 and correlation["simulated"] is True
-    assert any("SIMULATED" in c for c in granularity["caveats"])
-
-    counted = run_clcg(
-        "query",
-        "--data",
-        str(data),
-        "--format",
-        "json",
-        "SELECT model, count(*) AS n FROM predictions GROUP BY model",
-        env=env,
-        cwd=tmp_path,
-    )
-    assert counted.returncode == 0, counted.stderr
-    rows = json.loads(counted.stdout)
-    assert rows[0]["model"] == "lexical-reader" and rows[0]["n"] > 0
-
-    named = run_clcg(
-        "query",
-        "--config",
-        str(demo_config_dir),
-        "--data",
-        str(data),
-        "--format",
-        "csv",
-        "--named",
-        "clcg_by_language",
-        env=env,
-        cwd=tmp_path,
-    )
-    assert named.returncode == 0, named.stderr
-    assert named.stdout.splitlines()[0].startswith("language,name,role")
-
-    # The folder is portable: copied to a laptop with the original gone, the copy's catalog reads
-    # the copy's files, through `clcg query` (table format, with list columns) and plain DuckDB.
-    laptop = tmp_path / "laptop" / "results"
-    shutil.copytree(data, laptop)
-    away = tmp_path / "moved-away"
-    data.rename(away)
-    try:
-        copied = run_clcg(
-            "query", "--data", str(laptop),
-            "SELECT model, count(*) AS n, any_value(target_pids) AS pids FROM predictions "
-            "JOIN items USING (item_id) GROUP BY model",
-            env=env, cwd=tmp_path,
-        )  # fmt: skip
-        assert copied.returncode == 0, copied.stderr
-        assert f" {rows[0]['n']} " in copied.stdout and "lexical-reader" in copied.stdout
-        plain = subprocess.run(
-            [sys.executable, "-c", "import duckdb; print(duckdb.connect('clcg.duckdb').sql("
-             "'SELECT count(*) FROM predictions').fetchall()[0][0])"],
-            cwd=laptop, capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-        assert plain.returncode == 0, plain.stderr
-        assert int(plain.stdout) == rows[0]["n"]
-    finally:
-        away.rename(data)
-
-    again = run_clcg("run", "--config", str(demo_config_dir), "--data", str(data), env=env, cwd=tmp_path)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "0 new model calls" in again.stdout
 
 
 def test_bad_config_is_one_clear_line(config_dir: Path, tmp_path: Path) -> None:

@@ -1,6 +1,11 @@
-"""The whole graph on the demo corpus, through Dagster, on a persistent test instance."""
+"""The whole graph on the demo corpus, through `clcg run` and Dagster, on a persistent test instance."""
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -8,37 +13,64 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.orchestration import run_study
 from clcg_pipeline.storage import query, read_frame
+from clcg_pipeline_tests.conftest import DEFAULT_CONFIG, cut_to_demo, run_clcg
 
 pytestmark = pytest.mark.slow
 
 
+@dataclass(frozen=True)
+class DemoStudy:
+    """``clcg run`` on the demo (the default config cut to its seven languages, 200 replicates)
+    in a fresh data folder and Dagster home, then run again with nothing changed.
+
+    Shared by the tests of this module: they read it (one moves the folder away and back).
+    """
+
+    config_dir: Path
+    data_dir: Path
+    home: Path
+    env: dict[str, str]
+    first: subprocess.CompletedProcess[str]
+    second: subprocess.CompletedProcess[str]
+    runs_after_first: int
+    runs_after_second: int
+    rewritten_by_second: list[str]  # files the second run wrote or touched
+
+
+def _runs_on(home: Path) -> int:
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return len(instance.get_runs())
+
+
 @pytest.fixture(scope="module")
-def finished_study(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Run the demo study once (module scope: it is the expensive part) and again to check reuse."""
-    import shutil
-
-    import yaml
-
-    from clcg_pipeline_tests.conftest import DEFAULT_CONFIG, DEMO_LANGUAGES
-
-    root = tmp_path_factory.mktemp("study")
+def demo_study(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
+    root = tmp_path_factory.mktemp("demo_study")
     config_dir = root / "config"
     shutil.copytree(DEFAULT_CONFIG, config_dir)
-    langs = yaml.safe_load((config_dir / "languages.yaml").read_text())
-    langs["languages"] = [lang for lang in langs["languages"] if lang["iso"] in DEMO_LANGUAGES]
-    (config_dir / "languages.yaml").write_text(yaml.safe_dump(langs, allow_unicode=True))
-    study = yaml.safe_load((config_dir / "study.yaml").read_text())
-    study["bootstrap_replicates"] = 200
-    (config_dir / "study.yaml").write_text(yaml.safe_dump(study))
-    data_dir = root / "data"
-    mp = pytest.MonkeyPatch()
-    mp.setenv("DAGSTER_HOME", str(root / "home"))
-    try:
-        first = run_study(config_dir=str(config_dir), data_dir=str(data_dir))
-        second = run_study(config_dir=str(config_dir), data_dir=str(data_dir))
-        instance = dg.DagsterInstance.get()
+    cut_to_demo(config_dir)
+    home, data = root / "home", root / "data"
+    env = {**os.environ, "DAGSTER_HOME": str(home), "COLUMNS": "160"}
+    command = ("run", "--config", str(config_dir), "--data", str(data))
+    first = run_clcg(*command, env=env, cwd=root)
+    assert first.returncode == 0, first.stderr[-3000:]
+    runs_after_first = _runs_on(home)
+    files = _files(data)
+    second = run_clcg(*command, env=env, cwd=root)
+    assert second.returncode == 0, second.stderr[-3000:]
+    rewritten = sorted(str(path) for path, stamp in _files(data).items() if files.get(path) != stamp)
+    return DemoStudy(config_dir, data, home, env, first, second, runs_after_first, _runs_on(home), rewritten)
+
+
+def _files(folder: Path) -> dict[Path, int]:
+    """Every file under ``folder`` and when it was last written."""
+    return {path: path.stat().st_mtime_ns for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.fixture(scope="module")
+def finished_study(demo_study: DemoStudy) -> dict:
+    """The demo study and the checks its run recorded."""
+    with dg.DagsterInstance.from_config(str(demo_study.home)) as instance:
         checks = {
             key.name: instance.event_log_storage.get_latest_asset_check_execution_by_key([key]).get(key)
             for key in [
@@ -46,15 +78,12 @@ def finished_study(tmp_path_factory: pytest.TempPathFactory) -> dict:
                 dg.AssetCheckKey(dg.AssetKey("corpus_audit"), "alignment_coverage"),
             ]
         }
-        yield {
-            "config_dir": config_dir,
-            "data_dir": data_dir,
-            "first": first,
-            "second": second,
-            "checks": checks,
-        }
-    finally:
-        mp.undo()
+    return {
+        "study": demo_study,
+        "config_dir": demo_study.config_dir,
+        "data_dir": demo_study.data_dir,
+        "checks": checks,
+    }
 
 
 def test_every_partition_is_materialized(finished_study: dict) -> None:
@@ -67,7 +96,7 @@ def test_every_partition_is_materialized(finished_study: dict) -> None:
     assert (data_dir / "study_results.json").exists()
     assert (data_dir / "report.html").exists()
     assert (data_dir / "item_level_audit" / "data.parquet").exists()  # empty: no auditor configured
-    assert finished_study["first"].runs == len(config.languages.isos) * 2 + 2
+    assert finished_study["study"].runs_after_first == len(config.languages.isos) * 2 + 2
 
 
 def test_every_slot_has_one_prediction(finished_study: dict) -> None:
@@ -113,7 +142,79 @@ def test_catalog_answers_queries(finished_study: dict) -> None:
 
 
 def test_second_run_reuses_everything(finished_study: dict) -> None:
-    second = finished_study["second"]
-    assert second.new_calls == 0
-    assert second.runs == 1  # only the analysis, which always re-reads every partition
-    assert second.skipped > 0
+    study: DemoStudy = finished_study["study"]
+    assert "everything is up to date" in study.second.stdout and "0 new model calls" in study.second.stdout
+    # Nothing run, not even the analysis (nothing it reads has changed), and no file rewritten.
+    assert study.runs_after_second == study.runs_after_first
+    assert study.rewritten_by_second == []
+
+
+def test_run_then_query(demo_study: DemoStudy, tmp_path: Path) -> None:
+    # The shared demo study: `clcg run` in a fresh data folder, then again with nothing changed.
+    env, config_dir, ran = demo_study.env, demo_study.config_dir, demo_study.first
+    assert "H1 micro" in ran.stdout and "Georgian" in ran.stdout
+    data = demo_study.data_dir
+    assert str(data / "report.html") in ran.stdout.replace("\n", "")
+    # issue 11: the demo's SIMULATED paragraph-filling ratings reach the human-vs-judge correlation.
+    granularity = json.loads((data / "study_results.json").read_text(encoding="utf-8"))["granularity"]
+    correlation = granularity["human_judge_correlation"]
+    assert correlation is not None and correlation["n"] >= 3 and correlation["simulated"] is True
+    assert any("SIMULATED" in c for c in granularity["caveats"])
+
+    counted = run_clcg(
+        "query",
+        "--data",
+        str(data),
+        "--format",
+        "json",
+        "SELECT model, count(*) AS n FROM predictions GROUP BY model",
+        env=env,
+        cwd=tmp_path,
+    )
+    assert counted.returncode == 0, counted.stderr
+    rows = json.loads(counted.stdout)
+    assert rows[0]["model"] == "lexical-reader" and rows[0]["n"] > 0
+
+    named = run_clcg(
+        "query",
+        "--config",
+        str(config_dir),
+        "--data",
+        str(data),
+        "--format",
+        "csv",
+        "--named",
+        "clcg_by_language",
+        env=env,
+        cwd=tmp_path,
+    )
+    assert named.returncode == 0, named.stderr
+    assert named.stdout.splitlines()[0].startswith("language,name,role")
+
+    # The folder is portable: copied to a laptop with the original gone, the copy's catalog reads
+    # the copy's files, through `clcg query` (table format, with list columns) and plain DuckDB.
+    laptop = tmp_path / "laptop" / "results"
+    shutil.copytree(data, laptop)
+    away = tmp_path / "moved-away"
+    data.rename(away)
+    try:
+        copied = run_clcg(
+            "query", "--data", str(laptop),
+            "SELECT model, count(*) AS n, any_value(target_pids) AS pids FROM predictions "
+            "JOIN items USING (item_id) GROUP BY model",
+            env=env, cwd=tmp_path,
+        )  # fmt: skip
+        assert copied.returncode == 0, copied.stderr
+        assert f" {rows[0]['n']} " in copied.stdout and "lexical-reader" in copied.stdout
+        plain = subprocess.run(
+            [sys.executable, "-c", "import duckdb; print(duckdb.connect('clcg.duckdb').sql("
+             "'SELECT count(*) FROM predictions').fetchall()[0][0])"],
+            cwd=laptop, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert plain.returncode == 0, plain.stderr
+        assert int(plain.stdout) == rows[0]["n"]
+    finally:
+        away.rename(data)
+
+    # The second `clcg run`, with nothing changed, called nothing.
+    assert "0 new model calls" in demo_study.second.stdout

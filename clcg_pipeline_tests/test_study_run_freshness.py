@@ -13,6 +13,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from clcg_pipeline.config import load_config
 from clcg_pipeline.orchestration import RunSummary, run_study
 from clcg_pipeline.orchestration._definitions import build_definitions
 from clcg_pipeline.partitions import response_key
@@ -62,6 +63,13 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             out["checks"] = _check_evaluations(instance)
             # The same folder spelled as a file:// URL: nothing to redo.
             out["as_url"] = run(f"file://{data}")
+            # A file dropped into the annotation inbox: only the analysis (which imports it) re-runs.
+            inbox = data / load_config(config_dir).study.human_validation.inbox
+            dropped = sorted(path for path in inbox.iterdir() if path.is_file())[0]
+            (inbox / f"late-{dropped.name}").write_bytes(dropped.read_bytes())
+            before = _runs_by_job(instance)
+            out["after_inbox"] = run(str(data))
+            out["jobs_after_inbox"] = _new_runs(instance, before)
             # A run launched outside `clcg run` (the UI, a backfill, the daemon): no clcg tag.
             defs = build_definitions(str(config_dir), str(data))
             result = defs.resolve_job_def("responses_job").execute_in_process(
@@ -124,8 +132,12 @@ def test_a_covered_partition_passes(story: dict[str, Any]) -> None:
 
 
 def test_a_file_url_is_the_same_folder(story: dict[str, Any]) -> None:
-    assert story["as_url"].runs == 1  # the analysis, which always re-reads every partition
-    assert story["as_url"].skipped == FULL_RUNS - 1
+    assert story["as_url"].runs == 0  # the analysis too: nothing it reads has changed
+    assert story["as_url"].skipped == FULL_RUNS
+
+
+def test_a_new_annotation_file_reruns_only_the_analysis(story: dict[str, Any]) -> None:
+    assert story["jobs_after_inbox"] == {"analysis_job": 1}
 
 
 def test_runs_launched_elsewhere_count_as_done(story: dict[str, Any]) -> None:

@@ -24,6 +24,8 @@ from clcg_pipeline.storage import read_frame
 # How many of a partition's latest materializations to look through for one stored in this
 # data folder (others may have gone to another folder on the same instance).
 _LOOKBACK = 25
+# How many of an asset's latest materializations (all partitions) are read at once.
+_RECENT = 1000
 
 
 def fingerprint(config: ProjectConfig) -> str:
@@ -54,13 +56,34 @@ class Freshness:
         self.folder = data_location(data_dir).rstrip("/") + "/"
         self.versions = versions
         self._records: dict[tuple[str, str | None], dg.EventLogRecord | None] = {}
+        self._recent_by_asset: dict[str, tuple[dict[str | None, dg.EventLogRecord], bool]] = {}
 
     def stored_here(self, asset: str, partition: str | None) -> dg.EventLogRecord | None:
         """The latest materialization of ``asset[partition]`` written into this data folder."""
         key = (asset, partition)
         if key not in self._records:
-            self._records[key] = self._latest_stored_here(asset, partition)
+            found, complete = self._recent(asset)
+            if partition in found or complete:
+                self._records[key] = found.get(partition)
+            else:
+                self._records[key] = self._latest_stored_here(asset, partition)
         return self._records[key]
+
+    def _recent(self, asset: str) -> tuple[dict[str | None, dg.EventLogRecord], bool]:
+        """The newest materialization stored here of each partition among the asset's latest
+        ``_RECENT``, and whether those are all there are: one query per asset, not per partition
+        (a no-op ``clcg run`` asks about hundreds of partitions)."""
+        if asset not in self._recent_by_asset:
+            records = self.instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset)), limit=_RECENT
+            ).records
+            found: dict[str | None, dg.EventLogRecord] = {}
+            for record in records:  # newest first
+                path = self._path(record)
+                if path is not None and data_location(path).startswith(self.folder):
+                    found.setdefault(record.partition_key, record)
+            self._recent_by_asset[asset] = (found, len(records) < _RECENT)
+        return self._recent_by_asset[asset]
 
     def _latest_stored_here(self, asset: str, partition: str | None) -> dg.EventLogRecord | None:
         records = self.instance.fetch_materializations(
@@ -75,9 +98,38 @@ class Freshness:
                 return record
         return None
 
+    def newest_stored_here(self, asset: str) -> int | None:
+        """The storage id of the newest materialization of any partition of ``asset`` stored here."""
+        found, complete = self._recent(asset)
+        if found:
+            return max(record.storage_id for record in found.values())
+        if complete:
+            return None
+        records = self.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset)), limit=_LOOKBACK * _RECENT
+        ).records
+        for record in records:
+            path = self._path(record)
+            if path is not None and data_location(path).startswith(self.folder):
+                return record.storage_id
+        return None
+
+    def newer_than_everything_read(self, assets: Sequence[str]) -> bool:
+        """Each of ``assets`` (a job that reads every partition of its inputs) was stored after
+        every partition, stored here, of every asset the job reads and does not write."""
+        own = {dg.AssetKey(asset) for asset in assets}
+        records = [self.stored_here(asset, None) for asset in assets]
+        if any(record is None for record in records):
+            return False
+        oldest = min(record.storage_id for record in records if record is not None)
+        read = {parent for key in own for parent in self.graph.get(key).parent_keys} - own
+        newest = (self.newest_stored_here(key.to_user_string()) for key in read)
+        return all(storage_id is None or storage_id < oldest for storage_id in newest)
+
     def forget(self, assets: Sequence[str], partition: str | None) -> None:
         for asset in assets:
             self._records.pop((asset, partition), None)
+            self._recent_by_asset.pop(asset, None)
 
     @staticmethod
     def _path(record: dg.EventLogRecord) -> str | None:
@@ -125,12 +177,14 @@ class Freshness:
                 return False
         return True
 
-    def unfinished_calls(self, partition: str) -> bool:
-        """True when any of the partition's calls stopped short (budget, a pending batch):
-        its responses, its granularity tasks' answers or their judges."""
-        return any(self._unfinished(table, partition) for table in PARTITION_CALL_TABLES)
+    def unfinished_calls(
+        self, partition: str | None, tables: Sequence[str] = tuple(PARTITION_CALL_TABLES)
+    ) -> bool:
+        """True when any of the partition's calls stopped short (budget, a pending batch): by
+        default its responses, its granularity tasks' answers or their judges."""
+        return any(self._unfinished(table, partition) for table in tables)
 
-    def _unfinished(self, table: str, partition: str) -> bool:
+    def _unfinished(self, table: str, partition: str | None) -> bool:
         record = self.stored_here(table, partition)
         if record is None or record.asset_materialization is None:
             return True

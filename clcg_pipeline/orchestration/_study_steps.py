@@ -24,6 +24,7 @@ from clcg_pipeline.orchestration._dagster_internals import make_new_run_id
 from clcg_pipeline.orchestration._definitions import build_definitions
 from clcg_pipeline.orchestration._freshness import Freshness
 from clcg_pipeline.orchestration._jobs import (
+    ANALYSIS_ASSETS,
     CORPUS_ASSETS,
     RESPONSE_ASSETS,
     STUDY_INPUT_ASSETS,
@@ -40,6 +41,7 @@ from clcg_pipeline.orchestration._summary import (
 from clcg_pipeline.orchestration._versions import code_versions
 from clcg_pipeline.orchestration._workers import WorkerHooks, run_responses_in_workers
 from clcg_pipeline.partitions import response_key
+from clcg_pipeline.validation.human import INBOX_METADATA, inbox_fingerprint
 
 FINGERPRINT_TAG = "clcg/fingerprint"
 # Every paid op (multi_asset function name) of each job; ``clcg run`` hands each of them the
@@ -338,11 +340,31 @@ class StudyRun:
         if background:
             self.summary.calls_ahead = background[0].result()
 
+    def analysis_done(self) -> bool:
+        """The analysis is current, stored here, newer than every partition of what it reads
+        (other sessions' models included), none of its judges stopped short, and the
+        annotation inbox holds what it imported last."""
+        fresh = self.fresh
+        if not (
+            fresh.up_to_date(ANALYSIS_ASSETS, None, self.request.isos)
+            and fresh.newer_than_everything_read(ANALYSIS_ASSETS)
+            and not fresh.unfinished_calls(None, tuple(ANALYSIS_CALL_TABLES))
+        ):
+            return False
+        imports = fresh.stored_here("annotation_imports", None)
+        recorded = imports.asset_materialization.metadata.get(INBOX_METADATA) if imports else None
+        inbox = inbox_fingerprint(self.request.data_dir, self.config.study.human_validation.inbox)
+        return recorded is not None and recorded.value == inbox
+
     def run_analysis(self) -> None:
-        # The analysis always re-runs: it reads every partition, including other sessions' models.
         # Its judges get what the budget left (zero: only free calls are made, the rest skipped).
         analysis = self.execute(
-            "analysis_job", "estimates and report", None, None, self.paid_ops("analysis_job", self.remaining)
+            "analysis_job",
+            "estimates and report",
+            None,
+            ANALYSIS_ASSETS,
+            self.paid_ops("analysis_job", self.remaining),
+            done=self.analysis_done,
         )
         written = materialized(analysis) if analysis is not None else {}
         tables = {t: k for t, k in ANALYSIS_CALL_TABLES.items() if t in written}

@@ -14,13 +14,16 @@ from clcg_pipeline.validation.human._estimands import (
     per_response,
 )
 from clcg_pipeline.validation.human._qc import RUBRIC, run_qc
+from clcg_pipeline.validation.human.sensors import INBOX_METADATA, inbox_fingerprint
 
 __all__ = [
     "CLASS_CLCG_CAVEAT",
+    "INBOX_METADATA",
     "RUBRIC",
     "alpha_table",
     "attach_sample",
     "class_clcg_spearman",
+    "inbox_fingerprint",
     "per_response",
     "run_human_validation",
     "run_qc",

@@ -26,7 +26,12 @@ from clcg_pipeline.validation.human._export import export_files
 from clcg_pipeline.validation.human._import import import_annotations, import_status
 from clcg_pipeline.validation.human._keypoints import KEYPOINT_COLUMNS, checklist_items, write_keypoints
 from clcg_pipeline.validation.human.demo_annotations import simulated_inbox_files
-from clcg_pipeline.validation.human.sensors import build_annotation_inbox_sensor, read_inbox
+from clcg_pipeline.validation.human.sensors import (
+    INBOX_METADATA,
+    build_annotation_inbox_sensor,
+    inbox_cursor,
+    read_inbox,
+)
 from clcg_pipeline.validation.taxonomy import load_taxonomy
 
 
@@ -312,8 +317,9 @@ def _annotation_import_asset() -> dg.AssetsDefinition:
         log_path = UPath(study.path("annotation_imports", "data.parquet"))
         previous = read_frame(log_path) if log_path.exists() else pd.DataFrame()
 
+        inbox = read_inbox(inbox_dir)
         result = import_annotations(
-            read_inbox(inbox_dir),
+            inbox,
             previous,
             functools.partial(_archived, archive),
             annotation_sample,
@@ -340,7 +346,10 @@ def _annotation_import_asset() -> dg.AssetsDefinition:
                 "annotators": int(annotations["annotator_id"].nunique()) if len(annotations) else 0,
             },
         )
-        yield dg.Output(imports, output_name="annotation_imports")
+        # What was in the inbox: `clcg run` re-runs the analysis only when that has changed.
+        yield dg.Output(
+            imports, output_name="annotation_imports", metadata={INBOX_METADATA: inbox_cursor(inbox)}
+        )
         yield dg.AssetCheckResult(
             asset_key="human_annotations",
             check_name="annotations_imported",

@@ -43,6 +43,15 @@ def inbox_cursor(files: list[InboxFile]) -> str:
     return json.dumps([[f.name, f.sha256] for f in files], separators=(",", ":"))
 
 
+#: The metadata entry of ``annotation_imports`` holding the inbox it was imported from.
+INBOX_METADATA = "inbox"
+
+
+def inbox_fingerprint(data_dir: str, inbox: str) -> str:
+    """The inbox's (file name, sha256) list now: unchanged since the last import, nothing is new."""
+    return inbox_cursor(read_inbox(inbox_dir(data_dir, inbox)))
+
+
 def build_annotation_inbox_sensor(config: ProjectConfig) -> dg.SensorDefinition:
     del config  # the inbox is re-read from the config on each tick, like the other sensors
 
