@@ -78,10 +78,8 @@ class Freshness:
                 dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset)), limit=_RECENT
             ).records
             found: dict[str | None, dg.EventLogRecord] = {}
-            for record in records:  # newest first
-                path = self._path(record)
-                if path is not None and data_location(path).startswith(self.folder):
-                    found.setdefault(record.partition_key, record)
+            for record in filter(self._is_here, records):  # newest first
+                found.setdefault(record.partition_key, record)
             self._recent_by_asset[asset] = (found, len(records) < _RECENT)
         return self._recent_by_asset[asset]
 
@@ -92,11 +90,7 @@ class Freshness:
             ),
             limit=_LOOKBACK,
         ).records
-        for record in records:
-            path = self._path(record)
-            if path is not None and data_location(path).startswith(self.folder):
-                return record
-        return None
+        return next(filter(self._is_here, records), None)
 
     def newest_stored_here(self, asset: str) -> int | None:
         """The storage id of the newest materialization of any partition of ``asset`` stored here."""
@@ -108,11 +102,8 @@ class Freshness:
         records = self.instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset)), limit=_LOOKBACK * _RECENT
         ).records
-        for record in records:
-            path = self._path(record)
-            if path is not None and data_location(path).startswith(self.folder):
-                return record.storage_id
-        return None
+        record = next(filter(self._is_here, records), None)
+        return record.storage_id if record is not None else None
 
     def newer_than_everything_read(self, assets: Sequence[str]) -> bool:
         """Each of ``assets`` (a job that reads every partition of its inputs) was stored after
@@ -130,6 +121,11 @@ class Freshness:
         for asset in assets:
             self._records.pop((asset, partition), None)
             self._recent_by_asset.pop(asset, None)
+
+    def _is_here(self, record: dg.EventLogRecord) -> bool:
+        """The materialization was stored in this data folder."""
+        path = self._path(record)
+        return path is not None and data_location(path).startswith(self.folder)
 
     @staticmethod
     def _path(record: dg.EventLogRecord) -> str | None:
