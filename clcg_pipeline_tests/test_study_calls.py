@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import signal
@@ -15,6 +16,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls import fake_server
 from clcg_pipeline.calls._results import CALLS_AHEAD_TAG
 from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import load_config
@@ -28,6 +30,7 @@ KEY_ENV = "CLCG_AHEAD_FAKE_KEY"
 KEY = "fake-clcg-ahead-not-real"
 LANGUAGES = ["en", "pt", "ka"]
 LIMIT = 4
+HOLD_S = 30.0  # how long the one-stream test holds a partition's first call at most
 
 
 def _responses_runs(home: Path) -> list[tuple[dg.DagsterRun, float]]:
@@ -49,17 +52,60 @@ def _calls(data: Path) -> pd.DataFrame:
     )
 
 
+def _hold_each_partitions_first_call(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+    """Hold the first call of each language but the last until a later language's call arrives.
+
+    Which language (the first to build it) is told by the request building, recorded here. The
+    answer is the language whose call released the hold (None: it timed out). Calls drained at a
+    partition boundary would hold every partition back for the whole timeout; one stream
+    releases each hold within a partition's worth of calls. A timing check would race the
+    machine's load: it once missed by 7 ms on a 2-core CI machine.
+    """
+    built: dict[str, str] = {}
+    requests = _Inputs.requests
+
+    def recording(self: _Inputs, model_id: str, iso: str) -> list:
+        found = requests(self, model_id, iso)
+        for request in found:
+            built.setdefault(request.call_id, iso)
+        return found
+
+    monkeypatch.setattr(_Inputs, "requests", recording)
+    released_by: dict[str, str | None] = {}
+    arrived: list[str] = []
+    original = fake_server.App.openai
+
+    async def held(self: object, request: object) -> object:
+        iso = built.get(request.headers.get(fake_server.CALL_ID_HEADER, ""), "")  # type: ignore[attr-defined]
+        arrived.append(iso)
+        if iso in LANGUAGES[:-1] and iso not in released_by:
+            released_by[iso] = None
+            later = LANGUAGES[LANGUAGES.index(iso) + 1 :]
+            deadline = time.monotonic() + HOLD_S
+            while time.monotonic() < deadline:
+                if found := next((a for a in arrived if a in later), None):
+                    released_by[iso] = found
+                    break
+                await asyncio.sleep(0.01)
+        return await original(self, request)
+
+    monkeypatch.setattr(fake_server.App, "openai", held)
+    return released_by
+
+
 def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
     demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv(KEY_ENV, KEY)
     data = tmp_path / "data"
+    released_by = _hold_each_partitions_first_call(monkeypatch)
     spans = record_chat_spans(monkeypatch, time.time)
-    # A latency long enough that the next language's prompts are ready before this one's last
-    # answers are back, even on a loaded 2-core machine (at 50 ms they once missed by 1 ms).
-    with FakeServer(Faults(latency_s=0.25)) as server:
-        add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=5.0)
+    with FakeServer(Faults(latency_s=0.05)) as server:
+        # The client waits out a held call (a timeout would send it again).
+        add_fake_model(
+            demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=2 * HOLD_S
+        )
         summary = run_study(
             config_dir=str(demo_config_dir), data_dir=str(data), models=["fake-gpt"], languages=LANGUAGES
         )
@@ -95,7 +141,9 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
         iso = run.tags["dagster/partition"].split("|")[0]
         asked = set(tables.loc[tables["language"] == iso, "call_id"])
         assert max(ended[c] for c in asked) <= started, iso
-    # One stream: the partitions' calls overlapped (no drain at a partition boundary).
+    # One stream: each held call was released by the next partition's calls (no drain at a
+    # partition boundary), so the partitions' calls overlap.
+    assert released_by == dict(itertools.pairwise(LANGUAGES))
     calls = tables
     own = calls.groupby("call_id")["language"].transform("nunique") == 1
     language = dict(zip(calls.loc[own, "call_id"], calls.loc[own, "language"], strict=True))
