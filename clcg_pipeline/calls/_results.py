@@ -153,6 +153,7 @@ def split_cached(
     ``origin``: see ``from_cache``."""
     results: dict[str, CallResult] = {}
     todo: dict[str, ChatRequest] = {}
+    cache.refresh()  # what other processes wrote so far (an object store's index lists them)
     for request in bound:
         cid = request.call_id
         if cid in results or cid in todo:

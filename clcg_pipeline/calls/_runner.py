@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from clcg_pipeline.calls._batch import run_batch
 from clcg_pipeline.calls._budget import Budget, Grant, bound_budget
@@ -112,9 +113,8 @@ class _Run:
                 if claim is not None:
                     try:
                         # Another process may have written the result since this run read the
-                        # cache (it held the claim then, or finished before this try). Claims
-                        # exist only for a local cache, where a missing file is cheap to look up.
-                        entry = self.cache.get(call_id)
+                        # cache (it held the claim then, or finished before this try).
+                        entry = await self._written_since(call_id, time.monotonic())
                         if entry is not None:
                             self.shared_waits += 1
                             return from_cache(call_id, entry, origin)
@@ -125,10 +125,17 @@ class _Run:
             # result, or dies, drops its lock and the next try here takes the call over.
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, 0.5)
-            entry = await asyncio.to_thread(self.cache.get, call_id)
+            entry = await self._written_since(call_id, time.monotonic())
             if entry is not None:
                 self.shared_waits += 1
                 return from_cache(call_id, entry, origin)
+
+    async def _written_since(self, call_id: str, since: float) -> dict[str, Any] | None:
+        """The cache entry, as written by any process before ``since``."""
+        if not self.cache.remote:
+            return self.cache.get(call_id)  # a local file: cheaper than a thread hop
+        # A listing of the object store, shared by the calls that wait for one meanwhile.
+        return await asyncio.to_thread(self.cache.get_fresh, call_id, since)
 
     def _settle(self, estimate: float, actual: float) -> None:
         self.budget.settle(estimate, actual)

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
+import time
 from pathlib import Path
 
+import fsspec
 import pytest
 
 from clcg_pipeline.calls import CallCache
@@ -73,3 +76,53 @@ def test_meta_records(tmp_path: Path) -> None:
     assert cache.get_meta("batch-x") == {"id": "b1"}
     cache.delete_meta("batch-x")
     assert cache.get_meta("batch-x") is None
+
+
+# On an object store (a local S3 server): entries in segments, read through an index.
+
+
+def _ids(n: int) -> list[str]:
+    return [f"{i:02x}" + "f" * 62 for i in range(n)]
+
+
+def test_a_batch_on_an_object_store_is_one_object_that_another_process_reads(bucket: str) -> None:
+    root = f"s3://{bucket}/cache"
+    writer = CallCache(root)
+    assert writer.remote and writer.get(CID) is None
+    entries = {call_id: {"text": f"answer {i}", "outcome": "ok"} for i, call_id in enumerate(_ids(5))}
+    writer.put_many(entries)
+    fs, path = fsspec.core.url_to_fs(root)
+    assert [p.rsplit("/", 2)[-2] for p in fs.find(path)] == ["_segments"]  # one object for five calls
+    reader = CallCache(root)  # as another process would open it
+    assert {cid: reader.get(cid)["text"] for cid in entries} == {  # type: ignore[index]
+        cid: entry["text"] for cid, entry in entries.items()
+    }
+    assert reader.exists(_ids(5)[0]) and not reader.exists(CID)
+
+
+def test_an_entry_written_elsewhere_is_seen_by_a_fresh_lookup(bucket: str) -> None:
+    root = f"s3://{bucket}/cache"
+    reader, writer = CallCache(root), CallCache(root)
+    listed = time.monotonic()
+    assert reader.get(CID) is None  # the index is listed now
+    writer.put(CID, {"text": "late", "outcome": "ok"})
+    # A lookup for what was written before ``listed`` trusts that listing (one request serves
+    # every call waiting meanwhile); one for what was written before now lists again.
+    assert reader.get_fresh(CID, listed) is None
+    entry = reader.get_fresh(CID, time.monotonic())
+    assert entry is not None and entry["text"] == "late"
+
+
+def test_an_older_cache_of_one_object_per_call_and_a_bad_segment_line(bucket: str) -> None:
+    root = f"s3://{bucket}/cache"
+    fs, path = fsspec.core.url_to_fs(root)
+    fs.pipe_file(f"{path}/ab/{CID}.json", json.dumps({"call_id": CID, "text": "old"}).encode())
+    good = "cd" + "0" * 62
+    fs.pipe_file(
+        f"{path}/_segments/0-x.jsonl",
+        b'{"call_id": "' + good.encode() + b'", "text": "kept"}\n{"call_id": "ef00", "tex\n',
+    )
+    cache = CallCache(root)
+    assert cache.get(CID)["text"] == "old"  # type: ignore[index]
+    assert cache.get(good)["text"] == "kept"  # type: ignore[index]
+    assert cache.get("ef" + "0" * 62) is None

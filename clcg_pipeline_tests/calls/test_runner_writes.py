@@ -72,10 +72,10 @@ def test_every_call_is_cached_and_settled_in_the_ledger(server: FakeServer, tmp_
 def test_a_failed_cache_write_fails_the_run(
     server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(self: CallCache, call_id: str, entry: dict[str, object]) -> None:
+    def broken(self: CallCache, entries: dict[str, dict[str, object]]) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(CallCache, "put", broken)
+    monkeypatch.setattr(CallCache, "put_many", broken)
     with pytest.raises(OSError, match="disk full"):
         run_requests(
             spec_for("openai", server.url),

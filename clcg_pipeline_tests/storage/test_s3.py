@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import s3fs  # in requirements.lock (the s3 and dev extras): missing must fail, not skip
-from moto import server as moto_server
 from upath import UPath
 
 from clcg_pipeline.storage import (
@@ -29,49 +25,6 @@ from clcg_pipeline.storage import (
     write_frame,
 )
 from clcg_pipeline_tests.conftest import run_clcg
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def s3_env(s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """The standard AWS variables for the local server, set here and returned for subprocesses."""
-    env = {
-        "AWS_ENDPOINT_URL": s3_endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "HOME": str(tmp_path / "home"),
-    }
-    (tmp_path / "home").mkdir()
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
-        monkeypatch.delenv(name, raising=False)
-    s3fs.S3FileSystem.clear_instance_cache()  # instances remember the endpoint they were made with
-    return env
-
-
-@pytest.fixture
-def bucket(s3_env: dict[str, str]) -> str:
-    name = f"clcg-{uuid.uuid4().hex[:12]}"
-    s3fs.S3FileSystem().mkdir(name)
-    return name
 
 
 def _scores(language: str, n: int) -> pd.DataFrame:

@@ -1,0 +1,149 @@
+"""Runner throughput with the call cache on object storage (s3://) versus a local cache folder.
+
+A run whose cache_dir is an ``s3://`` URL writes every new call's entry to the bucket and
+looks every call up there first, so a slow object-store path caps the whole runner. This runs
+the same kind of calls (fake server, 50 ms per call, concurrency 32) three times in one run:
+new calls with a local cache folder (the baseline), new calls with an s3 cache on a local
+S3-compatible server (moto, its own process), and those s3 calls again, which must all come
+back cached without reaching the model. The target is at least 100 new calls/s on s3.
+
+    .venv/bin/python bench/runner_s3.py [--calls 600] [--latency 0.05]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from clcg_pipeline.calls import CallOptions, CallResult, ChatRequest, bind, run_requests
+from clcg_pipeline.calls.fake_server import Faults, ServerProcess
+from clcg_pipeline.config import ConditionSettings, ModelSpec
+from clcg_pipeline.inference import Question, render_request
+
+CONCURRENCY = 32
+TARGET = 100.0
+BUCKET = "clcg-bench"
+KEY_ENV = "CLCG_BENCH_FAKE_KEY"
+
+
+def _requests(n: int, tag: str) -> list[ChatRequest]:
+    settings = ConditionSettings(temperature=0.2, seed=42, max_output_tokens=256)
+    paragraphs = [(f"p{i}", f"Paragraph {i} says something about topic {i}.") for i in range(8)]
+    return [
+        render_request(
+            "full_body",
+            questions=[Question(f"q{j}", f"What does paragraph {j} say? ({tag} {i})") for j in range(5)],
+            paragraphs=paragraphs,
+            settings=settings,
+            rep=0,
+        )
+        for i in range(n)
+    ]
+
+
+def _start_moto() -> tuple[subprocess.Popen[bytes], int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    moto = Path(sys.executable).parent / "moto_server"
+    proc = subprocess.Popen(
+        [str(moto), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=False,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, port
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError("moto_server did not start") from None
+            time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _timed(spec: ModelSpec, requests: list[ChatRequest], cache: str) -> tuple[list[CallResult], float]:
+    t0 = time.perf_counter()
+    results = run_requests(spec, requests, CallOptions(cache_dir=cache))
+    return results, time.perf_counter() - t0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--calls", type=int, default=600)
+    parser.add_argument("--latency", type=float, default=0.05)
+    args = parser.parse_args()
+    os.environ[KEY_ENV] = "sk-bench-not-a-real-key"
+    moto, port = _start_moto()
+    try:
+        os.environ.update(
+            AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
+            AWS_ACCESS_KEY_ID="testing",
+            AWS_SECRET_ACCESS_KEY="testing",
+            AWS_DEFAULT_REGION="us-east-1",
+        )
+        import s3fs
+
+        s3fs.S3FileSystem.clear_instance_cache()
+        s3fs.S3FileSystem().mkdir(BUCKET)
+        s3_cache = f"s3://{BUCKET}/cache-{uuid.uuid4().hex}"
+        faults = Faults(latency_s=args.latency)
+        with ServerProcess(faults) as server, tempfile.TemporaryDirectory() as local_cache:
+            spec = ModelSpec(
+                id="bench",
+                provider="openai",
+                model="bench-model",
+                base_url=server.url + "/v1",
+                api_key_env=KEY_ENV,
+                concurrency=CONCURRENCY,
+                timeout_s=30,
+                max_attempts=3,
+            )
+            local, local_s = _timed(spec, bind(spec, _requests(args.calls, "local")), local_cache)
+            s3_requests = bind(spec, _requests(args.calls, "s3"))
+            s3_new, s3_s = _timed(spec, s3_requests, s3_cache)
+            server.set_faults(faults)  # resets the request counts
+            rerun, rerun_s = _timed(spec, s3_requests, s3_cache)
+            rerun_hits = server.stats()["total_requests"]
+    finally:
+        _stop(moto)
+    n = args.calls
+    ok = all(r.outcome == "ok" for r in local + s3_new)
+    all_cached = all(r.cached for r in rerun) and len(rerun) == n
+    local_rate, s3_rate = n / local_s, n / s3_s
+    ceiling = CONCURRENCY / args.latency
+    print(f"calls={n} latency={args.latency}s concurrency={CONCURRENCY} (ceiling {ceiling:.0f} calls/s)")
+    print(f"local cache, new calls  {local_rate:8.1f} calls/s  wall {local_s:.1f}s")
+    ratio = s3_rate / local_rate
+    print(f"s3 cache, new calls     {s3_rate:8.1f} calls/s  wall {s3_s:.1f}s  (ratio s3/local {ratio:.2f})")
+    print(f"s3 cache, cached rerun  {n / rerun_s:8.1f} lookups/s  wall {rerun_s:.2f}s")
+    print(f"rerun: all cached {all_cached}, model requests {rerun_hits}; every new call ok {ok}")
+    passed = s3_rate >= TARGET and ok and all_cached and rerun_hits == 0
+    if s3_rate < TARGET:
+        print(f"MISS: s3 new calls {s3_rate:.1f} calls/s < target {TARGET:.0f} calls/s")
+    print("PASS" if passed else "FAIL", f"(target: s3 new calls >= {TARGET:.0f} calls/s, rerun all cached)")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
