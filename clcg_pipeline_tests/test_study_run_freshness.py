@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pandas as pd
 import pytest
 import yaml
 
@@ -56,6 +57,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
     try:
         out["first"] = run(str(data))
+        out["calls_first"] = _paid(data)
         # Entered, so Dagster's context-local state (its defs-state storage) points at a live
         # instance: a bare `DagsterInstance.get()` could inherit a disposed one left by an
         # earlier test in the same process.
@@ -90,9 +92,25 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             before = _runs_by_job(instance)
             out["after_rm"] = run(str(data))
             out["jobs_after_rm"] = _new_runs(instance, before)
+            out["calls_end"] = _paid(data)
+        # The folder copied elsewhere and run with a Dagster home of its own (a second host, a
+        # laptop): every call is found in the copied cache, and the record of what was paid stays.
+        copy = root / "copy"
+        shutil.copytree(data, copy)
+        mp.setenv("DAGSTER_HOME", str(root / "home-of-the-copy"))
+        out["copy_run"] = run(str(copy))
+        out["calls_copy"] = _paid(copy)
         yield out
     finally:
         mp.undo()
+
+
+def _paid(data: Path) -> pd.DataFrame:
+    """The record of the calls paid for, over every calls table of the folder, in one order."""
+    calls = pd.concat(pd.read_parquet(path) for path in sorted((data / "calls").rglob("*.parquet")))
+    record = ["call_id", "language", "cost_usd", "paid_run", "paid_at"]
+    paid = calls.loc[~calls["cached"].astype(bool), record]
+    return paid.sort_values(["language", "call_id"]).reset_index(drop=True)
 
 
 def _check_evaluations(instance: dg.DagsterInstance) -> dict[tuple[str, str], dg.AssetCheckEvaluation]:
@@ -165,3 +183,15 @@ def test_removed_files_are_rebuilt(story: dict[str, Any]) -> None:
         assert (data / "articles" / f"language={iso}" / "data.parquet").exists()
         assert (data / "scores" / f"language={iso}" / f"model={MODEL}" / "data.parquet").exists()
     assert (data / "study_results.json").exists()
+
+
+def test_reruns_keep_the_record_of_what_was_paid(story: dict[str, Any]) -> None:
+    first = story["calls_first"]
+    assert len(first) and first["paid_run"].notna().all()
+    # Responses re-run twice above (new inputs, removed files), finding every call cached.
+    assert story["calls_end"].equals(first)
+
+
+def test_a_copied_folder_keeps_the_record_of_what_was_paid(story: dict[str, Any]) -> None:
+    assert story["copy_run"].new_calls == 0
+    assert story["calls_copy"].equals(story["calls_first"])

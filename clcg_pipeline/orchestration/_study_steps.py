@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
+import pandas as pd
 
 from clcg_pipeline.calls import CALLS_AHEAD_TAG, check_credentials
 from clcg_pipeline.config import ProjectConfig
@@ -106,6 +107,7 @@ class StudyRun:
         self.versions = code_versions(config)
         self.fresh = Freshness(instance, self.defs, request.data_dir, self.versions)
         self.summary = RunSummary()
+        self.started_at = pd.Timestamp.now(tz="UTC")  # calls paid since are this command's
         isos, models = len(request.isos), len(request.model_ids)
         self.total = isos + 1 + isos * models + 1
         self.step = 0
@@ -214,7 +216,9 @@ class StudyRun:
     def account(self, iso: str, model_id: str) -> tuple[float, bool]:
         """Count a finished partition's new calls; (its new spend, whether the budget stopped it)."""
         partition = {"language": iso, "model": model_id}
-        return count_new_calls(self.summary, self.request.data_dir, PARTITION_CALL_TABLES, partition)
+        return count_new_calls(
+            self.summary, self.request.data_dir, PARTITION_CALL_TABLES, partition, self.started_at
+        )
 
     # -- the steps -----------------------------------------------------------------------
 
@@ -368,7 +372,7 @@ class StudyRun:
         )
         written = materialized(analysis) if analysis is not None else {}
         tables = {t: k for t, k in ANALYSIS_CALL_TABLES.items() if t in written}
-        self.spend(*count_new_calls(self.summary, self.request.data_dir, tables, None))
+        self.spend(*count_new_calls(self.summary, self.request.data_dir, tables, None, self.started_at))
 
 
 class _AheadSender:

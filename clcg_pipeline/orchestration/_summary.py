@@ -1,7 +1,8 @@
 """What ``clcg run`` reports at the end: runs, skips, new calls and their cost, budget stops.
 
-The new calls are counted from the calls-shaped tables the runs wrote (their ``cached`` and
-``outcome`` columns), so a summary says what this command paid for, not what was stored before.
+The new calls are counted from the calls-shaped tables the runs wrote (their ``cached``,
+``outcome`` and ``paid_at`` columns), so a summary says what this command paid for, not what
+was stored before.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
+import pandas as pd
 
 from clcg_pipeline.orchestration._calls_ahead import CallsAhead
 from clcg_pipeline.storage import partition_dir, read_frame
@@ -44,9 +46,16 @@ class RunSummary:
 
 
 def count_new_calls(
-    summary: RunSummary, data_dir: str, tables: dict[str, str], partition: dict[str, str] | None
+    summary: RunSummary,
+    data_dir: str,
+    tables: dict[str, str],
+    partition: dict[str, str] | None,
+    since: pd.Timestamp,
 ) -> tuple[float, bool]:
-    """Count the new calls of the given calls-shaped tables; (their new spend, budget stopped any)."""
+    """Count the new calls of the given calls-shaped tables; (their new spend, budget stopped any).
+
+    New: paid at or after ``since`` (this command's start); a call an earlier run paid for
+    keeps its record in the table (``storage/_paid.py``) and is not counted again."""
     spent, stopped = 0.0, False
     for table, kind in tables.items():
         calls_file = partition_dir(data_dir, table, partition) / "data.parquet"
@@ -55,6 +64,8 @@ def count_new_calls(
             continue
         # Calls the budget skipped, or still waiting in a batch, were not made (not yet paid).
         new = calls[~calls["cached"].astype(bool) & ~calls["outcome"].isin(UNFINISHED_OUTCOMES)]
+        if "paid_at" in new.columns:
+            new = new[pd.to_datetime(new["paid_at"], utc=True) >= since]
         cost = float(new["cost_usd"].sum()) if len(new) else 0.0
         summary.count(kind, len(new), cost)
         spent += cost

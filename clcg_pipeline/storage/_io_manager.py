@@ -21,6 +21,7 @@ from clcg_pipeline.storage._files import (
     write_frame,
     write_json,
 )
+from clcg_pipeline.storage._paid import is_calls_shaped, keep_paid_record
 from clcg_pipeline.storage._tables import TABLES
 
 _PREVIEW_ROWS = 5
@@ -67,6 +68,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         folder = self._dir(asset, key, context.asset_partitions_def if key else None)
         if isinstance(obj, pd.DataFrame):
             path = folder / DATA_FILE
+            if is_calls_shaped(obj):
+                stored = read_frame(path) if path.exists() else None
+                obj = keep_paid_record(obj, stored, context.run_id, pd.Timestamp.now(tz="UTC"))
             write_frame(path, obj, contract=asset if asset in TABLES else None)
             preview = obj.head(_PREVIEW_ROWS).to_markdown(index=False) if len(obj) else "(no rows)"
             context.add_output_metadata(

@@ -296,9 +296,17 @@ def test_assets_judge_the_stored_responses(tmp_path: Path, config_dir: Path) -> 
     assert len(sample) == 3 and len(judgements) == 3 * 2 * 2
     assert len(read_all_partitions(data, "order_bias_judgements")) == 3 * 2 * 2
     assert set(calls["judge"]) == {"offline-judge-a", "offline-judge-b"} and set(calls["outcome"]) == {"ok"}
-    # A second run answers every judge call from the cache.
-    assert _materialize(config_dir, data).success
-    assert read_all_partitions(data, "judge_calls")["cached"].all()
+    # A second run answers every judge call from the cache, and the first run's payments stay
+    # on record (storage/_paid.py): the table is the same but for nothing paid anew.
+    second = _materialize(config_dir, data)
+    assert second.success
+    again = read_all_partitions(data, "judge_calls")
+    assert second.run_id not in set(again["paid_run"].dropna())
+    key = ["call_id", "judge"]
+    paid = ["cached", "cost_usd", "paid_run", "paid_at"]
+    assert again.sort_values(key)[paid].reset_index(drop=True).equals(
+        calls.sort_values(key)[paid].reset_index(drop=True)
+    )
 
 
 def test_assets_without_judges_are_skipped_and_warn(

@@ -1,0 +1,62 @@
+"""A calls table written again keeps the record of the calls its partition paid for."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from clcg_pipeline.storage._paid import keep_paid_record
+
+T1 = pd.Timestamp("2026-11-30 10:00", tz="UTC")
+T2 = pd.Timestamp("2026-12-01 10:00", tz="UTC")
+
+
+def _calls(*rows: tuple[str, bool, float]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "call_id": [r[0] for r in rows],
+            "cached": [r[1] for r in rows],
+            "cost_usd": [r[2] for r in rows],
+            "input_tokens": [100] * len(rows),
+            "output_tokens": [10] * len(rows),
+            "latency_s": [0.5] * len(rows),
+            "attempts": [2] * len(rows),
+            "outcome": ["ok"] * len(rows),
+        }
+    )
+
+
+def test_new_calls_are_stamped_with_the_run_and_time() -> None:
+    written = keep_paid_record(_calls(("a", False, 0.01), ("b", True, 0.02)), None, "run-1", T1)
+    assert written["paid_run"].tolist() == ["run-1", None]
+    assert written.loc[0, "paid_at"] == T1 and pd.isna(written.loc[1, "paid_at"])
+
+
+def test_a_rerun_that_finds_everything_cached_keeps_what_was_paid() -> None:
+    first = keep_paid_record(_calls(("a", False, 0.01), ("b", True, 0.02)), None, "run-1", T1)
+    # The rerun found both in the cache, with the cost and a latency of zero for the cached one.
+    rerun = _calls(("a", True, 0.01), ("b", True, 0.02)).assign(latency_s=0.0, attempts=1)
+    again = keep_paid_record(rerun, first, "run-2", T2)
+    assert again["cached"].tolist() == [False, True]
+    assert again.loc[0, "paid_run"] == "run-1" and again.loc[0, "paid_at"] == T1
+    assert again.loc[0, "latency_s"] == 0.5 and again.loc[0, "attempts"] == 2
+    # Written a third time: still the same record, never stamped by the later run.
+    third = keep_paid_record(rerun, again, "run-3", T2)
+    assert third.equals(again)
+
+
+def test_a_call_asked_twice_is_kept_paid_once() -> None:
+    first = keep_paid_record(_calls(("a", False, 0.01), ("a", True, 0.01)), None, "run-1", T1)
+    again = keep_paid_record(_calls(("a", True, 0.01), ("a", True, 0.01)), first, "run-2", T2)
+    assert (~again["cached"]).sum() == 1
+
+
+def test_a_call_paid_again_now_is_this_runs() -> None:
+    first = keep_paid_record(_calls(("a", False, 0.01)), None, "run-1", T1)
+    again = keep_paid_record(_calls(("a", False, 0.03)), first, "run-2", T2)
+    assert again["paid_run"].tolist() == ["run-2"] and again["cost_usd"].tolist() == [0.03]
+
+
+def test_a_table_from_before_the_stamps_keeps_its_paid_calls() -> None:
+    older = _calls(("a", False, 0.01))  # no paid_run, no paid_at
+    again = keep_paid_record(_calls(("a", True, 0.01)), older, "run-2", T2)
+    assert again["cached"].tolist() == [False] and pd.isna(again.loc[0, "paid_run"])
