@@ -36,8 +36,9 @@ def test_partitions_overlap_without_paying_twice_or_passing_the_limit(
     monkeypatch.setenv(KEY_ENV, KEY)
     data = tmp_path / "data"
     spans = record_chat_spans(monkeypatch, time.monotonic)
-    # Calls long enough that each partition calls for seconds, as hosted APIs do.
-    with FakeServer(Faults(latency_s=0.8)) as server:
+    # Calls long enough that each partition calls for 20-30 s (60-80 calls, 2 at a time),
+    # so two partitions started by the two workers overlap however the machine staggers them.
+    with FakeServer(Faults(latency_s=0.3)) as server:
         add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=5.0)
         summary = run_study(
             config_dir=str(demo_config_dir),
