@@ -29,7 +29,8 @@ CONCURRENCY = 32
 KEY_ENV = "CLCG_BENCH_FAKE_KEY"
 
 
-def _requests(n: int, tag: str) -> list:  # type: ignore[type-arg]
+def distinct_requests(n: int, tag: str) -> list:  # type: ignore[type-arg]
+    """``n`` full-body requests, distinct by ``tag`` and number (also used by runner_s3.py)."""
     settings = ConditionSettings(temperature=0.2, seed=42, max_output_tokens=256)
     paragraphs = [
         (f"p{i}", f"Paragraph {i} of the article says something about topic {i}.") for i in range(8)
@@ -85,14 +86,14 @@ def main() -> int:
         )
         bodies = [
             {"model": "m", "messages": r.messages, "temperature": 0.2, "seed": 42}
-            for r in _requests(args.baseline_calls, "baseline")
+            for r in distinct_requests(args.baseline_calls, "baseline")
         ]
         cpu0 = time.process_time()
         bare_s = asyncio.run(_bare_loop(server.url, bodies))
         bare_cpu = (time.process_time() - cpu0) / len(bodies)
         bare_rate = len(bodies) / bare_s
 
-        requests = bind(spec, _requests(args.calls, "runner"))
+        requests = bind(spec, distinct_requests(args.calls, "runner"))
         server.set_faults(Faults(latency_s=LATENCY_S))
         cpu0, t0 = time.process_time(), time.perf_counter()
         results = run_requests(spec, requests, CallOptions(cache_dir=cache))
