@@ -18,6 +18,7 @@ from clcg_pipeline.config import load_config
 from clcg_pipeline.orchestration import RunSummary, run_study
 from clcg_pipeline.orchestration._definitions import build_definitions
 from clcg_pipeline.partitions import response_key
+from clcg_pipeline.storage import RECORDS
 from clcg_pipeline_tests.conftest import DEFAULT_CONFIG
 
 pytestmark = pytest.mark.slow
@@ -81,7 +82,9 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             before = _runs_by_job(instance)
             out["after_outside_run"] = run(str(data))
             out["jobs_after_outside_run"] = _new_runs(instance, before)
-            # Half a study_inputs_job: fertility's record gone, items' still there.
+            # Half a study_inputs_job: fertility's records gone (the folder's and the instance's),
+            # items' still there.
+            shutil.rmtree(data / RECORDS / "tokenizer_fertility_by_language")
             instance.wipe_assets([dg.AssetKey("tokenizer_fertility_by_language")])
             before = _runs_by_job(instance)
             out["after_wipe"] = run(str(data))
@@ -190,6 +193,11 @@ def test_reruns_keep_the_record_of_what_was_paid(story: dict[str, Any]) -> None:
     assert len(first) and first["paid_run"].notna().all()
     # Responses re-run twice above (new inputs, removed files), finding every call cached.
     assert story["calls_end"].equals(first)
+
+
+def test_a_copied_folder_is_up_to_date_with_another_dagster_home(story: dict[str, Any]) -> None:
+    # The folder's own records say how each partition was made (storage/_records.py).
+    assert story["copy_run"].runs == 0 and story["copy_run"].skipped == FULL_RUNS
 
 
 def test_a_copied_folder_keeps_the_record_of_what_was_paid(story: dict[str, Any]) -> None:

@@ -1,15 +1,18 @@
-"""Is a job partition up to date *in this data folder*? Answered from the Dagster instance.
+"""Is a job partition up to date *in this data folder*? Answered from the folder's own records.
 
-Every asset the job writes must have a materialization, recorded by Dagster whoever launched
-it, that was stored in this folder, carries the current code version
-(``clcg_pipeline/orchestration/_versions.py``), is newer than everything it reads, and whose
-file is still there. The files are the truth; the instance only says how they were made.
+Every asset the job writes must have been stored in this folder with the current code version
+(``clcg_pipeline/orchestration/_versions.py``), after everything it reads, and its file must
+still be there. The IO manager records each partition it writes beside the tables
+(``storage/_records.py``), whoever launched the run, so a copied folder, or one run with
+another Dagster home, is judged as it is. A folder written before those records existed is
+judged from the Dagster instance's materializations stored in it, as before.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import dagster as dg
 from upath import UPath
@@ -19,7 +22,7 @@ from clcg_pipeline.orchestration._dagster_internals import CODE_VERSION_TAG
 from clcg_pipeline.orchestration._summary import PARTITION_CALL_TABLES, UNFINISHED_OUTCOMES
 from clcg_pipeline.orchestration._versions import code_versions, version_for
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION
-from clcg_pipeline.storage import read_frame
+from clcg_pipeline.storage import read_frame, read_records
 
 # How many of a partition's latest materializations to look through for one stored in this
 # data folder (others may have gone to another folder on the same instance).
@@ -55,8 +58,46 @@ class Freshness:
         self.graph = defs.resolve_asset_graph()
         self.folder = data_location(data_dir).rstrip("/") + "/"
         self.versions = versions
+        self.data_dir = data_dir
         self._records: dict[tuple[str, str | None], dg.EventLogRecord | None] = {}
         self._recent_by_asset: dict[str, tuple[dict[str | None, dg.EventLogRecord], bool]] = {}
+        self._folder: dict[str, dict[str | None, dict[str, Any]]] = {}
+
+    # -- the folder's records (storage/_records.py) --------------------------------------
+
+    def folder_record(self, asset: str, partition: str | None) -> dict[str, Any] | None:
+        """How the folder says ``asset[partition]`` was written, if it says."""
+        if asset not in self._folder:
+            self._folder[asset] = read_records(self.data_dir, asset)
+        return self._folder[asset].get(partition)
+
+    def recorded_metadata(self, asset: str, partition: str | None, name: str) -> Any:
+        """A metadata value of the stored partition: from the folder's record, else the instance."""
+        record = self.folder_record(asset, partition)
+        if record is not None:
+            return record.get("metadata", {}).get(name)
+        stored = self.stored_here(asset, partition)
+        materialization = stored.asset_materialization if stored is not None else None
+        entry = materialization.metadata.get(name) if materialization is not None else None
+        return entry.value if entry is not None else None
+
+    def _folder_up_to_date(
+        self, record: dict[str, Any], asset: str, partition: str | None, isos: Sequence[str]
+    ) -> bool:
+        if record.get("code_version") != version_for(asset, self.versions):
+            return False
+        if not (UPath(self.data_dir) / str(record.get("path", ""))).exists():
+            return False
+        written = int(record.get("written_ns", 0))
+        for parent, parent_partition in self._parents(asset, partition, isos):
+            upstream = self.folder_record(parent, parent_partition)
+            if upstream is None and self.stored_here(parent, parent_partition) is not None:
+                return False  # the input is recorded by the instance only: no order to compare
+            if upstream is not None and int(upstream.get("written_ns", 0)) > written:
+                return False
+        return True
+
+    # -- the instance's materializations (folders written before the records) ------------
 
     def stored_here(self, asset: str, partition: str | None) -> dg.EventLogRecord | None:
         """The latest materialization of ``asset[partition]`` written into this data folder."""
@@ -109,18 +150,31 @@ class Freshness:
         """Each of ``assets`` (a job that reads every partition of its inputs) was stored after
         every partition, stored here, of every asset the job reads and does not write."""
         own = {dg.AssetKey(asset) for asset in assets}
+        read = {parent for key in own for parent in self.graph.get(key).parent_keys} - own
+        written = [self.folder_record(asset, None) for asset in assets]
+        if all(record is not None for record in written):
+            oldest_ns = min(int(record.get("written_ns", 0)) for record in written if record is not None)
+            for key in read:
+                name = key.to_user_string()
+                if any(int(r.get("written_ns", 0)) > oldest_ns for r in self._all_folder_records(name)):
+                    return False
+            return True
         records = [self.stored_here(asset, None) for asset in assets]
         if any(record is None for record in records):
             return False
         oldest = min(record.storage_id for record in records if record is not None)
-        read = {parent for key in own for parent in self.graph.get(key).parent_keys} - own
         newest = (self.newest_stored_here(key.to_user_string()) for key in read)
         return all(storage_id is None or storage_id < oldest for storage_id in newest)
+
+    def _all_folder_records(self, asset: str) -> list[dict[str, Any]]:
+        self.folder_record(asset, None)
+        return list(self._folder[asset].values())
 
     def forget(self, assets: Sequence[str], partition: str | None) -> None:
         for asset in assets:
             self._records.pop((asset, partition), None)
             self._recent_by_asset.pop(asset, None)
+            self._folder.pop(asset, None)
 
     def _is_here(self, record: dg.EventLogRecord) -> bool:
         """The materialization was stored in this data folder."""
@@ -158,6 +212,9 @@ class Freshness:
         return all(self._asset_up_to_date(asset, partition, isos) for asset in assets)
 
     def _asset_up_to_date(self, asset: str, partition: str | None, isos: Sequence[str]) -> bool:
+        written = self.folder_record(asset, partition)
+        if written is not None:
+            return self._folder_up_to_date(written, asset, partition, isos)
         record = self.stored_here(asset, partition)
         materialization = record.asset_materialization if record else None
         if record is None or materialization is None:
@@ -181,14 +238,20 @@ class Freshness:
         return any(self._unfinished(table, partition) for table in tables)
 
     def _unfinished(self, table: str, partition: str | None) -> bool:
-        record = self.stored_here(table, partition)
-        if record is None or record.asset_materialization is None:
-            return True
-        outcomes = record.asset_materialization.metadata.get("outcomes")
-        if outcomes is not None and isinstance(outcomes.value, dict):
-            return any(outcomes.value.get(outcome) for outcome in UNFINISHED_OUTCOMES)
-        path = self._path(record)
-        calls = read_frame(path) if path else None
+        written = self.folder_record(table, partition)
+        if written is not None:
+            outcomes = written.get("metadata", {}).get("outcomes")
+            path: str | None = str(UPath(self.data_dir) / str(written.get("path", "")))
+        else:
+            record = self.stored_here(table, partition)
+            if record is None or record.asset_materialization is None:
+                return True
+            entry = record.asset_materialization.metadata.get("outcomes")
+            outcomes = entry.value if entry is not None else None
+            path = self._path(record)
+        if isinstance(outcomes, dict):
+            return any(outcomes.get(outcome) for outcome in UNFINISHED_OUTCOMES)
+        calls = read_frame(path) if path and UPath(path).exists() else None
         return calls is None or (
             "outcome" in calls.columns and bool(calls["outcome"].isin(UNFINISHED_OUTCOMES).any())
         )

@@ -355,10 +355,9 @@ class StudyRun:
             and not fresh.unfinished_calls(None, tuple(ANALYSIS_CALL_TABLES))
         ):
             return False
-        imports = fresh.stored_here("annotation_imports", None)
-        recorded = imports.asset_materialization.metadata.get(INBOX_METADATA) if imports else None
+        recorded = fresh.recorded_metadata("annotation_imports", None, INBOX_METADATA)
         inbox = inbox_fingerprint(self.request.data_dir, self.config.study.human_validation.inbox)
-        return recorded is not None and recorded.value == inbox
+        return recorded is not None and recorded == inbox
 
     def run_analysis(self) -> None:
         # Its judges get what the budget left (zero: only free calls are made, the rest skipped).

@@ -69,6 +69,7 @@ from clcg_pipeline.storage._files import (
     write_table,
 )
 from clcg_pipeline.storage._json import finite, jsonable
+from clcg_pipeline.storage._records import RECORDS, read_records, write_record
 from clcg_pipeline.storage._tables import PREDICTION_STATUSES, TABLES, ContractError, conform, empty_frame
 
 
@@ -85,6 +86,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "CATALOG_FILE",
     "PREDICTION_STATUSES",
+    "RECORDS",
     "TABLES",
     "AlphaRow",
     "Band",
@@ -149,11 +151,13 @@ __all__ = [
     "read_all_partitions",
     "read_frame",
     "read_json",
+    "read_records",
     "run_named_query",
     "stored_tables",
     "table_glob",
     "write_bytes_atomic",
     "write_frame",
     "write_json",
+    "write_record",
     "write_table",
 ]

@@ -22,6 +22,7 @@ from clcg_pipeline.storage._files import (
     write_json,
 )
 from clcg_pipeline.storage._paid import is_calls_shaped, keep_paid_record
+from clcg_pipeline.storage._records import write_record
 from clcg_pipeline.storage._tables import TABLES
 
 _PREVIEW_ROWS = 5
@@ -42,6 +43,13 @@ def _is_partitioned(context: dg.OutputContext) -> bool:
         return context.asset_partitions_def is not None
     except dg.DagsterInvariantViolationError:
         return False
+
+
+def _code_version(context: dg.OutputContext) -> str | None:
+    try:
+        return context.asset_spec.code_version
+    except dg.DagsterInvariantViolationError:  # an output built outside a run (tests)
+        return None
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
@@ -89,6 +97,15 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             raise TypeError(
                 f"asset {asset!r}: cannot store a {type(obj).__name__}; return a DataFrame or dict"
             )
+        write_record(
+            self.base_path,
+            asset,
+            str(key) if key is not None else None,
+            code_version=_code_version(context),
+            run_id=context.run_id,
+            path=str(path),
+            metadata=context.output_metadata,
+        )
 
     def load_input(self, context: dg.InputContext) -> Any:
         asset = context.asset_key.path[-1]

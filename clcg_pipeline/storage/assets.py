@@ -4,6 +4,7 @@ import dagster as dg
 
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage._catalog import build_catalog, default_catalog_path
+from clcg_pipeline.storage._records import write_record
 
 GROUP = "storage"
 
@@ -24,6 +25,17 @@ def duckdb_catalog(context: dg.AssetExecutionContext, study: StudyResource) -> d
     path = default_catalog_path(study.data_dir)
     counts = build_catalog(study.data_dir, path)
     context.log.info(f"catalog {path}: {len(counts)} views")
+    # Written here, not by the IO manager: the folder's record of it is made here too.
+    version = context.assets_def.code_versions_by_key.get(context.asset_key)
+    write_record(
+        study.data_dir,
+        "duckdb_catalog",
+        None,
+        code_version=version,
+        run_id=context.run_id,
+        path=str(path),
+        metadata={},
+    )
     return dg.MaterializeResult(
         metadata={"path": dg.MetadataValue.path(str(path)), "views": dg.MetadataValue.json(counts)}
     )
