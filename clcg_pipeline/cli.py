@@ -145,10 +145,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_selection("--models", _csv(args.models), [model.id for model in config.models.evaluated])
     _check_selection("--languages", _csv(args.languages), config.languages.isos)
     _check_sources_exist(config, config_dir)
-    summary = _run_with_progress(args, config_dir, data_dir)
-    _print_run_summary(summary)
+    partitions = (
+        None
+        if args.force or args.regenerate_items
+        else _complete_run_holds(args, config, config_dir, data_dir)
+    )
+    if partitions is not None:
+        # The folder is as the last complete run for this request left it: no Dagster needed.
+        console.print(
+            f"everything is up to date ({partitions} partitions): no Dagster run, 0 new model calls"
+        )
+    else:
+        _print_run_summary(_run_with_progress(args, config_dir, data_dir))
     _print_study_results(data_dir)
     return 0
+
+
+UP_TO_DATE = "everything is up to date ({partitions} partitions): no Dagster run, 0 new model calls"
+
+
+def _complete_run_holds(args: argparse.Namespace, config: Any, config_dir: str, data_dir: str) -> int | None:
+    """The partitions up to date when the data folder is as a complete run asked the same left it."""
+    from clcg_pipeline.config import code_versions, ensure_dagster_home
+    from clcg_pipeline.storage import complete_run_holds, complete_run_request
+
+    ensure_dagster_home()  # where the source files' content hashes are kept between runs
+    asked = complete_run_request(
+        config_dir=config_dir,
+        versions=code_versions(config),
+        models=_csv(args.models),
+        languages=_csv(args.languages),
+        mode=args.mode,
+        budget_usd=args.budget,
+    )
+    return complete_run_holds(data_dir, asked)
 
 
 def _run_with_progress(args: argparse.Namespace, config_dir: str, data_dir: str) -> RunSummary:
@@ -190,9 +220,7 @@ def _run_with_progress(args: argparse.Namespace, config_dir: str, data_dir: str)
 def _print_run_summary(summary: RunSummary) -> None:
     """What ran, what was up to date, the new calls and their cost, and budget stops."""
     if summary.runs == 0 and summary.new_calls == 0 and not summary.budget_exhausted:
-        console.print(
-            f"everything is up to date ({summary.skipped} partitions): no Dagster run, 0 new model calls"
-        )
+        console.print(UP_TO_DATE.format(partitions=summary.skipped))
         return
     console.print(
         f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "

@@ -48,14 +48,25 @@ def test_a_partition_whose_task_or_judge_calls_stopped_short_is_unfinished() -> 
         metadata = {"outcomes": dg.MetadataValue.json(outcomes), "path": dg.MetadataValue.path("/x")}
         return SimpleNamespace(asset_materialization=SimpleNamespace(metadata=metadata))
 
-    fresh = Freshness.__new__(Freshness)
-    for stopped in ("task_calls", "task_judge_calls"):
-        outcomes = {"calls": {"ok": 5}, "task_calls": {"ok": 4}, "task_judge_calls": {"ok": 2}}
-        outcomes[stopped] = {"ok": 1, "skipped_budget": 3}
-        fresh.stored_here = lambda asset, partition, o=outcomes: stored(o[asset])  # type: ignore[method-assign]
-        assert fresh.unfinished_calls("en|m") is True, stopped
-    fresh.stored_here = lambda asset, partition: stored({"ok": 1})  # type: ignore[method-assign]
-    assert fresh.unfinished_calls("en|m") is False
+    def recorded(outcomes: dict[str, int]) -> dict:
+        return {"metadata": {"outcomes": outcomes}, "path": "x"}
+
+    # From the instance's materializations (a folder without records), then from the folder's records.
+    for source in ("instance", "folder"):
+        fresh = Freshness.__new__(Freshness)
+        for stopped in ("task_calls", "task_judge_calls"):
+            outcomes = {"calls": {"ok": 5}, "task_calls": {"ok": 4}, "task_judge_calls": {"ok": 2}}
+            outcomes[stopped] = {"ok": 1, "skipped_budget": 3}
+            if source == "instance":
+                fresh.folder_record = lambda asset, partition: None  # type: ignore[method-assign]
+                fresh.stored_here = lambda asset, partition, o=outcomes: stored(o[asset])  # type: ignore[method-assign]
+            else:
+                fresh.folder_record = lambda asset, partition, o=outcomes: recorded(o[asset])  # type: ignore[method-assign]
+            assert fresh.unfinished_calls("en|m") is True, (source, stopped)
+        fresh.stored_here = lambda asset, partition: stored({"ok": 1})  # type: ignore[method-assign]
+        if source == "folder":
+            fresh.folder_record = lambda asset, partition: recorded({"ok": 1})  # type: ignore[method-assign]
+        assert fresh.unfinished_calls("en|m") is False, source
 
 
 def _config(config_dir: Path, edit_yaml: Callable, *, writer_priced: bool) -> None:

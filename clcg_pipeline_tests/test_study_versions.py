@@ -94,14 +94,20 @@ def test_a_responses_partition_stopped_by_the_budget_is_unfinished() -> None:
         metadata = {"outcomes": dg.MetadataValue.json(outcomes), "path": dg.MetadataValue.path("/x")}
         return SimpleNamespace(asset_materialization=SimpleNamespace(metadata=metadata))
 
-    fresh = Freshness.__new__(Freshness)
-    for outcomes, unfinished in [
+    cases = [
         ({"ok": 5}, False),
         ({"ok": 3, "skipped_budget": 2}, True),
         ({"batch_pending": 1}, True),
         ({}, False),
-    ]:
+    ]
+    fresh = Freshness.__new__(Freshness)
+    fresh.folder_record = lambda asset, partition: None  # type: ignore[method-assign]
+    for outcomes, unfinished in cases:  # a folder without records: the instance says
         fresh.stored_here = lambda asset, partition, o=outcomes: stored(o)  # type: ignore[method-assign]
         assert fresh.unfinished_calls("en|m") is unfinished, outcomes
     fresh.stored_here = lambda asset, partition: None  # type: ignore[method-assign]
     assert fresh.unfinished_calls("en|m") is True  # never stored here
+    for outcomes, unfinished in cases:  # the folder's records say, whatever the instance holds
+        record = {"metadata": {"outcomes": outcomes}, "path": "x"}
+        fresh.folder_record = lambda asset, partition, r=record: r  # type: ignore[method-assign]
+        assert fresh.unfinished_calls("en|m") is unfinished, outcomes

@@ -31,7 +31,8 @@ from clcg_pipeline.config._models import (
     SourceSpec,
     StudyConfig,
 )
-from clcg_pipeline.config._project_files import project_path
+from clcg_pipeline.config._project_files import ensure_dagster_home, project_path
+from clcg_pipeline.config._versions import code_versions
 
 __all__ = [
     "CONFIG_ENV",
@@ -57,8 +58,10 @@ __all__ = [
     "SourceSpec",
     "SourcesConfig",
     "StudyConfig",
+    "code_versions",
     "default_config_dir",
     "default_data_dir",
+    "ensure_dagster_home",
     "load_config",
     "load_file",
     "project_path",

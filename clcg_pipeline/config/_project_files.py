@@ -9,6 +9,8 @@ package and ``clcg --help`` use it.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 # The ``clcg_pipeline`` package folder (this module sits in its ``config`` package).
@@ -25,3 +27,20 @@ def project_path(name: str) -> Path:
     # The wheel's copy first: in an install, the folder above the package is site-packages,
     # where an unrelated top-level ``sql`` folder could sit.
     return bundled if bundled.exists() else _PACKAGE.parent / name
+
+
+def ensure_dagster_home() -> Path:
+    """Point ``DAGSTER_HOME`` at a persistent folder (default ``.dagster_home`` in the project).
+
+    Without it Dagster uses a temporary instance and dynamic partitions vanish (DESIGN.md).
+    The project's dagster.yaml is copied there only when the folder has none: a
+    ``DAGSTER_HOME`` set by the user keeps its own settings (e.g. PostgreSQL storage).
+    """
+    home = Path(os.environ.get("DAGSTER_HOME") or _PACKAGE.parent / ".dagster_home").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    settings = home / "dagster.yaml"
+    template = project_path("dagster.yaml")
+    if template.exists() and not settings.exists():
+        shutil.copyfile(template, settings)
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home

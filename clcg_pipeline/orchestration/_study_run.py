@@ -11,43 +11,23 @@ forked worker process (``_workers``). The steps themselves are in ``_study_steps
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 
 import dagster as dg
 
-from clcg_pipeline.config import ProjectConfig, load_config
+from clcg_pipeline.config import ProjectConfig, ensure_dagster_home, load_config
 from clcg_pipeline.orchestration._partition_run import StudyRunError
 from clcg_pipeline.orchestration._plan import select_models
 from clcg_pipeline.orchestration._study_steps import StudyRequest, StudyRun
 from clcg_pipeline.orchestration._summary import RunSummary
+from clcg_pipeline.storage import complete_run_request, write_complete_run
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Responses partitions run this many at a time (``clcg run --parallel``): two keep a model's
 # calls flowing while a partition starts or finishes (no drain between partitions) and use
 # both cores of a small machine for the offline provider.
 DEFAULT_PARALLEL = 2
-
-
-def ensure_dagster_home(project_root: Path = PROJECT_ROOT) -> Path:
-    """Point ``DAGSTER_HOME`` at a persistent folder (default ``.dagster_home``).
-
-    Without it Dagster uses a temporary instance and dynamic partitions vanish (DESIGN.md).
-    The project's dagster.yaml is copied there only when the folder has none: a
-    ``DAGSTER_HOME`` set by the user keeps its own settings (e.g. PostgreSQL storage).
-    """
-    home = Path(os.environ.get("DAGSTER_HOME") or project_root / ".dagster_home").resolve()
-    home.mkdir(parents=True, exist_ok=True)
-    settings = home / "dagster.yaml"
-    template = project_root / "dagster.yaml"
-    if template.exists() and not settings.exists():
-        shutil.copyfile(template, settings)
-    os.environ["DAGSTER_HOME"] = str(home)
-    return home
 
 
 def _check_selection(config: ProjectConfig, languages: Sequence[str] | None) -> list[str]:
@@ -142,7 +122,19 @@ def run_study(
     ensure_dagster_home()
     with _deferred_interrupts() as interrupted, dg.DagsterInstance.get() as instance:
         run = StudyRun(instance, config, request, on_step=on_step, interrupted=interrupted)
-        return _run_steps(run)
+        summary = _run_steps(run)
+        if run.everything_current():
+            # The next run asked the same finds the folder as it is and needs no Dagster at all.
+            asked = complete_run_request(
+                config_dir=config_dir,
+                versions=run.versions,
+                models=list(models) if models else None,
+                languages=list(languages) if languages else None,
+                mode=mode,
+                budget_usd=budget_usd,
+            )
+            write_complete_run(data_dir, asked, run.total)
+        return summary
 
 
 def _run_steps(run: StudyRun) -> RunSummary:

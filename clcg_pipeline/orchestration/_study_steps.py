@@ -344,6 +344,17 @@ class StudyRun:
         if background:
             self.summary.calls_ahead = background[0].result()
 
+    def everything_current(self) -> bool:
+        """Every partition this run was asked for is up to date now (checked in full, after it ran)."""
+        isos = self.request.isos
+        fresh = self.fresh
+        return (
+            all(fresh.up_to_date(CORPUS_ASSETS, iso, isos) for iso in isos)
+            and fresh.up_to_date(STUDY_INPUT_ASSETS, None, isos)
+            and all(self.responses_done(iso, model_id) for model_id, iso in self.partitions)
+            and self.analysis_done()
+        )
+
     def analysis_done(self) -> bool:
         """The analysis is current, stored here, newer than every partition of what it reads
         (other sessions' models included), none of its judges stopped short, and the

@@ -70,6 +70,7 @@ from clcg_pipeline.storage._files import (
 )
 from clcg_pipeline.storage._json import finite, jsonable
 from clcg_pipeline.storage._records import RECORDS, read_records, write_record
+from clcg_pipeline.storage._snapshot import complete_run_holds, complete_run_request, write_complete_run
 from clcg_pipeline.storage._tables import PREDICTION_STATUSES, TABLES, ContractError, conform, empty_frame
 
 
@@ -135,6 +136,8 @@ __all__ = [
     "TaxonomyJudge",
     "UnpairedRows",
     "build_catalog",
+    "complete_run_holds",
+    "complete_run_request",
     "conform",
     "connect_duckdb",
     "default_catalog_path",
@@ -156,6 +159,7 @@ __all__ = [
     "stored_tables",
     "table_glob",
     "write_bytes_atomic",
+    "write_complete_run",
     "write_frame",
     "write_json",
     "write_record",

@@ -304,8 +304,10 @@ def test_assets_judge_the_stored_responses(tmp_path: Path, config_dir: Path) -> 
     assert second.run_id not in set(again["paid_run"].dropna())
     key = ["call_id", "judge"]
     paid = ["cached", "cost_usd", "paid_run", "paid_at"]
-    assert again.sort_values(key)[paid].reset_index(drop=True).equals(
-        calls.sort_values(key)[paid].reset_index(drop=True)
+    assert (
+        again.sort_values(key)[paid]
+        .reset_index(drop=True)
+        .equals(calls.sort_values(key)[paid].reset_index(drop=True))
     )
 
 
