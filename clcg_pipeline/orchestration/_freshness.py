@@ -241,6 +241,8 @@ class Freshness:
         written = self.folder_record(table, partition)
         if written is not None:
             outcomes = written.get("metadata", {}).get("outcomes")
+            if isinstance(outcomes, dict):
+                return any(outcomes.get(outcome) for outcome in UNFINISHED_OUTCOMES)
             path: str | None = str(UPath(self.data_dir) / str(written.get("path", "")))
         else:
             record = self.stored_here(table, partition)
