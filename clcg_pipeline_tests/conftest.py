@@ -125,6 +125,17 @@ def _no_leaked_dagster_state_storage() -> Iterator[None]:
         yield
 
 
+def materialize(*args: object, **kwargs: object) -> object:
+    """``dg.materialize`` in a clean definitions context: a run can leave Dagster's context-local
+    defs-state storage pointing at its disposed instance, and the next ``materialize`` in the same
+    test then fails to load its definitions (seen once on CI, depending on garbage collection)."""
+    import dagster as dg
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    with set_defs_state_storage(None):
+        return dg.materialize(*args, **kwargs)  # type: ignore[arg-type]
+
+
 # -- the order the suite runs in (make test: xdist's loadscope, one module per worker at a time) --
 
 

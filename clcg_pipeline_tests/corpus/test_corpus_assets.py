@@ -15,6 +15,7 @@ from clcg_pipeline.config import load_config
 from clcg_pipeline.corpus.assets import build_corpus_defs
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import ParquetIOManager, read_frame
+from clcg_pipeline_tests.conftest import materialize
 
 CORPUS_TABLES = ("articles", "paragraphs", "corpus_audit", "item_translations")
 
@@ -46,7 +47,7 @@ def _materialize(
     corpus = next(
         a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.node_def.name == "corpus"
     )
-    return dg.materialize(
+    return materialize(
         [corpus],
         partition_key=language,
         resources={

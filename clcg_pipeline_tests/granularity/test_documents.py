@@ -28,6 +28,7 @@ from clcg_pipeline.granularity._documents import (
 from clcg_pipeline.granularity.assets import build_task_bank_defs
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import ParquetIOManager
+from clcg_pipeline_tests.conftest import materialize
 
 DEMO = Path(__file__).resolve().parents[2] / "assets_config"
 LANGS = ["en", "pt", "is", "mt", "ka", "ht", "sw"]
@@ -245,12 +246,12 @@ def _materialize(config_dir: Path, data: Path, *, tasks_only: bool = False) -> d
     with dg.DagsterInstance.ephemeral() as instance:
         if tasks_only:
             bank = [a for a in mine if "granularity_tasks" in {k.to_user_string() for k in a.keys}]
-            return dg.materialize(mine, selection=bank, resources=resources, instance=instance)
+            return materialize(mine, selection=bank, resources=resources, instance=instance)
         for language in ("en", "pt"):
-            assert dg.materialize(
+            assert materialize(
                 [corpus], partition_key=language, resources=resources, instance=instance
             ).success
-        return dg.materialize([corpus, *mine], selection=mine, resources=resources, instance=instance)
+        return materialize([corpus, *mine], selection=mine, resources=resources, instance=instance)
 
 
 def test_assets_store_documents_and_tasks_and_warn_on_an_impossible_bucket(

@@ -23,6 +23,7 @@ from clcg_pipeline.granularity._scoring import (
 )
 from clcg_pipeline.scoring._metrics import rouge_l as rouge_score_rouge_l
 from clcg_pipeline.storage._tables import conform
+from clcg_pipeline_tests.conftest import materialize
 from clcg_pipeline_tests.granularity.g2_frames import (
     CLOZE_OPTIONS,
     JUDGE_A,
@@ -259,7 +260,7 @@ def _materialize_partition(config_dir: Path, data: Path) -> dg.ExecuteInProcessR
     }
     with dg.DagsterInstance.ephemeral() as instance:
         instance.add_dynamic_partitions("model", ["lexical-reader"])
-        return dg.materialize(
+        return materialize(
             assets, resources=resources, instance=instance, partition_key=response_key("pt", "lexical-reader")
         )
 

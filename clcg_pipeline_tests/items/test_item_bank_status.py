@@ -16,6 +16,7 @@ from clcg_pipeline.items import item_bank_status
 from clcg_pipeline.items.assets import build_items_defs
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import ParquetIOManager, empty_frame
+from clcg_pipeline_tests.conftest import materialize
 
 FIXTURES = Path(__file__).resolve().parents[1] / "corpus" / "fixtures"
 
@@ -109,10 +110,10 @@ def test_flores_primary_without_generator_warns_on_items(
     items_defs = [a for a in build_items_defs(config).assets if isinstance(a, dg.AssetsDefinition)]
     by_name = {a.node_def.name: a for a in [*corpus, *items_defs]}
     with dg.DagsterInstance.ephemeral() as instance:
-        assert dg.materialize(
+        assert materialize(
             [by_name["corpus"]], partition_key="en", resources=resources, instance=instance
         ).success
-        result = dg.materialize(
+        result = materialize(
             [by_name["corpus"], by_name["study_sample"], by_name["item_bank"]],
             selection=[by_name["study_sample"], by_name["item_bank"]],
             resources=resources,

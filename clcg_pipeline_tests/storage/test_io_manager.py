@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.storage import ParquetIOManager, read_frame, read_json
+from clcg_pipeline_tests.conftest import materialize
 
 languages = dg.StaticPartitionsDefinition(["en", "ka"])
 grid = dg.MultiPartitionsDefinition(
@@ -32,17 +33,17 @@ def test_partitions_are_written_in_hive_layout_and_read_back(tmp_path: Path) -> 
     resources = {"io_manager": ParquetIOManager(base_path=str(tmp_path))}
     with dg.instance_for_test() as instance:
         for iso in ("en", "ka"):
-            assert dg.materialize([words], partition_key=iso, resources=resources, instance=instance).success
+            assert materialize([words], partition_key=iso, resources=resources, instance=instance).success
             for model in ("m1", "m2"):
                 key = dg.MultiPartitionKey({"language": iso, "model": model})
-                assert dg.materialize(
+                assert materialize(
                     [words, cells],
                     selection=[cells],
                     partition_key=key,
                     resources=resources,
                     instance=instance,
                 ).success
-        assert dg.materialize(
+        assert materialize(
             [words, cells, everything], selection=[everything], resources=resources, instance=instance
         ).success
     cell = read_frame(tmp_path / "cells" / "language=ka" / "model=m2" / "data.parquet")
@@ -57,6 +58,6 @@ def test_missing_upstream_partition_is_a_clear_error(tmp_path: Path) -> None:
         dg.instance_for_test() as instance,
         pytest.raises(FileNotFoundError, match=r"asset 'words'.*materialize"),
     ):
-        dg.materialize(
+        materialize(
             [words, cells], selection=[cells], partition_key=key, resources=resources, instance=instance
         )

@@ -27,6 +27,7 @@ from clcg_pipeline.validation.taxonomy._judging import (
 from clcg_pipeline.validation.taxonomy._label_set import TAXONOMY_DIR, load_taxonomy, parse_taxonomy
 from clcg_pipeline.validation.taxonomy.assets import build_error_judging_defs
 from clcg_pipeline_tests.calls.conftest import FAKE_KEY_ENV, FAST, spec_for
+from clcg_pipeline_tests.conftest import materialize
 
 # ---------------------------------------------------------------------------- taxonomy file
 
@@ -277,7 +278,7 @@ def _materialize(config_dir: Path, data: Path) -> dg.ExecuteInProcessResult:
     defs = build_error_judging_defs(load_config(config_dir))
     assets = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition)]
     with dg.DagsterInstance.ephemeral() as instance:
-        return dg.materialize(assets, resources=_resources(config_dir, data), instance=instance)
+        return materialize(assets, resources=_resources(config_dir, data), instance=instance)
 
 
 def test_assets_judge_the_stored_responses(tmp_path: Path, config_dir: Path) -> None:

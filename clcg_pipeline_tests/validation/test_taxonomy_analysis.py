@@ -17,6 +17,7 @@ from clcg_pipeline.validation.taxonomy import AnalysisInputs, analyse_error_taxo
 from clcg_pipeline.validation.taxonomy._inputs import inputs_from_config, model_family
 from clcg_pipeline.validation.taxonomy._judges import kappa_rows
 from clcg_pipeline.validation.taxonomy.assets import build_error_taxonomy_analysis_defs
+from clcg_pipeline_tests.conftest import materialize
 
 TAXONOMY = load_taxonomy("clcg-error-v1")
 LABELS = TAXONOMY.labels
@@ -292,7 +293,7 @@ def _materialize(config_dir: Path, data: Path) -> dg.ExecuteInJobResult:
 
     cfg = load_config(config_dir)
     (asset,) = build_error_taxonomy_analysis_defs(cfg).assets or []
-    return dg.materialize(
+    return materialize(
         [asset],
         resources={
             "study": StudyResource(config_dir=str(config_dir), data_dir=str(data)),
