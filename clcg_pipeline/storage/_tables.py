@@ -35,8 +35,7 @@ _CALL_FIELDS: list[tuple[str, pa.DataType]] = [
     ("outcome", _STR),
     ("error", _STR),
     ("cached", _BOOL),
-    # Set by the IO manager (``storage/_paid.py``) on the calls this partition paid for: the
-    # Dagster run that paid, and when. A later run that finds them cached keeps that record.
+    # The run that paid for the call, and when (set by the IO manager: storage/_paid.py).
     ("paid_run", _STR),
     ("paid_at", pa.timestamp("us", tz="UTC")),
 ]
@@ -570,10 +569,6 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 PREDICTION_STATUSES = ("ok", "unparseable", "missing")
-# The calls-shaped tables: every provider call's spend and outcome, summed across them.
-CALL_TABLES = frozenset(
-    name for name, schema in TABLES.items() if {n for n, _ in _CALL_FIELDS} <= set(schema.names)
-)
 
 
 class ContractError(ValueError):
