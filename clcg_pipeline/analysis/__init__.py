@@ -18,16 +18,26 @@ from clcg_pipeline.analysis._context import SuiteContext
 from clcg_pipeline.analysis._drilldown import drilldown
 from clcg_pipeline.analysis._h1 import estimate_h1, h1_core, roles_of
 from clcg_pipeline.analysis._io import estimate_file, read_scores, write_json
+from clcg_pipeline.analysis._leaderboard import (
+    LEADERBOARD_COLUMNS,
+    LEADERBOARD_FILES,
+    leaderboard,
+    write_leaderboard,
+)
 from clcg_pipeline.analysis._mixed import mixed_h1
+from clcg_pipeline.analysis._power import PowerQuestion, power_from_pilot
 from clcg_pipeline.analysis._prepare import Rule, analysis_rows
 from clcg_pipeline.analysis._suite import ESTIMATE_COLUMNS, StudyResults, run_suite
 
 __all__ = [
     "ESTIMATE_COLUMNS",
+    "LEADERBOARD_COLUMNS",
+    "LEADERBOARD_FILES",
     "ClusterBootstrap",
     "ClusterCells",
     "ClusterTable",
     "FineTable",
+    "PowerQuestion",
     "Replicates",
     "Rule",
     "StudyResults",
@@ -41,12 +51,15 @@ __all__ = [
     "estimate_file",
     "estimate_h1",
     "h1_core",
+    "leaderboard",
     "mixed_h1",
     "percentile_ci",
+    "power_from_pilot",
     "ratio",
     "read_scores",
     "replicate",
     "roles_of",
     "run_suite",
     "write_json",
+    "write_leaderboard",
 ]

@@ -19,6 +19,8 @@ N_LANGUAGES = "languages (the resampled unit)"
 
 _GAP = "higher = larger loss outside English"
 _NET = "higher = larger loss beyond the Portuguese baseline"
+_PAIRED = "two-sided: paired article-cluster bootstrap; BH across the pairs (p_adj)"
+_RANK = "lower = smaller gap than the other models (1 = smallest)"
 
 DEFINITIONS: dict[str, dict[str, str]] = {
     "h1_micro": {
@@ -88,6 +90,62 @@ DEFINITIONS: dict[str, dict[str, str]] = {
     "macro_net_model": {
         "definition": "macro net of the model in `group`",
         "direction": _NET,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "model_contrast_micro": {
+        "definition": "paired contrast of two models (`group` = first vs second): the first model's H1 "
+        "micro CLCG minus the second's, on the (language, article, item) units both answered, with the "
+        "same article draws for both",
+        "direction": "positive = the first model loses more outside English",
+        "sided": _PAIRED,
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "model_contrast_macro": {
+        "definition": "paired contrast of two models (`group` = first vs second): difference of their "
+        "macro CLCG on the units both answered, same article draws",
+        "direction": "positive = the first model loses more outside English",
+        "sided": _PAIRED,
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "model_contrast_net": {
+        "definition": "paired contrast of two models (`group` = first vs second): difference of their "
+        "macro net on the units both answered, same article draws",
+        "direction": "positive = the first model loses more beyond the Portuguese baseline",
+        "sided": _PAIRED,
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "model_rank_micro": {
+        "definition": "rank of the model in `group` among the models by H1 micro CLCG (1 = smallest "
+        "gap, ties share the better rank); interval: whole-rank percentiles of its rank over the "
+        "bootstrap replicates (one set of article draws for all models)",
+        "direction": _RANK,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "model_rank_macro": {
+        "definition": "rank of the model in `group` among the models by macro CLCG (1 = smallest gap)",
+        "direction": _RANK,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "model_rank_net": {
+        "definition": "rank of the model in `group` among the models by macro net (1 = smallest gap)",
+        "direction": _RANK,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "english_score_model": {
+        "definition": "mean English score of the model in `group` in the study band: the level its "
+        "gaps are measured from",
+        "direction": "higher = better comprehension in English",
         "sided": "none",
         "metric": "{band}",
         "n": N_ROWS,
@@ -277,7 +335,8 @@ DEFINITIONS: dict[str, dict[str, str]] = {
     },
     "nomological_spearman": {
         "definition": "Spearman of language CLCG (Portuguese: PT gap) with the correlate in `group` "
-        "(exploratory; language-level bootstrap interval)",
+        "(exploratory; language-level bootstrap interval, withheld with p, as for every estimand, when "
+        "the language CLCGs rest on fewer than `study.min_articles` articles)",
         "direction": "positive = higher correlate, larger gap",
         "sided": "two-sided (scipy Spearman)",
         "metric": "{band}",
@@ -358,6 +417,11 @@ _EN_PT = "scored rows entering the contrast: English rows plus Portuguese rows"
 _EN_PT_TG = "scored rows entering the contrast: English, Portuguese and target-language rows"
 _EN_CLASS = "scored rows entering the contrast: English rows plus the class languages' rows"
 _EN_PT_CLASS = "scored rows entering the contrast: English, Portuguese and the class languages' rows"
+_PAIR_ROWS = "scored rows entering the contrast: both models' {langs} rows on the units both answered"
+_RANK_ROWS = (
+    "scored rows entering the contrast: every ranked model's {langs} rows (articles: those of the "
+    "least covered model)"
+)
 _ROWS = {
     **dict.fromkeys(
         [
@@ -400,6 +464,13 @@ _ROWS = {
     ),
     "clcg_language": "scored rows entering the contrast: English rows plus the language's rows",
     "net_language": "scored rows entering the contrast: English, Portuguese and the language's rows",
+    "model_contrast_micro": _PAIR_ROWS.format(langs="English and target-language"),
+    "model_contrast_macro": _PAIR_ROWS.format(langs="English and target-language"),
+    "model_contrast_net": _PAIR_ROWS.format(langs="English, Portuguese and target-language"),
+    "model_rank_micro": _RANK_ROWS.format(langs="English and target-language"),
+    "model_rank_macro": _RANK_ROWS.format(langs="English and target-language"),
+    "model_rank_net": _RANK_ROWS.format(langs="English, Portuguese and target-language"),
+    "english_score_model": "scored rows entering the contrast: the model's English rows",
     **dict.fromkeys(["class_raw_primary", "class_raw_sensitivity", "h2_difference_class"], _EN_CLASS),
     **dict.fromkeys(["class_net_primary", "class_net_sensitivity"], _EN_PT_CLASS),
 }

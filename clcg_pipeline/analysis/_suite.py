@@ -28,6 +28,7 @@ from clcg_pipeline.analysis.sections import h2 as sec_h2
 from clcg_pipeline.analysis.sections import h3 as sec_h3
 from clcg_pipeline.analysis.sections import h4 as sec_h4
 from clcg_pipeline.analysis.sections import mixed as sec_mixed
+from clcg_pipeline.analysis.sections import model_contrasts as sec_model_contrasts
 from clcg_pipeline.analysis.sections import multiplicity as sec_multiplicity
 from clcg_pipeline.analysis.sections import nomological as sec_nomological
 from clcg_pipeline.analysis.sections import repetitions as sec_repetitions
@@ -148,6 +149,8 @@ def _sections(
         results["language_net"] = sec_h1.language_net(ctx, core)
     with timed("joshi_class"):
         results["joshi_class"] = sec_h1.joshi_classes(ctx, core)
+    with timed("model_contrasts"):
+        results["model_contrasts"] = sec_model_contrasts.model_contrasts(ctx, core, band_a)
     with timed("h3"):
         results["h3"] = sec_h3.h3(
             ctx, select_rows(rows.rows_a, item_source=band.item_source, context_scope=band.context_scope)
@@ -201,6 +204,7 @@ def _estimates_table(ctx: SuiteContext, results: dict[str, Any]) -> pd.DataFrame
     """The long ``estimates`` table from every section's rows, with BH-adjusted p filled in."""
     estimates = pd.DataFrame(ctx.rows, columns=ESTIMATE_COLUMNS)
     sec_multiplicity.fill_p_adj(estimates, results["multiplicity"])
+    sec_model_contrasts.fill_p_adj(estimates, results["model_contrasts"])
     return _typed(estimates)
 
 

@@ -54,7 +54,9 @@ class CallResult:
 
 
 def cost_usd(model: ModelSpec, input_tokens: int, output_tokens: int) -> float:
-    return (input_tokens * model.price_input_per_mtok + output_tokens * model.price_output_per_mtok) / 1e6
+    """USD of one call, at the price tier its prompt size falls in (``ModelSpec.price_tiers``)."""
+    price_in, price_out = model.prices_for(input_tokens)
+    return (input_tokens * price_in + output_tokens * price_out) / 1e6
 
 
 def estimate_cost(model: ModelSpec, request: ChatRequest) -> float:

@@ -94,6 +94,18 @@ class LanguagesConfig(_Strict):
         raise KeyError(f"language {iso!r} is not in the panel")
 
 
+class PriceTier(_Strict):
+    """The prices of a call whose prompt is longer than ``above_input_tokens``.
+
+    Several providers charge more for the whole call, input and output, once the prompt passes
+    a size (long-context tiers); long-document tasks are where it matters.
+    """
+
+    above_input_tokens: int = Field(gt=0, description="The tier applies to prompts longer than this.")
+    price_input_per_mtok: float = Field(ge=0)
+    price_output_per_mtok: float = Field(ge=0)
+
+
 class ModelSpec(_Strict):
     """One model of ``models.yaml``. Keys are never stored here: only the variable's name."""
 
@@ -109,6 +121,11 @@ class ModelSpec(_Strict):
     knowledge_cutoff: dt.date | None = None
     price_input_per_mtok: float = Field(default=0.0, ge=0)
     price_output_per_mtok: float = Field(default=0.0, ge=0)
+    price_tiers: tuple[PriceTier, ...] = Field(
+        default=(),
+        description="Higher prices above a prompt size, by increasing above_input_tokens; a call "
+        "longer than a tier's threshold is priced wholly at that tier.",
+    )
     concurrency: int = Field(default=8, ge=1, le=1024)
     timeout_s: float = Field(default=120.0, gt=0)
     max_attempts: int = Field(default=6, ge=1, le=50)
@@ -127,6 +144,21 @@ class ModelSpec(_Strict):
         if not _ID.match(value):
             raise ValueError(f"model id {value!r} must match {_ID.pattern}")
         return value
+
+    @field_validator("price_tiers")
+    @classmethod
+    def _tiers_increase(cls, tiers: tuple[PriceTier, ...]) -> tuple[PriceTier, ...]:
+        thresholds = [tier.above_input_tokens for tier in tiers]
+        if thresholds != sorted(set(thresholds)):
+            raise ValueError(f"price_tiers: above_input_tokens must strictly increase, got {thresholds}")
+        return tiers
+
+    def prices_for(self, input_tokens: int) -> tuple[float, float]:
+        """USD per million (input, output) tokens of a call with this prompt size."""
+        tier = next((t for t in reversed(self.price_tiers) if input_tokens > t.above_input_tokens), None)
+        if tier is None:
+            return self.price_input_per_mtok, self.price_output_per_mtok
+        return tier.price_input_per_mtok, tier.price_output_per_mtok
 
     @model_validator(mode="after")
     def _provider_needs(self) -> ModelSpec:
@@ -396,6 +428,49 @@ class GranularitySettings(_Strict):
         return value
 
 
+class ReleaseSettings(_Strict):
+    """``clcg release`` (docs/RELEASE.md): what a published release redacts, drops and pseudonymizes."""
+
+    version: str = Field(default="1.0.0", min_length=1, description="The release's version (manifest, card).")
+    redact: list[str] = Field(
+        default_factory=lambda: [
+            *("paragraphs.text", "articles.title", "items.question", "items.options"),
+            *("item_translations.question_original", "item_translations.options_original"),
+        ],
+        description="table.column of source text replaced by content hashes (items: source-authored rows "
+        "only); leave out a column whose licence allows redistribution.",
+    )
+    quote_min_chars: int = Field(
+        default=20, ge=1, description="A redacted text this long is also hashed where other columns quote it."
+    )
+    drop: list[str] = Field(
+        default_factory=lambda: [
+            f"{table}.{column}"
+            for table in ("human_annotations", "human_annotation_revisions", "human_validation_joins")
+            for column in (
+                *("comment", "seconds", "lead_time", "imported_at", "source_file", "source_sha256"),
+                *("record", "ls_annotation_id", "ls_updated_at"),
+            )
+        ],
+        description="Human-validation columns left out: free-text comments, timing, platform ids.",
+    )
+    pseudonymize: list[str] = Field(
+        # annotation_id too: an unkeyed hash of task and annotator, so it identifies the annotator.
+        default_factory=lambda: [
+            *(
+                f"{table}.{column}"
+                for table in ("human_annotations", "human_annotation_revisions", "human_validation_joins")
+                for column in ("annotator_id", "annotation_id")
+            ),
+            "annotation_sample.annotators",
+        ],
+        description="Annotator id columns replaced by stable pseudonyms (HMAC-SHA256 under key_env's key).",
+    )
+    key_env: str = Field(default="CLCG_RELEASE_KEY", description="Variable holding the pseudonym key.")
+    licence: str = "CC-BY-4.0"
+    citation: str | None = Field(default=None, description="How to cite the study; in the card.")
+
+
 class StudyConfig(_Strict):
     seed: int = 42
     bootstrap_replicates: int = Field(default=2000, ge=1)
@@ -435,6 +510,7 @@ class StudyConfig(_Strict):
     error_taxonomy: ErrorTaxonomySettings = ErrorTaxonomySettings()
     human_validation: HumanValidationSettings = HumanValidationSettings()
     granularity: GranularitySettings = GranularitySettings()
+    release: ReleaseSettings = ReleaseSettings()
     semsim: bool | Literal["minilm"] | None = Field(
         default=None,
         description="Compute the MiniLM semantic similarity in scores (true or 'minilm'); null or false = "

@@ -7,7 +7,7 @@ and analysed by granularity, region and position across languages.
 """
 
 from clcg_pipeline.granularity._analysis import EXTRA_METRICS, POSITIONS, analyse_granularity
-from clcg_pipeline.granularity._documents import build_long_documents
+from clcg_pipeline.granularity._documents import build_long_documents, split_sentences
 from clcg_pipeline.granularity._predict import partition_paragraphs, plan_task_calls, plan_tasks
 from clcg_pipeline.granularity._scoring import fill_subjects, rouge_l
 from clcg_pipeline.granularity._tasks import build_tasks, judge_writer
@@ -24,4 +24,5 @@ __all__ = [
     "plan_task_calls",
     "plan_tasks",
     "rouge_l",
+    "split_sentences",
 ]

@@ -22,6 +22,15 @@ def granularity_results_check(doc: dict[str, Any]) -> dg.AssetCheckResult:
         description = f"{status}: {doc['reason']}"
     else:
         description = f"{settings.get('rows', 0)} scored rows over {settings.get('documents', 0)} documents"
+        if settings.get("rows_no_reference"):
+            description += (
+                f"; {settings['rows_no_reference']} row(s) without a reference left out of the means"
+            )
+        if settings.get("paragraphs_left_out"):
+            description += (
+                f"; {settings['paragraphs_left_out']} paragraph(s) missing in some language left out of "
+                "every language version"
+            )
         if few:
             description += (
                 f"; fewer than study.min_articles = {settings['min_documents']} documents: every interval is "
@@ -38,6 +47,26 @@ def granularity_results_check(doc: dict[str, Any]) -> dg.AssetCheckResult:
             "caveats": dg.MetadataValue.md("\n".join(f"- {c}" for c in doc.get("caveats", []))),
         },
     )
+
+
+def exclusion_warnings(doc: dict[str, Any]) -> list[str]:
+    """One line per document and language that lost paragraphs to the alignment, and one per
+    task x language x model whose rows had no reference (left out of the means, not zeros)."""
+    lost: dict[tuple[str, str], list[str]] = {}
+    for entry in doc.get("alignment", []):
+        for language in entry["missing_in"]:
+            lost.setdefault((entry["doc_id"], language), []).append(entry["pid"])
+    out = [
+        f"document {d}: paragraph(s) {', '.join(pids)} missing in {lang!r}, left out of every language "
+        "version (English included)"
+        for (d, lang), pids in lost.items()
+    ]
+    out += [
+        f"{r['n_no_reference']} {r['task']} row(s) in {r['language']} ({r['model']}, context {r['context']}) "
+        "have no reference: left out of the means, not scored 0"
+        for r in doc.get("no_reference", [])
+    ]
+    return out
 
 
 def build_granularity_analysis_defs(config: ProjectConfig) -> dg.Definitions:
@@ -118,6 +147,8 @@ def _granularity_analysis_asset() -> dg.AssetsDefinition:
         doc = result.results
         if doc["status"] != "ok":
             context.log.warning(f"granularity analysis {doc['status']}: {doc['reason']}")
+        for warning in exclusion_warnings(doc):
+            context.log.warning(f"granularity analysis: {warning}")
         context.log.info(f"granularity analysis: {doc['status']}; {len(result.estimates)} estimands")
         tables = checked_outputs(None, {"granularity_estimates": result.estimates})
         yield dg.Output(tables["granularity_estimates"], output_name="granularity_estimates")

@@ -149,11 +149,17 @@ def _long_documents_asset() -> dg.AssetsDefinition:
             raise dg.Failure(
                 description=f"long-document source {gran.source!r} could not be read, nothing was "
                 f"stored: {exc}",
-                metadata={"source": gran.source},
+                metadata={
+                    "source": gran.source,
+                    "language": getattr(exc, "language", None) or "",
+                    "file": str(getattr(exc, "file", None) or ""),
+                },
                 allow_retries=False,
             ) from exc
         for note in result.notes:
-            context.log.info(f"long_documents: {note}")
+            # What was left out (a paragraph missing in a version, a language outside the panel):
+            # a warning, so it shows among the run's problems rather than its chatter.
+            context.log.warning(f"long_documents: {note}")
         for problem in result.problems:
             context.log.warning(f"long_documents: {problem}")
         outputs = checked_outputs(

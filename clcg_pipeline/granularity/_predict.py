@@ -495,11 +495,14 @@ def plan_task_calls(
         if planned is not None:
             planned.update(unique)
         in_tok = out_tok = 0
+        cost = 0.0  # per call: a long prompt may fall in a higher price tier
         for cid, slot in unique.items():
             if cid in cached or cid in shared:
                 continue
-            in_tok += estimate_input_tokens(slot.request.messages)
-            out_tok += slot.request.settings.max_output_tokens or model.max_output_tokens or 1024
+            call_in = estimate_input_tokens(slot.request.messages)
+            call_out = slot.request.settings.max_output_tokens or model.max_output_tokens or 1024
+            in_tok, out_tok = in_tok + call_in, out_tok + call_out
+            cost += cost_usd(model, call_in, call_out)
         rows.append(
             {
                 "model": model.id,
@@ -511,7 +514,7 @@ def plan_task_calls(
                 "shared_calls": sum(1 for s in chosen if s.request.call_id in shared),
                 "input_tokens": in_tok,
                 "output_tokens": out_tok,
-                "cost_usd": cost_usd(model, in_tok, out_tok),
+                "cost_usd": cost,
                 "tokenizer": TOKENIZER,
             }
         )

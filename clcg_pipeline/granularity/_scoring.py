@@ -11,7 +11,8 @@
 0-100, as sacrebleu reports them); the metrics are not comparable across tasks, only across
 languages, regions and positions within a task (MGAL's own caution). A failed answer
 (unparseable or missing) scores 0 with its status kept (rule A of the responses); a row
-without a reference in its language is ``no_reference`` with no score.
+without a reference in its language is ``no_reference`` with no score: not a failure, so the
+analysis leaves it out of every mean and counts it (docs/GRANULARITY.md).
 
 ROUGE-L here tokenises by Unicode words, not rouge-score's ASCII ``[a-z0-9]+`` runs: the
 generated text is in the document's language, and the ASCII tokenizer deletes every Georgian,

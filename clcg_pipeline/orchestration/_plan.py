@@ -7,12 +7,13 @@ from collections.abc import Sequence
 import pandas as pd
 from upath import UPath
 
+from clcg_pipeline.analysis import PowerQuestion, power_from_pilot
 from clcg_pipeline.calls import CallOptions
 from clcg_pipeline.config import ProjectConfig, load_config
 from clcg_pipeline.corpus import load_source, sample_articles
 from clcg_pipeline.inference import plan_partition
 from clcg_pipeline.items import validate_items
-from clcg_pipeline.storage import read_frame
+from clcg_pipeline.storage import read_all_partitions, read_frame
 
 
 def select_models(config: ProjectConfig, models: Sequence[str] | None) -> list[str]:
@@ -25,6 +26,17 @@ def select_models(config: ProjectConfig, models: Sequence[str] | None) -> list[s
             f"unknown model(s) {', '.join(unknown)}: models.yaml has {', '.join(known) or 'no models'}"
         )
     return chosen
+
+
+def plan_power(*, config_dir: str, data_dir: str, question: PowerQuestion) -> dict[str, object]:
+    """Articles a study needs for ``question``, from the scores already in ``data_dir`` (the pilot)."""
+    config = load_config(config_dir)
+    scores = read_all_partitions(data_dir, "scores")
+    if scores.empty:
+        raise ValueError(f"{data_dir}: no scores yet to plan from; run a pilot first (clcg run)")
+    if question.models is not None:
+        select_models(config, question.models)  # an unknown id is named before any work
+    return power_from_pilot(scores, config, question)
 
 
 def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None = None) -> pd.DataFrame:

@@ -38,6 +38,7 @@ from clcg_pipeline.orchestration._summary import (
     RunSummary,
     count_new_calls,
     materialized,
+    record_imports,
 )
 from clcg_pipeline.orchestration._versions import code_versions
 from clcg_pipeline.orchestration._workers import WorkerHooks, run_responses_in_workers
@@ -383,6 +384,9 @@ class StudyRun:
         written = materialized(analysis) if analysis is not None else {}
         tables = {t: k for t, k in ANALYSIS_CALL_TABLES.items() if t in written}
         self.spend(*count_new_calls(self.summary, self.request.data_dir, tables, None, self.started_at))
+        # What each annotation file did (imported, skipped, revised, refused), whether or not
+        # the analysis ran: a refused file is said on every run until it is fixed.
+        record_imports(self.summary, self.request.data_dir, self.started_at)
 
 
 class _AheadSender:

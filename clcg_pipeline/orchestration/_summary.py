@@ -1,13 +1,14 @@
-"""What ``clcg run`` reports at the end: runs, skips, new calls and their cost, budget stops.
+"""What ``clcg run`` reports at the end: runs, skips, new calls and their cost, budget stops,
+and what each annotation file of the inbox did.
 
 The new calls are counted from the calls-shaped tables the runs wrote (their ``cached``,
 ``outcome`` and ``paid_at`` columns), so a summary says what this command paid for, not what
-was stored before.
+was stored before; the annotation files likewise from ``annotation_imports`` (``imported_at``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
@@ -15,6 +16,7 @@ import pandas as pd
 
 from clcg_pipeline.orchestration._calls_ahead import CallsAhead
 from clcg_pipeline.storage import partition_dir, read_frame
+from clcg_pipeline.validation.human import REFUSED_STATUSES, import_lines
 
 # Call outcomes that mean a responses partition is unfinished: the next run resumes it.
 UNFINISHED_OUTCOMES = ("skipped_budget", "batch_pending")
@@ -37,6 +39,11 @@ class RunSummary:
     calls_ahead: CallsAhead | None = (
         None  # what was sent ahead of the partitions' runs (clcg_pipeline/orchestration/_calls_ahead.py)
     )
+    #: One line per annotation file this command imported (or found refused, or gone stale):
+    #: ``<file> (<format>): <status>: n imported, n skipped, n revised, n refused[: why]``.
+    annotation_files: list[str] = field(default_factory=list)
+    #: How many of ``annotation_files`` imported nothing because something is wrong.
+    annotation_files_refused: int = 0
 
     def count(self, kind: str, calls: int, cost_usd: float) -> None:
         self.new_calls += calls
@@ -71,6 +78,20 @@ def count_new_calls(
         spent += cost
         stopped = stopped or bool((calls["outcome"] == "skipped_budget").any())
     return spent, stopped
+
+
+def record_imports(summary: RunSummary, data_dir: str, since: pd.Timestamp) -> None:
+    """Add the annotation files of this command to ``summary``: the ``annotation_imports`` rows
+    logged at or after ``since``, and every stale one (accepted once, no longer importing: a
+    standing problem, said on every run)."""
+    path = partition_dir(data_dir, "annotation_imports", None) / "data.parquet"
+    log = read_frame(path) if path.exists() else None
+    if log is None or not len(log):
+        return
+    logged = pd.to_datetime(log["imported_at"], utc=True, errors="coerce")
+    now = log[(logged >= since) | (log["status"] == "stale")]
+    summary.annotation_files = import_lines(now)
+    summary.annotation_files_refused = int(now["status"].isin(REFUSED_STATUSES).sum())
 
 
 def materialized(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:

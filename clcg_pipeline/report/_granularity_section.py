@@ -108,6 +108,7 @@ def granularity_section(raw: GranularityResults | None, walk: Walk) -> Section:
     section.parts += judges_parts(block, status)
     section.parts += tokens_parts(block, status)
     section.parts += score_tables(block, status)
+    section.parts += _left_out_parts(block)
     section.parts += caveat_parts(block)
     settings = block.get("settings")
     if isinstance(settings, Mapping) and settings:
@@ -115,8 +116,48 @@ def granularity_section(raw: GranularityResults | None, walk: Walk) -> Section:
         facts = facts_part([(words(k), v) for k, v in settings.items() if not isinstance(v, Mapping)])
         if facts:
             section.parts.append(facts)
-    section.parts += further_results(block, GRANULARITY_KEYS, "granularity", walk)
+    section.parts += further_results(block, (*GRANULARITY_KEYS, *LEFT_OUT_KEYS), "granularity", walk)
     return section
+
+
+#: Results keys of what the estimates leave out (issue 20), shown by :func:`_left_out_parts`.
+LEFT_OUT_KEYS = ("no_reference", "alignment")
+
+
+def _left_out_parts(block: GranularityResults) -> list[Part]:
+    """Rows left out of the means (no reference in their language) and paragraphs left out of
+    every language version so the versions stay aligned."""
+    parts: list[Part] = []
+    no_reference = records(block, "no_reference")
+    if no_reference:
+        parts.append(Part("heading", text="Rows without a reference (left out of the means, not scored 0)"))
+        parts += record_table(
+            no_reference,
+            [
+                col("task", "task", "words"),
+                col("language", "language"),
+                col("model", "model"),
+                col("context", "context"),
+                col("rows", "n_no_reference", "int"),
+                col("documents", "n_documents", "int"),
+            ],
+            known={"task", "language", "model", "context", "n_no_reference", "n_documents"},
+        )
+    alignment = records(block, "alignment")
+    if alignment:
+        parts.append(Part("heading", text="Paragraphs left out to keep the languages aligned"))
+        parts.append(Part("text", text=str(alignment[0].get("decision") or "")))
+        parts += record_table(
+            alignment,
+            [
+                col("document", "doc_id"),
+                col("length bucket", "bucket"),
+                col("paragraph", "pid"),
+                col("missing in", "missing_in"),
+            ],
+            known={"doc_id", "bucket", "pid", "missing_in", "decision"},
+        )
+    return parts
 
 
 def heatmap_grid(
@@ -206,12 +247,21 @@ def _curves(block: GranularityResults, status: str) -> list[Part]:
     keys = list(dict.fromkeys(k for _, k in panels))
     for key in keys[:MAX_CURVES]:
         parts += _curve_panel(key, [r for r in rows if granularity_row_key(r) == key])
+    # Say whiskers only where some are drawn: with every interval withheld there are none.
+    drawn = any(
+        as_float(r.get("ci_low")) is not None and as_float(r.get("ci_high")) is not None for r in rows
+    )
+    lines = (
+        "Lines: the gap per language group, with interval whiskers; hollow points have their interval "
+        "withheld."
+        if drawn
+        else "Lines: the gap per language group; every interval is withheld (not identifiable), so the "
+        "points are hollow and carry no whiskers."
+    )
     parts.append(
         Part(
             "note",
-            text="Lines: the gap per language group, with interval whiskers; hollow points have "
-            "their interval withheld. Along the axis: the paragraph position inside each document "
-            "region (in bold).",
+            text=f"{lines} Along the axis: the paragraph position inside each document region (in bold).",
         )
     )
     if len(keys) > MAX_CURVES:

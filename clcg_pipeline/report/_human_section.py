@@ -2,13 +2,14 @@
 
 Human ratings after the quality-control funnel. Shown: a banner when the annotations are
 simulated, the funnel, Krippendorff's alpha per dimension against the 0.67 reference, Spearman,
-class adequacy vs CLCG, the paired preference, the ceiling rule and human-vs-judge agreement;
-"awaiting annotations" when nothing was imported.
+class adequacy vs CLCG, the paired preference, the ceiling rule and human-vs-judge agreement,
+pooled and per language and script; "awaiting annotations" when nothing was imported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from clcg_pipeline.report._format import MISSING, as_float, fmt_int, fmt_num, fmt_p
 from clcg_pipeline.report._labels import METRIC_NAMES, SIMULATED_BANNER
@@ -88,6 +89,8 @@ def human_section(raw: HumanValidationResults | None, walk: Walk) -> Section:
     section.parts += _preference(block, status)
     section.parts += _ceiling(block, status)
     section.parts += _human_judges(block, status)
+    section.parts += _human_judges_by(block, status, "language")
+    section.parts += _human_judges_by(block, status, "script")
     section.parts += caveat_parts(block)
     section.parts += further_results(block, HUMAN_KEYS, "human_validation", walk)
     return section
@@ -382,11 +385,54 @@ def _human_judges(block: HumanValidationResults, status: str) -> list[Part]:
             col("judge", "judge"),
             col("percent", "percent", "pct"),
             col("kappa", "kappa", "num"),
-            ("kappa interval", lambda r: ci_cell(r, "kappa"), True),
+            ("kappa interval", lambda r: ci_cell(_as_withheld(r), "kappa"), True),
             col("n", "n", "int"),
         ],
         value_key="kappa",
         section_status=status,
         known={"judge", "percent", "kappa", "ci_low", "ci_high", "n"},
+    )
+    return parts
+
+
+def _as_withheld(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A kappa of too few items has status ``ok`` (it was computed) but its interval was withheld."""
+    if record.get("identifiable") is False and str(record.get("status") or "").lower() == "ok":
+        return {k: v for k, v in record.items() if k != "status"}
+    return record
+
+
+_GROUP_COLUMNS = {
+    "language": [col("language", "language"), col("script", "script")],
+    "script": [col("script", "script"), col("languages", "languages")],
+}
+
+
+def _human_judges_by(block: HumanValidationResults, status: str, by: str) -> list[Part]:
+    """Human-vs-judge kappa per language or per script (``judge_kappa_by_<by>``): judges are known
+    to agree less with humans in low-resource languages, which the pooled kappa hides."""
+    rows = records(block, f"judge_kappa_by_{by}")
+    if not rows and not records(block, "judge_agreement"):
+        return []  # no overlap rows at all: the pooled block already says so
+    parts = opening(
+        f"Human vs LLM-judge agreement by {by}", bool(rows), status, f"per-{by} human-vs-judge agreement"
+    )
+    if not rows:
+        return parts
+    parts += record_table(
+        rows,
+        [
+            col("judge", "judge"),
+            *_GROUP_COLUMNS[by],
+            col("percent", "percent", "pct"),
+            col("kappa", "kappa", "num"),
+            ("kappa interval", lambda r: ci_cell(_as_withheld(r), "kappa"), True),
+            col("n", "n", "int"),
+            col("items", "clusters", "int"),
+        ],
+        value_key="kappa",
+        section_status=status,
+        known={"judge", "language", "script", "languages", "percent", "kappa", "ci_low", "ci_high", "n"}
+        | {"clusters", "status"},
     )
     return parts

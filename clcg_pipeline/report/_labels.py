@@ -26,6 +26,7 @@ MODEL_COLUMNS: tuple[tuple[str, str], ...] = (
 KNOWN_SECTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("language_net", "net_by_language"), "Net gap per language (vs Portuguese)"),
     (("joshi_class", "by_class", "per_class", "classes"), "Per Joshi class"),
+    (("model_contrasts",), "Model contrasts and ranks"),
     (("h2", "memorability"), "H2: memorability"),
     (("h3", "level_profile"), "H3: level profile"),
     (("h4", "item_source"), "H4: item source"),
@@ -124,6 +125,12 @@ LABELS: dict[str, str] = {
     "token_f1": "Token-F1",
     "rouge_l": "ROUGE-L",
     "semsim": "semantic similarity",
+    "english_score": "English score per model",
+    "pairs": "Paired contrasts (first model minus second)",
+    "ranks": "Rank per model (1 = smallest gap)",
+    "n_common_items": "items answered by both",
+    "model_a": "first model",
+    "model_b": "second model",
     "h1": "H1 model",
     "h2": "H2 model",
 }

@@ -30,6 +30,8 @@ from clcg_pipeline.report._document import (
     settings_of,
     warnings_of,
 )
+from clcg_pipeline.report._empty_tables import collapse_empty_tables
+from clcg_pipeline.report._flag_notes import flags_once, shared_flags_note
 from clcg_pipeline.report._format import (
     as_float,
     estimate_of,
@@ -38,6 +40,7 @@ from clcg_pipeline.report._format import (
 from clcg_pipeline.report._granularity_section import granularity_section
 from clcg_pipeline.report._human_section import human_section
 from clcg_pipeline.report._labels import H1_SUMMARY, LABELS, MODEL_COLUMNS, SIMULATED_CAVEAT
+from clcg_pipeline.report._new_model_section import new_model_section
 from clcg_pipeline.report._page import Part, Section, _pruned
 from clcg_pipeline.report._result_sections import languages_section, models_section, result_sections
 from clcg_pipeline.report._studies import tidy
@@ -115,12 +118,22 @@ def render_report(
     if with_articles:
         estimate_columns.append("articles")
     estimate_columns.append("flags")
+    # Said once per section: a flag every row shares stands above the table (report/_flag_notes.py).
+    summary_flags = shared_flags_note([summary])
+    new_model = new_model_section(results, builder)
+    new_model = flags_once(new_model) if new_model is not None else None
+    sections = [flags_once(collapse_empty_tables(section)) for section in sections]
+    language_section, model_section = (
+        flags_once(section) if section is not None else None for section in (language_section, model_section)
+    )
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=title,
         header=header,
         warnings=_page_warnings(results, missing, langs),
         summary=summary,
+        summary_flags=summary_flags,
+        new_model=new_model,
         ci_label=ci_label,
         counts=[(LABELS.get(str(k), title_words(str(k))), fmt_value(v)) for k, v in counts.items()],
         language_section=language_section,

@@ -14,6 +14,7 @@ from clcg_pipeline.report._builder import (
     is_scalar_list,
     title_words,
 )
+from clcg_pipeline.report._contrast_section import contrast_section
 from clcg_pipeline.report._document import joshi_of, lang_name
 from clcg_pipeline.report._format import (
     MISSING,
@@ -70,6 +71,8 @@ def result_sections(
                 sections.append(_class_section(name, title, value, builder, caption))
             elif name in ("metric_sensitivity", "metrics") and isinstance(value, Mapping):
                 sections.append(_metric_section(name, title, value, builder, caption))
+            elif name == "model_contrasts" and isinstance(value, Mapping):
+                sections.append(contrast_section(name, title, value, builder, caption))
             elif name in ("h3", "level_profile") and isinstance(value, Mapping):
                 sections.append(_level_section(name, title, value, builder, caption))
             else:

@@ -21,6 +21,16 @@ from clcg_pipeline.report._svg import Bar, bar_chart_svg
 from clcg_pipeline.storage import ErrorTaxonomyResults
 
 
+def judges_phrase(block: Mapping[str, Any]) -> str:
+    """How to name the judges: LLM judges, or the offline rule-based stand-ins when those ran."""
+    judges = [j for j in block.get("judges") or [] if isinstance(j, Mapping)]
+    count = {1: "one", 2: "two", 3: "three"}.get(len(judges), str(len(judges))) if judges else "two"
+    plural = "" if count == "one" else "s"
+    if judges and all(j.get("family") == "rule" for j in judges):
+        return f"{count} rule-based stand-in judge{plural} (offline and deterministic, not LLMs)"
+    return f"{count} LLM judge{plural}"
+
+
 def judge_of(record: Mapping[str, Any]) -> str:
     return str(record.get("judge") or MISSING)
 
@@ -73,7 +83,7 @@ def agreement_parts(block: ErrorTaxonomyResults, status: str) -> list[Part]:
         Part(
             "note",
             text="fine = the nine labels; collapsed = the seven-class mapping; binary = semantic error or "
-            "not. Agreement between two LLM judges is coding consistency, not validity.",
+            f"not. Agreement between {judges_phrase(block)} is coding consistency, not validity.",
         )
     )
     return parts
@@ -242,5 +252,83 @@ def self_preference_parts(block: ErrorTaxonomyResults, status: str) -> list[Part
             "n",
             "n_articles",
         },
+    )
+    return parts
+
+
+_GROUP_COLUMNS = {
+    "language": [col("language", "language"), col("script", "script")],
+    "script": [col("script", "script"), col("languages", "languages")],
+}
+_GROUP_KEYS = {"language", "script", "languages"}
+
+
+def order_bias_group_parts(block: ErrorTaxonomyResults, status: str, by: str) -> list[Part]:
+    """The flip rate per target language or per script (``order_bias_by_<by>``)."""
+    rows = records(block, f"order_bias_by_{by}")
+    if not rows and not records(block, "order_bias"):
+        return []  # nothing measured at all: the pooled block already says so
+    parts = opening(f"Order bias by {by}", bool(rows), status, f"per-{by} order-bias measurements")
+    if not rows:
+        return parts
+    parts += record_table(
+        rows,
+        [
+            col("judge", "judge"),
+            *_GROUP_COLUMNS[by],
+            col("pairs", "pairs", "int"),
+            col("flips", "flips", "int"),
+            col("flip rate", "flip_rate", "pct"),
+            ("interval", lambda r: ci_cell(r, "flip_rate", pct=True), True),
+            col("articles", "n_articles", "int"),
+        ],
+        value_key="flip_rate",
+        section_status=status,
+        known=_GROUP_KEYS
+        | {
+            "judge",
+            "pairs",
+            "flips",
+            "flip_rate",
+            "ci_low",
+            "ci_high",
+            "n_articles",
+            "first_shown_preferred",
+        },
+    )
+    return parts
+
+
+def self_preference_group_parts(block: ErrorTaxonomyResults, status: str, by: str) -> list[Part]:
+    """Self-preference per target language or per script (``self_preference_by_<by>``)."""
+    rows = records(block, f"self_preference_by_{by}")
+    if not rows and not records(block, "self_preference"):
+        return []
+    parts = opening(f"Self-preference by {by}", bool(rows), status, f"per-{by} self-preference measurements")
+    if not rows:
+        return parts
+    parts += record_table(
+        rows,
+        [
+            col("judge", "judge"),
+            *_GROUP_COLUMNS[by],
+            col("own family correct", "own_rate", "pct"),
+            col("other families correct", "other_rate", "pct"),
+            col("difference", "difference", "num"),
+            ("interval", lambda r: ci_cell(r, "difference"), True),
+            col("excess over other judges", "excess", "num"),
+            (
+                "excess interval",
+                lambda r: ci_cell(r, "excess", low="excess_ci_low", high="excess_ci_high"),
+                True,
+            ),
+            col("n", "n", "int"),
+            col("articles", "n_articles", "int"),
+        ],
+        value_key="difference",
+        section_status=status,
+        known=_GROUP_KEYS
+        | {"judge", "judge_family", "own_rate", "other_rate", "difference", "ci_low", "ci_high", "n"}
+        | {"n_articles", "n_own", "n_other", "excess", "excess_ci_low", "excess_ci_high"},
     )
     return parts

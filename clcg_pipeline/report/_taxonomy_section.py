@@ -3,7 +3,8 @@
 Two LLM judges label both sides of English/target response pairs. Shown: label frequencies per
 judge and side, the EN -> target transition matrix as a heat map per judge, cross-lingual loss
 overall and by Joshi class, then the checks on the judges (``_taxonomy_checks``): agreement, each
-label's contribution to the score delta, order bias and self-preference; the caveats.
+label's contribution to the score delta, order bias and self-preference (pooled, per target
+language and per script); the caveats.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ from clcg_pipeline.report._taxonomy_checks import (
     agreement_parts,
     delta_parts,
     judge_of,
+    judges_phrase,
+    order_bias_group_parts,
     order_bias_parts,
+    self_preference_group_parts,
     self_preference_parts,
 )
 from clcg_pipeline.storage import ErrorTaxonomyResults, document_keys
@@ -62,6 +66,9 @@ def taxonomy_section(
         "target side a semantic error (a pair condition, not a label).",
     )
     block = clean(raw) if isinstance(raw, Mapping) else None
+    if block is not None:
+        phrase = judges_phrase(block)
+        section.caption = phrase[0].upper() + phrase[1:] + section.caption.removeprefix("Two LLM judges")
     section.parts.append(status_part(block, key="error_taxonomy", what="the error taxonomy"))
     if block is None:
         return section
@@ -114,7 +121,11 @@ def taxonomy_section(
     section.parts += agreement_parts(block, status)
     section.parts += delta_parts(block, status)
     section.parts += order_bias_parts(block, status)
+    for by in ("language", "script"):
+        section.parts += order_bias_group_parts(block, status, by)
     section.parts += self_preference_parts(block, status)
+    for by in ("language", "script"):
+        section.parts += self_preference_group_parts(block, status, by)
     excluded = records(block, "excluded")
     if excluded:
         section.parts.append(Part("heading", text="Judgements left out (unparseable, refused, missing)"))

@@ -5,11 +5,12 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from clcg_pipeline.analysis import StudyResults, drilldown, run_suite
+from clcg_pipeline.analysis import StudyResults, drilldown, run_suite, write_leaderboard
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.results._inputs import current_scores, explain_missing_languages, read_replication_scores
 from clcg_pipeline.results._merge import STUDY_SECTIONS, merge_study_sections
+from clcg_pipeline.results._new_model import new_model_block, newest_model
 from clcg_pipeline.storage import read_all_partitions
 
 # The asset keeps its group (and name) from when it lived in the analysis package.
@@ -82,6 +83,13 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             },
             output_name="study_results",
         )
+        newest = newest_model(
+            read_all_partitions(study.data_dir, "calls"), [m.id for m in cfg.models.evaluated]
+        )
+        if newest is not None:  # said where it matters: first in the report and the terminal
+            result.results["new_model"] = new_model_block(result.results, newest)
+        # One row per model for a results page, beside study_results.json (CSV and JSON).
+        write_leaderboard(result.results, study.data_dir)
         return result.estimates, result.results
 
     return dg.Definitions(assets=[analysis])

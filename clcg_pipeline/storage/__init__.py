@@ -16,45 +16,30 @@ from clcg_pipeline.storage._documents import (
     Band,
     Ceiling,
     ClassAdequacy,
-    ClozeErrorShare,
     CrosslingualLoss,
-    CurvePoint,
     Definition,
     DeltaContribution,
     DeltaTotal,
-    DocumentBucket,
     DrilldownItem,
     ErrorTaxonomyResults,
-    Estimate,
     ExcludedJudgements,
-    GranularityGap,
-    GranularityResults,
-    GranularityScore,
     H1Results,
-    HeatmapCell,
     HumanJudgeAgreement,
-    HumanJudgeCorrelation,
     HumanValidationResults,
-    Interval,
     JudgeAgreement,
     LabelFrequency,
     LabelTransition,
     LanguageEntry,
-    MiddleVsEdges,
-    NoContextDrop,
     OrderBias,
-    ParagraphJudgeAgreement,
     Preference,
     PreferenceBootstrap,
     PreferenceModel,
-    PromptTokens,
     QcStep,
     SelfPreference,
     SpearmanRow,
     StudyResultsDocument,
     StudySettings,
     TaxonomyJudge,
-    UnpairedRows,
     document_keys,
 )
 from clcg_pipeline.storage._duck import connect_duckdb, duckdb_location, is_local
@@ -68,8 +53,27 @@ from clcg_pipeline.storage._files import (
     write_json,
     write_table,
 )
+from clcg_pipeline.storage._granularity_documents import (
+    ClozeErrorShare,
+    CurvePoint,
+    DocumentBucket,
+    GranularityGap,
+    GranularityResults,
+    GranularityScore,
+    HeatmapCell,
+    HumanJudgeCorrelation,
+    MiddleVsEdges,
+    NoContextDrop,
+    ParagraphJudgeAgreement,
+    PromptTokens,
+    UnpairedRows,
+)
 from clcg_pipeline.storage._json import finite, jsonable
 from clcg_pipeline.storage._records import RECORDS, read_records, write_record
+from clcg_pipeline.storage._shared_shapes import (
+    Estimate,
+    Interval,
+)
 from clcg_pipeline.storage._snapshot import complete_run_holds, complete_run_request, write_complete_run
 from clcg_pipeline.storage._tables import PREDICTION_STATUSES, TABLES, ContractError, conform, empty_frame
 

@@ -11,52 +11,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-# ---------------------------------------------------------------------------------------------
-# Shared pieces
-
-
-class Estimate(TypedDict, total=False):
-    """One estimate with its interval, p value, counts and the reasons not to trust it."""
-
-    estimate: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p: float | None
-    p_value: float | None
-    p_adj: float | None
-    p_bound: bool
-    n: int | None
-    n_articles: int | None
-    identifiable: bool
-    reason: str | None
-    valid_replicates: int | None
-    flags: list[str] | str | None
-    converged: bool
-    status: str
-    warnings: list[str] | str
-    metric: str
-    sided: str
-
-
-class Interval(TypedDict, total=False):
-    """An estimate as the studies write it: a value, its interval and whether it is identifiable.
-
-    Rows whose value has another name (``gap``, ``drop``, ``kappa`` ...) share the other fields.
-    """
-
-    estimate: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int | None
-    n_articles: int | None
-    n_documents: int | None
-    valid_replicates: int | None
-    p_bound: bool
-    identifiable: bool
-    reason: str | None
-    flags: list[str]
-    status: str
-
+from clcg_pipeline.storage._granularity_documents import GranularityResults
+from clcg_pipeline.storage._shared_shapes import Estimate, Interval
 
 # ---------------------------------------------------------------------------------------------
 # The analysis stage: the estimates and the merged document
@@ -117,6 +73,31 @@ class H1Results(TypedDict, total=False):
     by_model: dict[str, dict[str, Estimate]]
     n: dict[str, int]
     settings: StudySettings
+
+
+class ModelContrastsResults(TypedDict, total=False):
+    """``model_contrasts``: paired differences per ``"A vs B"``, ranks and English score per model."""
+
+    status: str
+    models: list[str]
+    contrast: str
+    ranking: str
+    pairs: dict[str, dict[str, Any]]
+    ranks: dict[str, dict[str, Estimate]]
+    english_score: dict[str, Estimate]
+    multiplicity: dict[str, Any]
+
+
+class NewModel(TypedDict, total=False):
+    """``new_model``: the model added after all the others had answered (results/_new_model.py)."""
+
+    model: str
+    estimand: str
+    clcg: Estimate | None
+    rank: Estimate | None
+    n_models: int
+    differences: list[dict[str, Any]]
+    note: str
 
 
 class Definition(TypedDict, total=False):
@@ -218,7 +199,15 @@ class DeltaContribution(Interval, total=False):
     contribution: float | None
 
 
-class OrderBias(Interval, total=False):
+class LanguageGroup(TypedDict, total=False):
+    """A judge-validity breakdown row: one ``language`` (its ``script``) or one ``script`` (``languages``)."""
+
+    language: str
+    script: str
+    languages: list[str]
+
+
+class OrderBias(Interval, LanguageGroup, total=False):
     judge: str
     pairs: int
     flips: int
@@ -226,7 +215,7 @@ class OrderBias(Interval, total=False):
     first_shown_preferred: float | None
 
 
-class SelfPreference(Interval, total=False):
+class SelfPreference(Interval, LanguageGroup, total=False):
     judge: str
     judge_family: str
     n_own: int
@@ -259,6 +248,10 @@ class ErrorTaxonomyResults(TypedDict, total=False):
     delta_contribution: list[DeltaContribution]
     order_bias: list[OrderBias]
     self_preference: list[SelfPreference]
+    order_bias_by_language: list[OrderBias]
+    order_bias_by_script: list[OrderBias]
+    self_preference_by_language: list[SelfPreference]
+    self_preference_by_script: list[SelfPreference]
     decomposition: str
     caveats: list[str]
 
@@ -364,13 +357,11 @@ class Ceiling(TypedDict, total=False):
     reason: str | None
 
 
-class HumanJudgeAgreement(TypedDict, total=False):
+class HumanJudgeAgreement(Interval, LanguageGroup, total=False):
     judge: str
     percent: float | None
     kappa: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
+    clusters: int  # the items (rated responses) the bootstrap resamples
 
 
 class HumanValidationResults(TypedDict, total=False):
@@ -392,145 +383,9 @@ class HumanValidationResults(TypedDict, total=False):
     preference: Preference | None
     ceiling: Ceiling | None
     judge_agreement: list[HumanJudgeAgreement]
+    judge_kappa_by_language: list[HumanJudgeAgreement]
+    judge_kappa_by_script: list[HumanJudgeAgreement]
     judge_consensus: dict[str, Any] | None
-    caveats: list[str]
-
-
-# ---------------------------------------------------------------------------------------------
-# The granularity task family (granularity stage)
-
-
-class DocumentBucket(TypedDict, total=False):
-    bucket: str
-    n_documents: int
-    languages: list[str]
-
-
-class GranularityScore(Interval, total=False):
-    task: str
-    granularity: str
-    metric: str
-    region: str
-    position: str
-    language: str
-    model: str
-
-
-class GranularityGap(Interval, total=False):
-    granularity: str
-    metric: str
-    tasks: list[str]
-    region: str
-    position: str
-    language: str
-    joshi_class: int | str | None
-    model: str
-    gap: float | None
-
-
-class CurvePoint(Interval, total=False):
-    language_group: str
-    granularity: str
-    metric: str
-    region: str
-    position: str
-    score: float | None
-    gap: float | None
-
-
-class MiddleVsEdges(TypedDict, total=False):
-    granularity: str
-    metric: str
-    axis: str
-    pooled_over: str
-    language_group: str
-    score_contrast: Interval | None
-    gap_contrast: Interval | None
-
-
-class HeatmapCell(Interval, total=False):
-    language_group: str
-    granularity: str
-    metric: str
-    region: str
-    gap: float | None
-
-
-class NoContextDrop(Interval, total=False):
-    task: str
-    metric: str
-    language: str
-    model: str
-    with_context: float | None
-    without_context: float | None
-    drop: float | None
-
-
-class ClozeErrorShare(TypedDict, total=False):
-    judge: str
-    kind: str  # main | tag
-    label: str
-    n: int
-    share: float
-
-
-class ParagraphJudgeAgreement(TypedDict, total=False):
-    alpha_ordinal: float | None
-    alpha_ordinal_by_dimension: dict[str, float | None]
-    icc: float | None
-    icc_reason: str | None
-    n: int
-    judges: list[str]
-    spread_mean: float | None
-    spread_rule: str
-
-
-class HumanJudgeCorrelation(TypedDict, total=False):
-    pearson_r: float | None
-    pearson_p: float | None
-    spearman_rho: float | None
-    spearman_p: float | None
-    n: int
-    n_ratings: int
-    unit: str
-    simulated: bool
-
-
-class PromptTokens(TypedDict, total=False):
-    task: str
-    calls: int
-    prompt_tokens_total: int
-    prompt_tokens_mean: float
-    prompt_tokens_max: int
-    output_tokens_total: int
-    cost_usd: float | None
-
-
-class UnpairedRows(TypedDict, total=False):
-    task: str
-    language: str
-    rows: int
-
-
-class GranularityResults(TypedDict, total=False):
-    """``granularity`` (the ``granularity_results`` asset)."""
-
-    status: str
-    reason: str | None
-    documents: list[DocumentBucket]
-    scores: list[GranularityScore]
-    gaps: list[GranularityGap]
-    position_curve: list[CurvePoint]
-    middle_vs_edges: list[MiddleVsEdges]
-    heatmap: list[HeatmapCell]
-    no_context: list[NoContextDrop]
-    cloze_errors: list[ClozeErrorShare]
-    judge_agreement: ParagraphJudgeAgreement | None
-    human_judge_correlation: HumanJudgeCorrelation | None
-    human_judge_correlation_reason: str | None
-    prompt_tokens_by_task: list[PromptTokens] | dict[str, Any]
-    unpaired: list[UnpairedRows]
-    settings: dict[str, Any]
     caveats: list[str]
 
 
@@ -556,6 +411,8 @@ class StudyResultsDocument(TypedDict, total=False):
     drilldown: dict[str, list[DrilldownItem]] | None
     excluded_versions: list[dict[str, Any]]
     language_net: dict[str, Estimate]
+    model_contrasts: ModelContrastsResults
+    new_model: NewModel
     joshi_class: dict[str, Any]
     h2: dict[str, Any]
     h3: dict[str, Any]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
+from clcg_pipeline.storage._human_tables import HUMAN_TABLES
+
 _STR = pa.string()
 _I64 = pa.int64()
 _F64 = pa.float64()
@@ -382,101 +384,6 @@ TABLES: dict[str, pa.Schema] = {
             ("finish_reason", _STR),
         ]
     ),
-    # V3 (issue 10): the human-validation annotation round trip (validation/_annotation_sample.py,
-    # _keypoints.py, _exchange.py). Pair and attention rows leave single-only columns null.
-    "annotation_sample": pa.schema(
-        [
-            ("task_id", _STR),
-            ("kind", _STR),
-            ("model", _STR),
-            ("language", _STR),
-            ("doc_id", _STR),
-            ("item_id", _STR),
-            ("rep", _I64),
-            ("level", _STR),
-            ("item_source", _STR),
-            ("category", _STR),
-            ("quality_bin", _STR),
-            ("token_f1", _F64),
-            ("annotators", _STRS),
-            ("positions", pa.list_(_I64)),
-            ("response", _STR),
-            ("response_a", _STR),
-            ("response_b", _STR),
-            ("a_side", _STR),
-            ("language_a", _STR),
-            ("language_b", _STR),
-            ("language_higher", _STR),
-            ("language_lower", _STR),
-            ("token_f1_a", _F64),
-            ("token_f1_b", _F64),
-            ("question", _STR),
-            ("gold_answer", _STR),
-            ("passage_ref", _STR),
-            ("ask_error_category", _BOOL),
-            ("attention_field", _STR),
-            ("attention_expected", _STR),
-        ]
-    ),
-    "keypoints": pa.schema(
-        [
-            ("item_id", _STR),
-            ("keypoint_id", _STR),
-            ("text", _STR),
-            ("writer", _STR),
-            ("call_id", _STR),
-            ("prompt_version", _STR),
-            ("template_hash", _STR),
-        ]
-    ),
-    "human_annotations": pa.schema(
-        [
-            ("annotation_id", _STR),
-            ("task_id", _STR),
-            ("annotator_id", _STR),
-            ("source_file", _STR),
-            ("source_sha256", _STR),
-            ("record", _STR),
-            ("kind", _STR),
-            ("adequacy", _I64),
-            ("keypoint_hits", _STRS),
-            ("keypoint_recall", _F64),
-            ("question_valid", _STR),
-            ("equivalence", _STR),
-            ("attribution", _STR),
-            ("consistency", _STR),
-            ("primary_error_category", _STR),
-            ("preference", _STR),
-            ("preferred", _STR),
-            ("confidence", _I64),
-            ("seconds", _F64),
-            ("comment", _STR),
-            ("attention_correct", _BOOL),
-            ("attention_passed", _BOOL),
-            ("imported_at", _STR),
-            ("simulated", _BOOL),
-            # issue 11: paragraph-filling ratings (kind fill), the fill judge's dimensions 0-20
-            ("topic_fidelity", _I64),
-            ("local_coherence", _I64),
-            ("entity_consistency", _I64),
-            ("instruction_following", _I64),
-            ("format_compliance", _I64),
-            ("fill_total", _I64),
-        ]
-    ),
-    "annotation_imports": pa.schema(
-        [
-            ("file", _STR),
-            ("sha256", _STR),
-            ("format", _STR),
-            ("records", _I64),
-            ("accepted", _I64),
-            ("rejected", _I64),
-            ("status", _STR),
-            ("error", _STR),
-            ("imported_at", _STR),
-        ]
-    ),
     # G3 (issue 11): every estimand of the granularity analysis (granularity/_analysis.py).
     "granularity_estimates": pa.schema(
         [
@@ -500,72 +407,8 @@ TABLES: dict[str, pa.Schema] = {
             ("flags", _STR),
         ]
     ),
-    # Issue 10 (V4): the human-validation analysis (validation/_qc.py, _human_analysis.py).
-    "human_qc": pa.schema(
-        [
-            ("step", _STR),
-            ("rule", _STR),
-            ("excluded_annotators", _I64),
-            ("excluded_ratings", _I64),
-            ("remaining_annotators", _I64),
-            ("remaining_ratings", _I64),
-            ("annotators_with_ratings", _I64),
-        ]
-    ),
-    "human_validation_estimates": pa.schema(
-        [
-            ("estimand", _STR),
-            ("group", _STR),
-            ("estimate", _F64),
-            ("ci_low", _F64),
-            ("ci_high", _F64),
-            ("p", _F64),
-            ("n", _I64),
-            ("n_clusters", _I64),
-            ("status", _STR),
-            ("flags", _STR),
-        ]
-    ),
-    "human_validation_joins": pa.schema(
-        [
-            ("annotation_id", _STR),
-            ("task_id", _STR),
-            ("annotator_id", _STR),
-            ("kind", _STR),
-            ("model", _STR),
-            ("language", _STR),
-            ("doc_id", _STR),
-            ("item_id", _STR),
-            ("rep", _I64),
-            ("category", _STR),
-            ("quality_bin", _STR),
-            ("token_f1", _F64),
-            ("qc_step", _STR),
-            ("qc_reason", _STR),
-            ("adequacy", _I64),
-            ("keypoint_recall", _F64),
-            ("question_valid", _STR),
-            ("equivalence", _STR),
-            ("attribution", _STR),
-            ("consistency", _STR),
-            ("primary_error_category", _STR),
-            ("preference", _STR),
-            ("confidence", _I64),
-            ("seconds", _F64),
-            ("language_higher", _STR),
-            ("a_side", _STR),
-            ("answer", _STR),
-            ("prediction_status", _STR),
-            ("score_token_f1", _F64),
-            ("score_status", _STR),
-            ("judge", _STR),
-            ("judge_label", _STR),
-            ("judge_collapsed_label", _STR),
-            ("judge_semantic_error", _BOOL),
-            ("judge_status", _STR),
-            ("simulated", _BOOL),
-        ]
-    ),
+    # The human validation's tables (storage/_human_tables.py).
+    **HUMAN_TABLES,
 }
 
 PREDICTION_STATUSES = ("ok", "unparseable", "missing")

@@ -197,6 +197,28 @@ def test_nomological_and_multiplicity(suite):
     assert row.p_adj == pytest.approx(match["p_adj"]) and row.p == pytest.approx(match["p"])
 
 
+def test_nomological_follows_the_min_articles_rule(cfg, data, suite):
+    # The language CLCGs rest on 24 articles: identifiable at the default minimum of 10 ...
+    nom = suite.results["nomological"]
+    assert nom["spearman"]["fertility"]["identifiable"] and nom["spearman"]["fertility"]["p"] is not None
+    assert (
+        nom["standardized_ols"]["identifiable"]
+        and nom["partial_spearman_on_joshi"]["fertility"]["p"] is not None
+    )
+    # ... and at a minimum of 30 nothing language-level keeps an interval, a p or a fit.
+    scores, articles, fert = data
+    strict = cfg.model_copy(update={"study": cfg.study.model_copy(update={"min_articles": 30})})
+    few = run_suite(scores, strict, articles=articles, fertility=fert).results["nomological"]
+    reason = "too few articles: 24 < study.min_articles = 30"
+    defined = [b for b in [*few["spearman"].values(), few["spearman_joshi_sensitivity"]] if b["estimate"]]
+    assert len(defined) >= 3  # the point values stay, as descriptions
+    for block in defined:
+        assert block["reason"] == reason and block["ci_low"] is None and block["p"] is None
+    for block in few["partial_spearman_on_joshi"].values():
+        assert block["reason"] == reason and block["p"] is None and block["rho"] is not None
+    assert few["standardized_ols"]["r2"] is None and few["standardized_ols"]["identifiable"] is False
+
+
 def test_mixed_model_recovers_gap(suite):
     mixed = suite.results["mixed_effects"]["h1"]
     assert mixed["converged"] is True and mixed["status"] == "converged"

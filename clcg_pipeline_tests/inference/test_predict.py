@@ -10,7 +10,7 @@ import pytest
 
 from clcg_pipeline.calls import CallOptions
 from clcg_pipeline.calls.fake_server import FakeServer, Faults
-from clcg_pipeline.config import ConditionSettings, ModelSpec
+from clcg_pipeline.config import ConditionSettings, ModelSpec, PriceTier
 from clcg_pipeline.inference import plan_partition, predict_partition
 from clcg_pipeline.storage._tables import conform
 from clcg_pipeline_tests.calls.conftest import FAST, spec_for
@@ -238,3 +238,33 @@ def test_items_read_back_from_parquet_are_accepted(tmp_path: Path) -> None:
     trip = predict_partition(items=back, **args).predictions
     assert trip["answer"].tolist() == direct["answer"].tolist()
     assert trip["call_id"].tolist() == direct["call_id"].tolist()  # identical rendered requests
+
+
+def test_plan_prices_each_call_at_its_own_tier(tmp_path: Path) -> None:
+    # A tier just above one call's prompt: summing the tokens first would price every call there.
+    base = OFFLINE.model_copy(update={"price_input_per_mtok": 1.0, "price_output_per_mtok": 4.0})
+    args = {
+        "language": "en",
+        "paragraphs": _paragraphs("en", ["d1", "d2"]),
+        "items": _items(["d1", "d2"]),
+        "reps": {"d1": 1, "d2": 1},
+        "conditions": {"full_body": CONDITIONS["full_body"]},
+        "cache_dir": str(tmp_path),
+    }
+    flat = plan_partition(model=base, **args).iloc[0]
+    per_call = flat["input_tokens"] // flat["calls"]
+    tier = {
+        "above_input_tokens": int(per_call * 1.5),
+        "price_input_per_mtok": 10.0,
+        "price_output_per_mtok": 40.0,
+    }
+    tiered = plan_partition(model=base.model_copy(update={"price_tiers": (PriceTier(**tier),)}), **args).iloc[
+        0
+    ]
+    assert flat["input_tokens"] > tier["above_input_tokens"]  # the sum is past the tier, no call is
+    assert tiered["cost_usd"] == pytest.approx(flat["cost_usd"])
+    above = {**tier, "above_input_tokens": 1}
+    dearer = plan_partition(
+        model=base.model_copy(update={"price_tiers": (PriceTier(**above),)}), **args
+    ).iloc[0]
+    assert dearer["cost_usd"] == pytest.approx(10 * flat["cost_usd"])

@@ -432,3 +432,53 @@ def test_human_validation_methods_spearman_is_not_labelled_as_the_nomological_on
     text = _text(_section(_render(human_validation=human), "human_validation"))
     assert "Spearman correlation with the language CLCG" not in text
     assert "Spearman correlation of the automatic metric with human ratings scipy spearmanr" in text
+
+
+def test_taxonomy_names_the_offline_rule_judges_for_what_they_are() -> None:
+    llm = _text(_section(_render(error_taxonomy=fx.taxonomy()), "error_taxonomy"))
+    assert "Two LLM judges (blind to model" in llm
+    block = fx.taxonomy()
+    for judge in block["judges"]:
+        judge["family"] = "rule"
+    offline = _text(_section(_render(error_taxonomy=block), "error_taxonomy"))
+    assert "LLM judge" not in offline
+    assert "Two rule-based stand-in judges (offline and deterministic, not LLMs) (blind to model" in offline
+    assert "Agreement between two rule-based stand-in judges" in offline
+
+
+def test_judge_validity_by_language_and_script_tables() -> None:
+    """Issue 19 item 7: per-language and per-script judge checks, each a table; a group with too
+    few clusters keeps its estimate with the interval withheld and the reason named."""
+    few = "too few items: 3 < study.min_articles = 10"
+    human = fx.human(simulated=False)
+    human["judge_kappa_by_language"] = [
+        {"judge": "judge-a", "language": "sw", "script": "Latn", "percent": 0.9, "kappa": 0.8,
+         "ci_low": 0.7, "ci_high": 0.9, "n": 40, "clusters": 20, "status": "ok", "identifiable": True,
+         "reason": None},
+        {"judge": "judge-a", "language": "am", "script": "Ethi", "percent": 0.5, "kappa": 0.1,
+         "ci_low": None, "ci_high": None, "n": 6, "clusters": 3, "status": "ok", "identifiable": False,
+         "reason": few},
+    ]  # fmt: skip
+    human["judge_kappa_by_script"] = [
+        {"judge": "judge-a", "script": "Latn", "languages": ["ht", "sw"], "percent": 0.8, "kappa": 0.6,
+         "ci_low": 0.5, "ci_high": 0.7, "n": 60, "clusters": 30, "status": "ok", "identifiable": True},
+    ]  # fmt: skip
+    taxonomy = fx.taxonomy()
+    taxonomy["order_bias_by_language"] = [
+        {"judge": "judge-a", "language": "ka", "script": "Geor", "pairs": 20, "flips": 8, "flip_rate": 0.4,
+         "ci_low": None, "ci_high": None, "n_articles": 4, "identifiable": False,
+         "reason": "too few articles: 4 < study.min_articles = 10"},
+    ]  # fmt: skip
+    html = _render(human_validation=human, error_taxonomy=taxonomy)
+    text = _text(_section(html, "human_validation"))
+    assert "Human vs LLM-judge agreement by language" in text
+    assert "judge-a sw Latn 90.0% 0.800 [0.700, 0.900] 40 20" in text
+    # Computed (status ok) but withheld: the interval cell says so, not "not computed".
+    assert "judge-a am Ethi 50.0% 0.100 CI withheld 6 3" in text and few in text
+    assert "judge-a Latn ht, sw 80.0% 0.600 [0.500, 0.700] 60 30" in text
+    tax = _text(_section(html, "error_taxonomy"))
+    assert "Order bias by language" in tax and "judge-a ka Geor 20 8 40.0% CI withheld 4" in tax
+    # A document written before the breakdowns says they are not recorded (the pooled rows exist).
+    assert "No per-script order-bias measurements recorded." in tax
+    older = _text(_section(_render(human_validation=fx.human(simulated=False)), "human_validation"))
+    assert "No per-language human-vs-judge agreement recorded." in older

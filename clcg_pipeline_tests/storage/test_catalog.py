@@ -82,6 +82,22 @@ def test_catalog_views_and_named_query(data_dir: Path) -> None:
     assert by_language.loc["ka", "n"] == 2
 
 
+def test_clcg_by_class_includes_the_baseline_class(data_dir: Path) -> None:
+    # The baseline language (Portuguese, class 4) is a class of its own, as in the report.
+    write_frame(
+        partition_dir(data_dir, "scores", {"language": "pt", "model": "m"}) / "data.parquet",
+        _scores("pt", [0.6, 0.4], ["ok", "ok"]),
+        contract="scores",
+    )
+    catalog = data_dir / "clcg.duckdb"
+    build_catalog(data_dir, catalog)
+    by_class = run_named_query(catalog, "clcg_by_class", BAND).set_index("joshi_class")
+    assert set(by_class.index) == {3, 4}
+    assert by_class.loc[4, "languages"] == "pt"
+    assert by_class.loc[4, "mean_clcg"] == pytest.approx(0.7 - 0.5)
+    assert by_class.loc[3, "mean_clcg"] == pytest.approx(0.7 - 0.25)
+
+
 def test_catalog_is_read_only_for_queries(data_dir: Path) -> None:
     catalog = data_dir / "clcg.duckdb"
     build_catalog(data_dir, catalog)

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.storage._tables import conform
-from clcg_pipeline.validation.human._annotation_sample import build_annotation_sample
 from clcg_pipeline.validation.human._exchange_format import (
+    CODEBOOK,
     CSV_TASKS,
     LS_PAIR_CONFIG,
     LS_PAIR_TASKS,
@@ -23,45 +23,12 @@ from clcg_pipeline.validation.human._exchange_format import (
 )
 from clcg_pipeline.validation.human._export import export_files
 from clcg_pipeline.validation.human._import import import_annotations, import_status
-from clcg_pipeline.validation.human._keypoints import KEYPOINT_COLUMNS, checklist_items, split_facts
 from clcg_pipeline.validation.human.demo_annotations import simulate_annotations
 from clcg_pipeline.validation.human.demo_annotations._simulate import simulated_inbox_files
 from clcg_pipeline.validation.taxonomy._label_set import load_taxonomy
-from clcg_pipeline_tests.validation.annotation_world import MODELS, settings, world
 
 CATEGORIES = load_taxonomy().collapsed_labels
 NOW = "2026-12-01T00:00:00+00:00"
-
-
-@pytest.fixture(scope="module")
-def sample() -> pd.DataFrame:
-    w = world()
-    return build_annotation_sample(
-        w["predictions"],
-        w["scores"],
-        w["items"],
-        w["languages"],
-        settings(responses=24, pairs=6),
-        models=MODELS,
-    ).sample
-
-
-@pytest.fixture(scope="module")
-def keypoints(sample: pd.DataFrame) -> pd.DataFrame:
-    rows = [
-        {
-            "item_id": r["item_id"],
-            "keypoint_id": f"k{n}",
-            "text": fact,
-            "writer": "w",
-            "call_id": "c",
-            "prompt_version": "keypoints-v1",
-            "template_hash": "h",
-        }
-        for r in checklist_items(sample).to_dict("records")
-        for n, fact in enumerate(split_facts(r["gold_answer"]), start=1)
-    ]
-    return pd.DataFrame(rows, columns=KEYPOINT_COLUMNS)
 
 
 def _import(
@@ -89,7 +56,8 @@ def _answers(task_id: str, kind: str, n: int, checklist: list[str]) -> dict[str,
         "equivalence": ("equivalent", "partially_equivalent", "not_equivalent")[n % 3],
         "attribution": ("supported", "partially_supported", "not_supported")[(n + 1) % 3],
         "consistency": ("consistent", "inconsistent")[n % 2],
-        "keypoint_hits": checklist[: n % (len(checklist) + 1)] if checklist else [],
+        # No tick is "not answered": an annotator who finds no fact ticks "none" (issue 19).
+        **({"keypoint_hits": checklist[: n % (len(checklist) + 1)] or ["none"]} if checklist else {}),
         "primary_error_category": CATEGORIES[n % len(CATEGORIES)],
     }
 
@@ -110,7 +78,7 @@ def _ls_export(tasks: list[dict], sample, keypoints, expected: dict) -> bytes:
         annotations = []
         for user in (11, 12):
             answers = _answers(task_id, kinds[task_id], user + t, _checklist(keypoints, sample, task_id))
-            expected[(task_id, f"ls-{user}")] = answers
+            expected[(task_id, f"ls:label-studio:{user}")] = answers
             result = []
             for name, value in answers.items():
                 if name in ("adequacy", "confidence"):
@@ -164,14 +132,21 @@ def _check_values(annotations: pd.DataFrame, expected: dict) -> None:
         row = got.loc[key]
         for name, value in answers.items():
             if name == "keypoint_hits":
-                assert list(row[name]) == value, (key, name)
+                assert list(row[name]) == ([] if value == ["none"] else value), (key, name)
             else:
                 assert row[name] == value, (key, name, row[name], value)
 
 
 def test_export_files_and_label_configs_are_well_formed(sample, keypoints) -> None:
     files = export_files(sample, keypoints, CATEGORIES)
-    assert set(files) == {LS_SINGLE_TASKS, LS_SINGLE_CONFIG, LS_PAIR_TASKS, LS_PAIR_CONFIG, CSV_TASKS}
+    assert set(files) == {
+        LS_SINGLE_TASKS,
+        LS_SINGLE_CONFIG,
+        LS_PAIR_TASKS,
+        LS_PAIR_CONFIG,
+        CSV_TASKS,
+        CODEBOOK,
+    }
     single = ET.fromstring(files[LS_SINGLE_CONFIG])
     names = [el.get("name") for el in single.iter() if el.tag in ("Choices", "Rating", "TextArea")]
     # The error category comes last of the rating fields (it must not bias the earlier ones).
@@ -186,7 +161,7 @@ def test_export_files_and_label_configs_are_well_formed(sample, keypoints) -> No
         "comment",
     ]
     pair = ET.fromstring(files[LS_PAIR_CONFIG])
-    assert [c.get("value") for c in pair.iter("Choice")] == ["A", "B", "none"]
+    assert [c.get("alias") for c in pair.iter("Choice")] == ["A", "B", "none"]
     singles = json.loads(files[LS_SINGLE_TASKS])
     assert len(singles) == int((sample["kind"] != "pair").sum())
     # Blinding: no model, language, score or kind reaches the annotator.
@@ -275,7 +250,7 @@ def test_a_bad_record_rejects_the_file_naming_file_record_and_field(
 ) -> None:
     result = _import([_one_csv(sample, keypoints, "bad.csv", **cells)], sample, keypoints)
     log = result.imports.iloc[0]
-    assert log["status"] == "rejected" and log["accepted"] == 0 and log["rejected"] == 1
+    assert log["status"] == "rejected" and log["imported"] == 0 and log["refused"] == 1
     assert "annotation file 'bad.csv', line 2" in log["error"] and message in log["error"]
     assert result.annotations.empty and not result.to_archive
 

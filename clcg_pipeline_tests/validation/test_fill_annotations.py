@@ -161,7 +161,7 @@ def _expected_from_files(files: dict[str, bytes]) -> dict[tuple[str, str], dict[
     for task in json.loads(files[LS_FILL_FILE]):
         for ann in task["annotations"]:
             values = {r["from_name"]: r["value"]["number"] for r in ann["result"]}
-            expected[(task["data"]["task_id"], f"ls-{ann['completed_by']}")] = values
+            expected[(task["data"]["task_id"], f"ls:simulated:{ann['completed_by']}")] = values
     for row in csv.DictReader(io.StringIO(files[CSV_FILL_FILE].decode())):
         expected[(row["task_id"], row["annotator_id"])] = {d: int(row[d]) for d in FILL_DIMENSIONS}
     return expected

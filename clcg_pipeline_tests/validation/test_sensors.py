@@ -39,6 +39,9 @@ def test_a_file_dropped_in_the_inbox_requests_the_import(config_dir: Path, tmp_p
         assert not empty.run_requests and "awaiting annotations" in (empty.skip_message or "")
 
         inbox.mkdir(parents=True)
+        (inbox / "README.txt").write_text("what to drop here", encoding="utf-8")  # the export's
+        readme_only = _tick(sensor, instance, study, None)
+        assert not readme_only.run_requests and "awaiting annotations" in (readme_only.skip_message or "")
         (inbox / "batch-1.csv").write_text("task_id,annotator_id,adequacy\n", encoding="utf-8")
         (inbox / ".batch-2.csv.tmp").write_text("partial", encoding="utf-8")  # a copy in progress: ignored
         waiting = _tick(sensor, instance, study, None)
@@ -74,6 +77,59 @@ def _store_world(data: Path) -> None:
             write_frame(data / table / f"language={lang}" / f"model={model}" / "data.parquet", part)
     write_frame(data / "items" / "data.parquet", w["items"].assign(level_label_validated=False))
     write_frame(data / "languages" / "data.parquet", w["languages"])
+    paragraphs = pd.DataFrame(
+        [
+            {
+                "doc_id": doc,
+                "language": lang,
+                "pid": f"p0{n}",
+                "ordinal": n,
+                "text": f"{lang} {doc} paragraph {n}.",
+            }
+            for lang in ("en", "pt")
+            for doc in sorted(w["items"]["doc_id"].unique())
+            for n in (1, 2, 3)
+        ]
+    )
+    for lang, part in paragraphs.groupby("language"):
+        write_frame(data / "paragraphs" / f"language={lang}" / "data.parquet", part)
+
+
+def _log_lines(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    return [e.user_message for e in instance.all_logs(run_id)]
+
+
+def _metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        if materialization.asset_key.to_user_string() == asset:
+            return {k: v.value for k, v in materialization.metadata.items()}
+    raise AssertionError(f"{asset} not materialized")
+
+
+def test_every_study_gets_an_inbox_with_a_readme(config_dir: Path, tmp_path: Path, edit_yaml) -> None:
+    """Not only the demo: a real source's study gets its inbox (and no simulated file)."""
+
+    def real_source(doc: dict) -> None:
+        doc["sources"] = [
+            {"name": "corpus", "kind": "jsonl", "path": str(tmp_path / "c.jsonl"), "role": "primary"}
+        ]
+
+    edit_yaml(config_dir / "sources.yaml", real_source)
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc["human_validation"].update(responses=12, pairs=2))
+    data = tmp_path / "data"
+    _store_world(data)
+    names = ["annotation_sample", "keypoints", "keypoint_calls", "annotation_exports"]
+    defs = dg.Definitions.merge(
+        build_definitions(config_dir, data), dg.Definitions(jobs=[dg.define_asset_job("v3", selection=names)])
+    )
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        assert defs.resolve_job_def("v3").execute_in_process(instance=instance).success
+    inbox = data / "annotations" / "inbox"
+    assert [p.name for p in inbox.iterdir()] == ["README.txt"]
+    readme = (inbox / "README.txt").read_text(encoding="utf-8")
+    assert "Label Studio" in readme and "annotation_codebook.md" in readme
 
 
 def _check(result: dg.ExecuteInProcessResult, name: str) -> dg.AssetCheckEvaluation:
@@ -106,11 +162,25 @@ def test_annotation_assets_round_trip_in_dagster(config_dir: Path, tmp_path: Pat
         # The demo source: SIMULATED answers were generated into the inbox and imported.
         inbox = data / "annotations" / "inbox"
         assert sorted(p.name for p in inbox.iterdir()) == [
+            "README.txt",
             "SIMULATED-crowd-export.csv",
             "SIMULATED-label-studio-pair-export.json",
             "SIMULATED-label-studio-single-export.json",
         ]
-        assert {p.name for p in (data / "annotations" / "export").iterdir()} >= {"annotation_tasks.csv"}
+        export = data / "annotations" / "export"
+        assert {p.name for p in export.iterdir()} >= {"annotation_tasks.csv", "annotation_codebook.md"}
+        # The passage shown is the reference language's (English) linked paragraphs, never the
+        # evaluated language's (blinding), in the CSV and the Label Studio tasks alike.
+        tasks_csv = (export / "annotation_tasks.csv").read_text(encoding="utf-8")
+        assert "¶p01 en d0 paragraph 1." in tasks_csv and "pt d0" not in tasks_csv
+        assert "paragraph 3" not in tasks_csv  # only the item's linked paragraphs (p01, p02)
+        assert "¶p01 en d0 paragraph 1." in (export / "label_studio_single_tasks.json").read_text("utf-8")
+        lines = _log_lines(instance, first.run_id)
+        assert any(
+            line.startswith("annotation import: SIMULATED-crowd-export.csv (csv): accepted: ")
+            and " imported, 0 skipped, 0 revised, 0 refused" in line
+            for line in lines
+        ), lines
         annotations = read_frame(data / "human_annotations" / "data.parquet")
         assert len(annotations) and annotations["simulated"].all()
         imported = _check(first, "annotations_imported")
@@ -125,9 +195,72 @@ def test_annotation_assets_round_trip_in_dagster(config_dir: Path, tmp_path: Pat
         )
         refused = _check(second, "annotations_imported")
         assert not refused.passed and "'broken.json'" in (refused.description or "")
+        # issue 19: the run says per file what happened, a refusal with its reason; only this
+        # run's file (the accepted ones were imported by the first run).
+        reason = "annotation file 'broken.json': expected a Label Studio export"
+        warned = [line for line in _log_lines(instance, second.run_id) if "broken.json" in line]
+        assert warned and warned[0].startswith(
+            "annotation import: broken.json (label_studio_json): rejected: 0 imported, 0 skipped, "
+            "0 revised, 0 refused: " + reason
+        ), warned
+        table = _metadata(second, "annotation_imports")["this_run"]
+        assert table.count("\n") == 2 and "| broken.json |" in table and reason in table
+        assert "SIMULATED" not in table
         again = read_frame(data / "human_annotations" / "data.parquet")
         assert len(again) == len(annotations)
+        # issue 19: every revision is stored beside human_annotations (each the current one here)
+        revisions = read_frame(data / "human_annotation_revisions" / "data.parquet")
+        assert len(revisions) == len(annotations) and revisions["current"].all()
+        # A bad annotator map: the import fails naming the file and line; nothing stored changes.
+        (data / "annotations" / "label_studio_users.csv").write_text(
+            "instance,user_id,annotator_id\nlab,1,nobody\n", encoding="utf-8"
+        )
+        bad_map = job.execute_in_process(
+            instance=instance,
+            asset_selection=[dg.AssetKey("human_annotations"), dg.AssetKey("annotation_imports")],
+            raise_on_error=False,
+        )
+        assert not bad_map.success
+        failure = next(e for e in bad_map.all_events if e.is_step_failure).step_failure_data
+        assert failure.user_failure_data is not None
+        described = failure.user_failure_data.description or ""
+        assert "'annotations/label_studio_users.csv', line 2, field 'annotator_id'" in described
+        pd.testing.assert_frame_equal(read_frame(data / "human_annotations" / "data.parquet"), again)
+        (data / "annotations" / "label_studio_users.csv").unlink()
         # Frozen sample: a second run keeps the same tasks.
         before = read_frame(data / "annotation_sample" / "data.parquet")
         job.execute_in_process(instance=instance, asset_selection=[dg.AssetKey("annotation_sample")])
         pd.testing.assert_frame_equal(read_frame(data / "annotation_sample" / "data.parquet"), before)
+
+
+def test_the_run_summary_says_what_each_annotation_file_of_this_run_did(tmp_path: Path) -> None:
+    from clcg_pipeline.orchestration._summary import RunSummary, record_imports
+
+    def row(file: str, status: str, at: str, error: str | None = None, **counts: int) -> dict:
+        base = dict.fromkeys(("records", "imported", "skipped", "revised", "refused"), 0)
+        return {"file": file, "sha256": file, "format": "label_studio_json", **base, **counts,
+                "status": status, "error": error, "imported_at": at}  # fmt: skip
+
+    before, now = "2026-03-01T09:00:00+00:00", "2026-03-02T09:00:05+00:00"
+    log = pd.DataFrame(
+        [
+            row("day-1.json", "accepted", before, imported=40),
+            row("old-gone.json", "stale", before, "no longer imports against the current sample: x"),
+            row("day-2.json", "accepted", now, records=44, imported=4, skipped=38, revised=2),
+            row("typo.json", "rejected", now, "annotation file 'typo.json', task 3: bad", refused=1),
+        ]
+    )
+    write_frame(tmp_path / "annotation_imports" / "data.parquet", log)
+    summary = RunSummary()
+    record_imports(summary, str(tmp_path), pd.Timestamp("2026-03-02T09:00:00", tz="UTC"))
+    assert summary.annotation_files == [
+        "old-gone.json (label_studio_json): stale: 0 imported, 0 skipped, 0 revised, 0 refused: "
+        "no longer imports against the current sample: x",
+        "day-2.json (label_studio_json): accepted: 4 imported, 38 skipped, 2 revised, 0 refused",
+        "typo.json (label_studio_json): rejected: 0 imported, 0 skipped, 0 revised, 1 refused: "
+        "annotation file 'typo.json', task 3: bad",
+    ]
+    assert summary.annotation_files_refused == 2
+    empty = RunSummary()
+    record_imports(empty, str(tmp_path / "nothing"), pd.Timestamp.now(tz="UTC"))
+    assert empty.annotation_files == []

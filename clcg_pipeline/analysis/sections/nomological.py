@@ -51,12 +51,15 @@ def nomological(ctx: SuiteContext, h1: dict[str, Any], fertility: pd.DataFrame |
         )
 
     prim, sens = frame(False), frame(True)
+    # The language CLCGs correlated here are estimates on the study's articles: below
+    # study.min_articles they are not identifiable, and nothing computed from them is either.
+    n_articles = (h1.get("n") or {}).get("articles")
     kw = {"resamples": ctx.replicates, "seed": ctx.seed, "confidence": ctx.confidence}
     y = prim["clcg"].to_numpy(dtype=float)
     out: dict[str, Any] = {"languages": prim["language"].tolist(), "spearman": {}}
     for var in ("joshi_class", "fertility", "non_latin", "isolate"):
         res = spearman_bootstrap(prim[var].to_numpy(dtype=float), y, **kw)
-        out["spearman"][var] = res = language_level(ctx, res)
+        out["spearman"][var] = res = language_level(ctx, res, n_articles)
         ctx.add(
             "nomological_spearman",
             var,
@@ -65,7 +68,7 @@ def nomological(ctx: SuiteContext, h1: dict[str, Any], fertility: pd.DataFrame |
     sres = spearman_bootstrap(
         sens["joshi_class"].to_numpy(dtype=float), sens["clcg"].to_numpy(dtype=float), **kw
     )
-    sres = language_level(ctx, sres)
+    sres = language_level(ctx, sres, n_articles)
     out["spearman_joshi_sensitivity"] = {**sres, "languages": sens["language"].tolist()}
     ctx.add(
         "nomological_spearman_sensitivity",
@@ -74,19 +77,44 @@ def nomological(ctx: SuiteContext, h1: dict[str, Any], fertility: pd.DataFrame |
     )
     jc = prim["joshi_class"].to_numpy(dtype=float)
     out["partial_spearman_on_joshi"] = {
-        var: partial_spearman(prim[var].to_numpy(dtype=float), y, jc) for var in ("fertility", "non_latin")
+        var: withheld_below_min(ctx, partial_spearman(prim[var].to_numpy(dtype=float), y, jc), n_articles)
+        for var in ("fertility", "non_latin")
     }
     preds = {v: prim[v].to_numpy(dtype=float) for v in ("joshi_class", "fertility", "non_latin")}
-    out["standardized_ols"] = standardized_ols(y, preds)
+    out["standardized_ols"] = withheld_below_min(ctx, standardized_ols(y, preds), n_articles)
     out["note"] = "exploratory; language-level resamples for CIs; Portuguese enters with its PT gap"
     return out
 
 
-def language_level(ctx: SuiteContext, res: dict[str, Any]) -> dict[str, Any]:
-    """A language-level Spearman as an estimand: ``n`` counts languages (the resampled unit)."""
+def withheld_below_min(ctx: SuiteContext, res: dict[str, Any], n_articles: int | None) -> dict[str, Any]:
+    """A language-level statistic without a bootstrap: p and fit withheld below study.min_articles.
+
+    The same rule as every estimand (``SuiteContext.qualify``): the point value stays, as a
+    description; with an OLS the coefficients stay and r\u00b2 (a fit on too few units) goes.
+    """
+    out = {**res, "n_articles": n_articles}
+    if n_articles is None or n_articles >= ctx.min_articles:
+        out["identifiable"], out["reason"] = True, None
+        return out
+    out["identifiable"] = False
+    out["reason"] = f"too few articles: {n_articles} < study.min_articles = {ctx.min_articles}"
+    for withheld in ("p", "r2"):
+        if withheld in out:
+            out[withheld] = None
+    return out
+
+
+def language_level(ctx: SuiteContext, res: dict[str, Any], n_articles: int | None = None) -> dict[str, Any]:
+    """A language-level Spearman as an estimand: ``n`` counts languages (the resampled unit).
+
+    ``n_articles``: the articles behind the language CLCGs it correlates; below
+    study.min_articles its interval and p are withheld, as for every estimand.
+    """
     if "identifiable" in res:
         return res
     out = {**res, "estimate": res.get("rho"), "valid_replicates": res.get("valid_resamples", 0)}
+    if n_articles is not None:
+        out["n_articles"] = int(n_articles)
     if res.get("rho") is None:
         out["flags"] = []
         out["identifiable"] = False

@@ -17,7 +17,9 @@ comparable across granularities, only trends and gaps within one metric (MGAL's 
 The bootstrap is ``clcg_pipeline.analysis.ClusterBootstrap`` with documents as its unit.
 One module per step: the rows and pairings (``_rows``), the estimates table
 (``_estimates``), scores, gaps and the no-context drop (``_gaps``), the position curve
-(``_position``), the judges (``_judges``) and the results document (``_results``).
+(``_position``), the judges (``_judges``), what the estimates leave out (``_excluded``: rows
+without a reference, counted, not zeros; paragraphs left out of every language version to keep
+them aligned, docs/GRANULARITY.md) and the results document (``_results``).
 """
 
 from clcg_pipeline.granularity._analysis._judges import (

@@ -10,6 +10,13 @@ import pandas as pd
 from clcg_pipeline.analysis import ClusterBootstrap, SuiteContext, roles_of
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.granularity._analysis._estimates import Estimates, empty_estimates, plain, records
+from clcg_pipeline.granularity._analysis._excluded import (
+    alignment_caveat,
+    alignment_records,
+    no_reference_caveat,
+    no_reference_records,
+    with_no_reference,
+)
 from clcg_pipeline.granularity._analysis._gaps import (
     SCORE_DIMS,
     gap_records,
@@ -29,6 +36,8 @@ from clcg_pipeline.granularity._analysis._rows import (
     analysis_rows,
     categorical,
     check_frame,
+    no_reference_cells,
+    no_reference_counts,
     paired_gap_rows,
 )
 from clcg_pipeline.storage import GranularityResults
@@ -60,6 +69,8 @@ def empty_results(status: str, reason: str) -> GranularityResults:
         "human_judge_correlation_reason": reason,
         "prompt_tokens_by_task": [],
         "unpaired": [],
+        "no_reference": [],
+        "alignment": [],
         "caveats": [reason],
     }
 
@@ -137,6 +148,8 @@ def analyse_granularity(
         reason = "no task_scores rows for the evaluated models and configured languages (nothing scored yet)"
         out = empty_results("empty", reason)
         out["documents"] = documents_summary(documents)
+        out["alignment"] = alignment_records(documents, config.languages.reference)
+        out["caveats"] += [c for c in (alignment_caveat(out["alignment"]),) if c]
         out["prompt_tokens_by_task"] = prompt_tokens_by_task(calls, predictions)
         return GranularityAnalysis(out, empty_estimates())
     ctx = _suite_context(config, replicates, seed)
@@ -159,8 +172,11 @@ def analyse_granularity(
     full = rows.loc[rows["context"] == "full"]
     paired, unpaired = paired_gap_rows(rows, ctx.roles.reference)
 
+    no_reference = no_reference_counts(scores)
+    alignment = alignment_records(documents, ctx.roles.reference)
+
     sfine = boot.fine(full, [*SCORE_DIMS, "primary"], "y")
-    score_records = score_tables(sfine, est)
+    score_records = with_no_reference(score_tables(sfine, est), no_reference_cells(scores))
     gfine = boot.fine(paired, ["granularity", "metric", "region", "position", "language", "model"], "d")
     tasks = paired.groupby(["granularity", "metric"], observed=True)["task"].agg(lambda t: sorted(set(t)))
     gaps = gap_tables(gfine, config, tasks, est) if len(paired) else {}
@@ -190,8 +206,17 @@ def analyse_granularity(
         "human_judge_correlation_reason": corr_reason,
         "prompt_tokens_by_task": prompt_tokens_by_task(calls, predictions),
         "unpaired": records(unpaired, ["task", "language", "rows"]),
-        "settings": _settings(ctx, len(boot.clusters), len(full)),
-        "caveats": _caveats(ctx, len(boot.clusters), unpaired, agreement, correlation, corr_reason),
+        "no_reference": no_reference_records(no_reference),
+        "alignment": alignment,
+        "settings": {
+            **_settings(ctx, len(boot.clusters), len(full)),
+            "rows_no_reference": int(no_reference["n_no_reference"].sum()),
+            "paragraphs_left_out": len(alignment),
+        },
+        "caveats": [
+            *_caveats(ctx, len(boot.clusters), unpaired, agreement, correlation, corr_reason),
+            *(c for c in (no_reference_caveat(no_reference), alignment_caveat(alignment)) if c),
+        ],
     }
     return GranularityAnalysis(results, est.frame())
 
@@ -240,7 +265,8 @@ def _caveats(
         "middle_vs_edges: middle - mean(begin, end) inside each bootstrap replicate; a negative score "
         "contrast means the middle scores lowest, a positive gap contrast that the cross-lingual gap is "
         "largest in the middle; 'low minus high' compares that gap contrast between language groups",
-        "parse-failure rule A: a prediction that is not ok scores 0",
+        "parse-failure rule A: a prediction that is not ok scores 0 (a row without a reference in its "
+        "language is not a failure: it is left out and counted)",
     ]
     if n_docs < ctx.min_articles:
         caveats.append(

@@ -1,6 +1,8 @@
 """Analysis rows: the task_scores contract, language groups, and the within-task pairings.
 
-Parse-failure rule A and the pairing rules are described in the package docstring.
+Parse-failure rule A and the pairing rules are described in the package docstring. Rows
+without a reference in their language (status ``no_reference``) are not failures: they have no
+score, so they leave every mean and are counted instead (:func:`no_reference_counts`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ LANGUAGE_GROUPS: tuple[tuple[str, tuple[int, ...]], ...] = (
 )
 TARGETS = "targets"
 REFERENCE_GROUP = "reference"
+#: ``task_scores`` status of a row whose language has no reference (e.g. no summary of its own).
+NO_REFERENCE = "no_reference"
 
 
 def check_frame(frame: pd.DataFrame, table: str, columns: Sequence[str]) -> None:
@@ -72,10 +76,13 @@ def analysis_rows(scores: pd.DataFrame, config: ProjectConfig) -> pd.DataFrame:
 
     Parse-failure rule A (the study's primary rule): a prediction whose status is not ``ok``
     scores 0 on every metric; an ``ok`` row without a value for a metric is dropped for that
-    metric. ``primary`` marks the row's own metric (the one gaps are taken on).
+    metric. A ``no_reference`` row is left out on every metric: nothing could be compared, so it
+    is not a 0 (it would pull the language's mean, its gaps and the no-context drop toward 0).
+    ``primary`` marks the row's own metric (the one gaps are taken on).
     """
     check_frame(scores, "task_scores", SCORE_COLUMNS)
-    base = scores.loc[:, [c for c in scores.columns if c in (*SCORE_COLUMNS, *EXTRA_METRICS)]].copy()
+    scored = scores.loc[(scores["status"].astype(str) != NO_REFERENCE).to_numpy()]
+    base = scored.loc[:, [c for c in scored.columns if c in (*SCORE_COLUMNS, *EXTRA_METRICS)]].copy()
     for col in ("model", "language", "doc_id", "task_id", "task", "context", "granularity", "metric"):
         if base[col].isna().any():
             bad = base.index[base[col].isna().to_numpy()][0]
@@ -111,6 +118,43 @@ def analysis_rows(scores: pd.DataFrame, config: ProjectConfig) -> pd.DataFrame:
     groups = {iso: language_group(config, iso) for iso in config.languages.isos}
     rows["language_group"] = rows["language"].map(groups)
     return rows.reset_index(drop=True)
+
+
+def no_reference_counts(scores: pd.DataFrame) -> pd.DataFrame:
+    """``no_reference`` rows by task, language, model and context: ``n_no_reference`` and the
+    documents they come from (what :func:`analysis_rows` left out of the means)."""
+    cols = ["task", "language", "model", "context", "n_no_reference", "n_documents"]
+    rows = scores.loc[(scores["status"].astype(str) == NO_REFERENCE).to_numpy()]
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    keys = ["task", "language", "model", "context"]
+    table = (
+        rows.astype({k: str for k in keys})
+        .groupby(keys, sort=True)
+        .agg(n_no_reference=("task_id", "size"), n_documents=("doc_id", "nunique"))
+        .reset_index()
+    )
+    return table[cols]
+
+
+def no_reference_cells(scores: pd.DataFrame) -> dict[tuple[str, str, str, str, str], int]:
+    """Full-context ``no_reference`` rows per score cell (task, region, position, language, model),
+    and per cell pooled over the regions (``all``, ``all``), as the score tables pool them."""
+    rows = scores.loc[
+        (scores["status"].astype(str) == NO_REFERENCE).to_numpy() & (scores["context"] == "full").to_numpy()
+    ]
+    out: dict[tuple[str, str, str, str, str], int] = {}
+    for task, region, position, language, model in rows[
+        ["task", "region", "position", "language", "model"]
+    ].itertuples(index=False):
+        region = NO_POSITION if pd.isna(region) else str(region)
+        position = NO_POSITION if pd.isna(position) else str(position)
+        keys = [(str(task), region, position, str(language), str(model))]
+        if region != NO_POSITION:
+            keys.append((str(task), ALL, ALL, str(language), str(model)))
+        for key in keys:
+            out[key] = out.get(key, 0) + 1
+    return out
 
 
 def categorical(frame: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from clcg_pipeline.config import GranularityBucket, GranularitySettings
 from clcg_pipeline.corpus import count_tokens
+from clcg_pipeline.granularity._documents._alignment import align_pids, alignment_clause
 from clcg_pipeline.granularity._documents._contract import (
     ASSEMBLED,
     BucketReport,
@@ -18,11 +19,16 @@ from clcg_pipeline.granularity._documents._contract import (
     seeded_order,
     wanted_documents,
 )
-from clcg_pipeline.granularity._documents._regions import common_pids, layout
+from clcg_pipeline.granularity._documents._regions import layout
 
 
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "bucket"
+
+
+def _assembled_pid(src_doc: str, src_pid: str) -> str:
+    """An assembled document's pid: the source article and its paragraph."""
+    return f"{src_doc}:{src_pid}"
 
 
 def included_languages(paragraphs: pd.DataFrame, languages: Sequence[str], reference: str) -> list[str]:
@@ -64,16 +70,14 @@ def assemble_documents(
     dropped = sorted(set(paragraphs.loc[paragraphs["language"] == reference, "doc_id"]) - set(complete))
     if dropped:
         notes.append(f"articles not complete in every included language {included}, left out: {dropped}")
-    pids = common_pids(paragraphs[paragraphs["doc_id"].isin(complete)], included, reference)
+    # A paragraph some language lacks leaves every language (see _alignment for why), warned.
+    alignment = align_pids(paragraphs[paragraphs["doc_id"].isin(complete)], included, reference)
+    pids = alignment.pids
+    notes.extend(alignment.notes())
     by_key = {
         (str(d), str(lang), str(p)): str(t)
         for d, lang, p, t in paragraphs[["doc_id", "language", "pid", "text"]].itertuples(index=False)
     }
-    ref_paras = paragraphs[paragraphs["language"] == reference]
-    for doc_id, kept in pids.items():
-        lost = len(ref_paras[ref_paras["doc_id"] == doc_id]) - len(kept)
-        if lost:
-            notes.append(f"article {doc_id}: {lost} paragraph(s) missing in some language, left out")
     article_tokens = {
         doc_id: int(sum(count_tokens([by_key[(doc_id, reference, p)] for p in kept], tokenizer)))
         for doc_id, kept in pids.items()
@@ -97,10 +101,11 @@ def assemble_documents(
                 reference,
                 tokenizer,
                 settings.region_split,
-                lambda src_doc, src_pid: f"{src_doc}:{src_pid}",
+                _assembled_pid,
             )
             para_rows.extend(rows)
             assembly = f"assembled from {len(members)} articles ({', '.join(members)}), seed {settings.seed}"
+            assembly += alignment_clause(alignment.missing_of(members), _assembled_pid)
             for language in included:
                 doc_rows.append(
                     {

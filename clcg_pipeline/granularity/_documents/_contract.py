@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from clcg_pipeline.config import GranularityBucket, GranularitySettings
+from clcg_pipeline.corpus import CorpusError
 
 THIRDS: tuple[str, str, str] = ("begin", "middle", "end")
 ASSEMBLED = "assembled"
@@ -41,8 +42,13 @@ LONG_PARAGRAPH_COLUMNS = [
 ]
 
 
-class DocumentError(ValueError):
-    """A long-document source is malformed; the message names file, record (line) and field."""
+class DocumentError(CorpusError):
+    """A long-document source is malformed; the message names language, file, record (line) and field.
+
+    A :class:`CorpusError` (the study corpus's error), so ``language`` and ``file`` are set once
+    the error is known to belong to one language's file, and whoever reports corpus errors can
+    report this one the same way.
+    """
 
 
 @dataclass

@@ -20,6 +20,7 @@ from clcg_pipeline.corpus import (
     read_jsonl,
     where,
 )
+from clcg_pipeline.granularity._documents._alignment import align_pids, alignment_clause
 from clcg_pipeline.granularity._documents._contract import (
     BucketReport,
     DocumentError,
@@ -28,7 +29,7 @@ from clcg_pipeline.granularity._documents._contract import (
     seeded_order,
     wanted_documents,
 )
-from clcg_pipeline.granularity._documents._regions import common_pids, layout
+from clcg_pipeline.granularity._documents._regions import layout
 
 
 class LongDocumentRecord(ArticleRecord):
@@ -49,7 +50,8 @@ def _validate_record(obj: dict[str, Any], file: str, line: int) -> LongDocumentR
 
 def read_long_corpus(path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(versions, paragraphs) of a long-document JSONL folder; a bad record raises
-    :class:`DocumentError` naming file, line and field."""
+    :class:`DocumentError` naming language, file, line and field, and so does a language file
+    with no records (0 bytes or blank lines only), before anything is built or stored."""
     fs, root = filesystem(path)
     if not fs.isdir(root):
         raise DocumentError(f"{path}: long-document source folder not found")
@@ -60,41 +62,75 @@ def read_long_corpus(path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, str], str] = {}
     for file in files:
-        found: list[str] = []
+        # Files are named by language (articles/<iso>.jsonl), as in the study corpus.
+        label = file.rsplit("/", 1)[-1].removesuffix(".jsonl")
         try:
-            records = list(read_jsonl(fs, file, found=found))
-        except CorpusError as exc:
-            raise DocumentError(str(exc)) from None
-        for line, obj in records:
-            record = _validate_record(obj, file, line)
-            key = (record.doc_id, record.language)
-            if key in seen:
-                raise DocumentError(
-                    f"{where(file, line, 'doc_id')}: document {record.doc_id!r} in {record.language!r} "
-                    f"repeats {seen[key]}"
-                )
-            seen[key] = where(file, line)
-            versions.append(
-                {
-                    "doc_id": record.doc_id,
-                    "language": record.language,
-                    "title": record.title,
-                    "summary": record.summary,
-                }
-            )
-            rows.extend(
-                {
-                    "doc_id": record.doc_id,
-                    "language": record.language,
-                    "pid": p.pid,
-                    "ordinal": i,
-                    "text": p.text,
-                }
-                for i, p in enumerate(record.paragraphs, start=1)
-            )
+            n_before = len(versions)
+            _read_file(fs, file, seen, versions, rows)
+            if len(versions) == n_before:
+                raise _empty_file(file, label, int(fs.size(file) or 0))
+        except DocumentError as exc:
+            if exc.language is not None:
+                raise
+            raise DocumentError(f"language {label!r}: {exc}", language=label, file=file) from None
     return pd.DataFrame(versions), pd.DataFrame(
         rows, columns=["doc_id", "language", "pid", "ordinal", "text"]
     )
+
+
+def _empty_file(file: str, language: str, size: int) -> DocumentError:
+    """The study corpus's rule (``clcg_pipeline.corpus``): a language file that exists must hold
+    records. Read as "language not covered", it would silently drop the language from every
+    long document and overwrite what is stored."""
+    what = "is empty (0 bytes)" if size == 0 else f"holds no records ({size} bytes, blank lines only)"
+    return DocumentError(
+        f"language {language!r}: {file} {what}; a language file that is present must hold records. "
+        f"Re-export it, or delete it to leave {language!r} out of the long documents",
+        language=language,
+        file=file,
+    )
+
+
+def _read_file(
+    fs: Any,
+    file: str,
+    seen: dict[tuple[str, str], str],
+    versions: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+) -> None:
+    """Append one language file's versions and paragraph rows; ``seen`` catches repeated documents."""
+    found: list[str] = []
+    try:
+        records = list(read_jsonl(fs, file, found=found))
+    except CorpusError as exc:
+        raise DocumentError(str(exc)) from None
+    for line, obj in records:
+        record = _validate_record(obj, file, line)
+        key = (record.doc_id, record.language)
+        if key in seen:
+            raise DocumentError(
+                f"{where(file, line, 'doc_id')}: document {record.doc_id!r} in {record.language!r} "
+                f"repeats {seen[key]}"
+            )
+        seen[key] = where(file, line)
+        versions.append(
+            {
+                "doc_id": record.doc_id,
+                "language": record.language,
+                "title": record.title,
+                "summary": record.summary,
+            }
+        )
+        rows.extend(
+            {
+                "doc_id": record.doc_id,
+                "language": record.language,
+                "pid": p.pid,
+                "ordinal": i,
+                "text": p.text,
+            }
+            for i, p in enumerate(record.paragraphs, start=1)
+        )
 
 
 def load_long_documents(
@@ -209,7 +245,9 @@ class _Source:
         if left:
             notes.append(f"document {doc_id}: language version(s) {left} below completeness, left out")
         doc_paras = self.paragraphs[self.paragraphs["doc_id"] == doc_id]
-        common = common_pids(doc_paras, kept, reference).get(doc_id, [])
+        alignment = align_pids(doc_paras, kept, reference)
+        common = alignment.pids.get(doc_id, [])
+        notes.extend(alignment.notes())
         rows, totals = layout(
             doc_id,
             [(doc_id, p) for p in common],
@@ -228,7 +266,8 @@ class _Source:
                 "n_tokens": totals[language],
                 "n_paragraphs": len(common),
                 "source": self.path,
-                "assembly": f"long-document source {self.path}",
+                "assembly": f"long-document source {self.path}"
+                + alignment_clause(alignment.missing, lambda _doc, pid: pid),
                 "member_doc_ids": [doc_id],
                 "summary": self.summaries.get((doc_id, language)),
                 "n_tokens_reference": totals[reference],

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from clcg_pipeline.corpus import count_tokens
+from clcg_pipeline.granularity._documents._alignment import align_pids
 from clcg_pipeline.granularity._documents._contract import THIRDS
 
 
@@ -47,18 +48,11 @@ def assign_positions(regions: Sequence[str]) -> list[str]:
 
 
 def common_pids(paragraphs: pd.DataFrame, languages: Sequence[str], reference: str) -> dict[str, list[str]]:
-    """doc_id -> the reference's pids (in order) that have non-blank text in every language."""
-    text_ok = paragraphs["text"].fillna("").astype(str).str.strip() != ""
-    usable = paragraphs[text_ok & paragraphs["language"].isin(languages)]
-    per = (
-        usable.drop_duplicates(["doc_id", "language", "pid"]).groupby(["doc_id", "pid"])["language"].nunique()
-    )
-    full = {key for key, n in per.items() if n == len(set(languages))}
-    ref = paragraphs[paragraphs["language"] == reference].sort_values(["doc_id", "ordinal"], kind="stable")
-    out: dict[str, list[str]] = {}
-    for doc_id, group in ref.groupby("doc_id", sort=True):
-        out[str(doc_id)] = [p for p in group["pid"].drop_duplicates() if (doc_id, p) in full]
-    return out
+    """doc_id -> the reference's pids (in order) that have non-blank text in every language.
+
+    A paragraph some language lacks is left out of every language and a warning names it
+    (``_alignment``: why the common pids are kept, not the language version dropped)."""
+    return align_pids(paragraphs, languages, reference).pids
 
 
 def layout(

@@ -13,18 +13,34 @@ from clcg_pipeline.validation.human._estimands import (
     class_clcg_spearman,
     per_response,
 )
+from clcg_pipeline.validation.human._exchange_format import REFUSED_STATUSES
+from clcg_pipeline.validation.human._import import import_lines
+from clcg_pipeline.validation.human._label_studio import (
+    TOKEN_ENV,
+    URL_ENV,
+    LabelStudioError,
+    pull_annotation_exports,
+    push_annotation_projects,
+)
 from clcg_pipeline.validation.human._qc import RUBRIC, run_qc
 from clcg_pipeline.validation.human.sensors import INBOX_METADATA, inbox_fingerprint
 
 __all__ = [
     "CLASS_CLCG_CAVEAT",
     "INBOX_METADATA",
+    "REFUSED_STATUSES",
     "RUBRIC",
+    "TOKEN_ENV",
+    "URL_ENV",
+    "LabelStudioError",
     "alpha_table",
     "attach_sample",
     "class_clcg_spearman",
+    "import_lines",
     "inbox_fingerprint",
     "per_response",
+    "pull_annotation_exports",
+    "push_annotation_projects",
     "run_human_validation",
     "run_qc",
     "value_counts",

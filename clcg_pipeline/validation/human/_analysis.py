@@ -12,7 +12,7 @@ Pure: imported annotations, the annotation sample and the study's tables in; the
 5. the paired preference (``_preference``);
 6. the ceiling rule;
 7. human vs judge agreement on the rows where both exist (individual annotator x item rows,
-   no majority vote: the study's unit);
+   no majority vote: the study's unit), pooled and per language and script (``_judge_validity``);
 8. the joins: every rating beside its prediction, score and judge labels.
 """
 
@@ -45,6 +45,11 @@ from clcg_pipeline.validation.human._joins import (
     judge_rows,
     with_rep,
 )
+from clcg_pipeline.validation.human._judge_validity import (
+    group_label,
+    kappa_by_language_and_script,
+    scripts_of,
+)
 from clcg_pipeline.validation.human._preference import MIXED_METHOD
 from clcg_pipeline.validation.human._preference import preference as preference_block
 from clcg_pipeline.validation.human._qc import FIELDS, KEPT, QCResult, run_qc
@@ -59,6 +64,8 @@ METHODS = {
     "percentile interval resampling annotators",
     "judge_agreement": "percent and Cohen's kappa (statsmodels) on individual annotator x item rows vs each "
     "judge's collapsed label; percentile interval resampling items",
+    "judge_agreement_by_group": "the same kappa on the rows of each rated language and of each script "
+    "(Language.script of the panel config); below study.min_articles items the interval is withheld",
 }
 ESTIMATE_COLUMNS = [
     "estimand",
@@ -95,6 +102,8 @@ def _empty_result(status: str, reason: str, simulated: bool = False) -> HumanVal
         "preference": None,
         "ceiling": None,
         "judge_agreement": [],
+        "judge_kappa_by_language": [],
+        "judge_kappa_by_script": [],
         "judge_consensus": None,
         "max_adequacy_incomplete_keypoints": None,
         "methods": METHODS,
@@ -198,7 +207,8 @@ def run_human_validation(
     _alpha_section(kept, hv.alpha_threshold, min_n, boot, results, rows, caveats)
     _spearman_section(singles, config, estimates, min_n, boot, results, rows, caveats)
     _preference_section(pair_rows(kept), study, min_n, results, rows, caveats)
-    _judge_section(singles, judgements, config.languages.reference, min_n, boot, results, rows, caveats)
+    reference, scripts = config.languages.reference, scripts_of(config)
+    _judge_section(singles, judgements, reference, scripts, min_n, boot, results, rows, caveats)
     results["caveats"] = caveats
     estimates_frame = pd.DataFrame(rows, columns=ESTIMATE_COLUMNS)
     return HumanValidationResult(results, qc.funnel, estimates_frame, joins, rows)
@@ -217,6 +227,8 @@ def _nothing_kept(
         preference=None,
         ceiling=None,
         judge_agreement=[],
+        judge_kappa_by_language=[],
+        judge_kappa_by_script=[],
         judge_consensus=None,
         max_adequacy_incomplete_keypoints=None,
     )
@@ -353,13 +365,15 @@ def _judge_section(
     singles: pd.DataFrame,
     judgements: pd.DataFrame | None,
     reference: str,
+    scripts: dict[str, str],
     min_n: int,
     boot: dict[str, Any],
     results: dict[str, Any],
     rows: list[dict[str, Any]],
     caveats: list[str],
 ) -> None:
-    """Human vs judge agreement (percent, Cohen's kappa) on the rows both labelled."""
+    """Human vs judge agreement (percent, Cohen's kappa) on the rows both labelled, pooled and per
+    language and script."""
     agreement = []
     jr = judge_rows(singles, judgements if judgements is not None else pd.DataFrame(), reference)
     for judge, g in jr.groupby("judge", sort=True):
@@ -374,6 +388,14 @@ def _judge_section(
         )
     results["judge_agreement"] = agreement
     results["judge_consensus"] = judge_consensus(jr)
+    by_language, by_script, notes = kappa_by_language_and_script(jr, scripts, min_n, boot)
+    results["judge_kappa_by_language"] = by_language
+    results["judge_kappa_by_script"] = by_script
+    caveats.extend(notes)
+    for k in (*by_language, *by_script):
+        group = group_label(k)
+        rows.append(_est("judge_kappa", group, k["kappa"], k, n=k["n"], clusters=k.get("clusters")))
+        rows.append(_est("judge_percent", group, k["percent"], {}, n=k["n"]))
 
 
 def _est(

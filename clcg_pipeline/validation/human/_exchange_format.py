@@ -17,12 +17,19 @@ from clcg_pipeline.validation.human._annotation_sample import FILL_DIMENSIONS
 #: archived (content-addressed by sha256) so that clearing the inbox loses nothing.
 EXPORT_DIR = "annotations/export"
 ARCHIVE_DIR = "annotations/imported"
+#: Under the data folder: the team's Label Studio instance name and its users' design annotator
+#: ids (``instance,user_id,annotator_id``; optional, see docs/HUMAN_VALIDATION.md).
+ANNOTATOR_MAP_FILE = "annotations/label_studio_users.csv"
 LS_SINGLE_TASKS = "label_studio_single_tasks.json"
 LS_SINGLE_CONFIG = "label_studio_single_config.xml"
 LS_PAIR_TASKS = "label_studio_pair_tasks.json"
 LS_PAIR_CONFIG = "label_studio_pair_config.xml"
 CSV_TASKS = "annotation_tasks.csv"
-EXPORT_FILES = (LS_SINGLE_TASKS, LS_SINGLE_CONFIG, LS_PAIR_TASKS, LS_PAIR_CONFIG, CSV_TASKS)
+#: Beside the CSV: every column, its allowed values and formats (``_codebook.py``, from these constants).
+CODEBOOK = "annotation_codebook.md"
+EXPORT_FILES = (LS_SINGLE_TASKS, LS_SINGLE_CONFIG, LS_PAIR_TASKS, LS_PAIR_CONFIG, CSV_TASKS, CODEBOOK)
+#: In the inbox: what to drop there (written with the export; never read as an annotation file).
+INBOX_README = "README.txt"
 LS_FILL_TASKS = "label_studio_fill_tasks.json"
 LS_FILL_CONFIG = "label_studio_fill_config.xml"
 #: Written besides EXPORT_FILES only when the sample has paragraph-filling (``fill``) tasks.
@@ -31,7 +38,8 @@ FILL_FIELDS = FILL_DIMENSIONS
 FILL_MAX = 20
 
 # Rubric answer options: (stored value, what the annotator reads). Stored values are the QC
-# funnel's canonical ones (validation/human/_qc.py).
+# funnel's canonical ones (validation/human/_qc.py); Label Studio shows the label and stores the
+# value (the ``alias`` of each ``<Choice>``).
 QUESTION_VALID = (
     ("yes", "Valid: the question makes sense and the gold answer answers it"),
     ("no", "Invalid"),
@@ -41,13 +49,24 @@ EQUIVALENCE = (
     ("partially_equivalent", "Partially equivalent"),
     ("not_equivalent", "Not equivalent"),
 )
+#: Attribution is judged against the passage shown (the item's paragraphs, in the language the
+#: item was written in), the source the model had to answer from (docs/HUMAN_VALIDATION.md).
 ATTRIBUTION = (
-    ("supported", "Everything it says is supported by the gold answer / passage"),
-    ("partially_supported", "Partly supported"),
-    ("not_supported", "Not supported"),
+    ("supported", "Supported: everything it says is stated in or follows from the passage"),
+    ("partially_supported", "Partly supported: some of what it says is not in the passage"),
+    ("not_supported", "Not supported: what it says is not in the passage"),
 )
 CONSISTENCY = (("consistent", "Internally consistent"), ("inconsistent", "Contradicts itself"))
 PREFERENCE = (("A", "Answer A"), ("B", "Answer B"), ("none", "No preference (both equally good or bad)"))
+#: The only option of equivalence, attribution and consistency on an attention-check task: its
+#: "response" is an instruction, not an answer, so those questions do not apply (stored as missing).
+NOT_APPLICABLE = ("not_applicable", "Not applicable: this is not an answer to the question")
+#: Fields an attention-check task answers "not applicable" (Label Studio requires them).
+NOT_APPLICABLE_FIELDS = ("equivalence", "attribution", "consistency")
+#: The keypoint checklist's explicit "none" (keypoint recall 0); no tick at all is not answered.
+KEYPOINTS_NONE = ("none", "None of these facts")
+#: Between keypoint ids in the CSV's ``keypoint_hits`` cell (``k1|k3``); ``;`` and ``,`` are read too.
+KEYPOINT_SEPARATOR = "|"
 
 ANSWER_COLUMNS = [
     "adequacy",
@@ -81,6 +100,7 @@ CSV_COLUMNS = [
     "task_id",
     "question",
     "gold_answer",
+    "passage",
     "response",
     "response_a",
     "response_b",
@@ -115,18 +135,42 @@ ANNOTATION_COLUMNS = [
     "simulated",
     *FILL_FIELDS,
     "fill_total",
+    "ls_annotation_id",
+    "ls_updated_at",
+    "revision",
 ]
+#: ``human_annotation_revisions``: every revision of every rating; ``current`` marks the one counted.
+REVISION_COLUMNS = [*ANNOTATION_COLUMNS, "current"]
+#: What a rating says (not when or how long it took): two imports of a rating with the same
+#: values are the same rating; different values are a revision.
+RESULT_FIELDS = (
+    "adequacy",
+    "keypoint_hits",
+    "question_valid",
+    "equivalence",
+    "attribution",
+    "consistency",
+    "primary_error_category",
+    "preference",
+    "confidence",
+    "comment",
+    *FILL_FIELDS,
+)
 IMPORT_COLUMNS = [
     "file",
     "sha256",
     "format",
     "records",
-    "accepted",
-    "rejected",
+    "imported",
+    "skipped",
+    "revised",
+    "refused",
     "status",
     "error",
     "imported_at",
 ]
+#: Statuses of a file that imported nothing because something is wrong (a check WARNs).
+REFUSED_STATUSES = ("rejected", "stale")
 
 
 class AnnotationFileError(ValueError):

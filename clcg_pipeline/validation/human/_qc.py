@@ -167,10 +167,17 @@ CONTRADICTIONS: tuple[tuple[str, Any], ...] = (
         lambda r: r["adequacy"] == 1 and r["equivalence"] == "equivalent",
     ),
     (
+        # Recall 0 only from the checklist's explicit "none of these facts": an unanswered
+        # checklist is missing (None), not 0, and contradicts nothing.
         "keypoint_recall 0 with equivalence equivalent",
-        lambda r: r["keypoint_recall"] == 0 and r["equivalence"] == "equivalent",
+        lambda r: _is_zero(r["keypoint_recall"]) and r["equivalence"] == "equivalent",
     ),
 )
+
+
+def _is_zero(value: Any) -> bool:
+    """An answered 0 (None, NaN and NA are not answered)."""
+    return value is not None and not pd.isna(value) and float(value) == 0.0
 
 
 def contradictions(row: pd.Series | dict[str, Any]) -> list[str]:

@@ -17,22 +17,48 @@ from clcg_pipeline.calls import CALL_COLUMNS
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus.assets import checked_outputs
 from clcg_pipeline.resources import StudyResource
-from clcg_pipeline.storage import empty_frame, read_all_partitions, read_frame, write_bytes_atomic
+from clcg_pipeline.storage import (
+    empty_frame,
+    partition_dir,
+    read_all_partitions,
+    read_frame,
+    write_bytes_atomic,
+    write_frame,
+)
 from clcg_pipeline.validation._dagster import GROUP, JudgeRunConfig
 from clcg_pipeline.validation.human._analysis import HumanValidationResult, run_human_validation
 from clcg_pipeline.validation.human._annotation_sample import build_annotation_sample
-from clcg_pipeline.validation.human._exchange_format import ARCHIVE_DIR, EXPORT_DIR
-from clcg_pipeline.validation.human._export import export_files
-from clcg_pipeline.validation.human._import import import_annotations, import_status
+from clcg_pipeline.validation.human._annotators import AnnotatorMapError
+from clcg_pipeline.validation.human._codebook import inbox_readme
+from clcg_pipeline.validation.human._exchange_format import (
+    ANNOTATOR_MAP_FILE,
+    ARCHIVE_DIR,
+    EXPORT_DIR,
+    REFUSED_STATUSES,
+)
+from clcg_pipeline.validation.human._export import export_files, missing_passages_warning, passages_of
+from clcg_pipeline.validation.human._import import (
+    import_annotations,
+    import_line,
+    import_status,
+    import_table,
+)
 from clcg_pipeline.validation.human._keypoints import KEYPOINT_COLUMNS, checklist_items, write_keypoints
 from clcg_pipeline.validation.human.demo_annotations import simulated_inbox_files
 from clcg_pipeline.validation.human.sensors import (
     INBOX_METADATA,
+    archived_copy,
     build_annotation_inbox_sensor,
+    create_inbox,
+    data_path,
     inbox_cursor,
+    read_annotator_map_file,
     read_inbox,
 )
 from clcg_pipeline.validation.taxonomy import load_taxonomy
+
+#: Written by the import beside its outputs: every revision of every rating (issue 19).
+REVISIONS_TABLE = "human_annotation_revisions"
 
 
 def build_human_defs(config: ProjectConfig) -> dg.Definitions:
@@ -43,10 +69,6 @@ def build_human_defs(config: ProjectConfig) -> dg.Definitions:
 class AnnotationSampleConfig(dg.Config):
     regenerate: bool = False
     """Draw the sample again. Off by default: frozen once drawn, since annotations cite its tasks."""
-
-
-def _data_path(study: StudyResource, relative: str) -> UPath:
-    return UPath(study.data_dir).joinpath(*PurePosixPath(relative).parts)
 
 
 def _previous_shortfalls(context: dg.AssetExecutionContext) -> list[str]:
@@ -233,6 +255,7 @@ def _annotation_exports_asset() -> dg.AssetsDefinition:
     @dg.asset(
         group_name=GROUP,
         ins={"annotation_sample": dg.AssetIn(), "keypoints": dg.AssetIn()},
+        deps=[dg.AssetDep("paragraphs")],  # the passages shown (reference language)
         kinds={"json", "csv"},
         owners=["team:clcg"],
     )
@@ -246,16 +269,23 @@ def _annotation_exports_asset() -> dg.AssetsDefinition:
 
         For the bundled demo source only, SIMULATED answers are generated into the inbox too."""
         cfg = study.load()
-        folder = _data_path(study, EXPORT_DIR)
+        folder = data_path(study.data_dir, EXPORT_DIR)
+        passages = _reference_passages(study, cfg.languages.reference)
+        if warning := missing_passages_warning(annotation_sample, passages, cfg.languages.reference):
+            context.log.warning(warning)
         files = export_files(
-            annotation_sample, keypoints, load_taxonomy(cfg.study.error_taxonomy.taxonomy).collapsed_labels
+            annotation_sample,
+            keypoints,
+            load_taxonomy(cfg.study.error_taxonomy.taxonomy).collapsed_labels,
+            passages,
         )
         rows = []
         for name, payload in files.items():
             write_bytes_atomic(folder / name, payload)
             rows.append({"file": name, "bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest()})
         simulated: list[str] = []
-        inbox = _data_path(study, cfg.study.human_validation.inbox)
+        inbox = data_path(study.data_dir, cfg.study.human_validation.inbox)
+        create_inbox(inbox, inbox_readme(str(folder)))
         demo = simulated_inbox_files(
             cfg.sources.primary.kind, annotation_sample, keypoints, seed=cfg.study.human_validation.seed
         )
@@ -265,15 +295,17 @@ def _annotation_exports_asset() -> dg.AssetsDefinition:
                 simulated.append(name)
         if simulated:
             context.log.info(f"demo source: SIMULATED annotation files written to the inbox: {simulated}")
-        context.add_output_metadata(
-            {
-                "folder": dg.MetadataValue.path(str(folder)),
-                "simulated_written": dg.MetadataValue.json(simulated),
-            }
-        )
+        metadata = {"folder": dg.MetadataValue.path(str(folder)), "inbox": dg.MetadataValue.path(str(inbox))}
+        context.add_output_metadata({**metadata, "simulated_written": dg.MetadataValue.json(simulated)})
         return pd.DataFrame(rows)
 
     return annotation_exports
+
+
+def _reference_passages(study: StudyResource, reference: str) -> dict[str, list[tuple[str, str]]]:
+    """doc_id -> paragraphs of the reference language (the one the items were written from)."""
+    path = UPath(partition_dir(study.data_dir, "paragraphs", {"language": reference}) / "data.parquet")
+    return passages_of(read_frame(path)) if path.exists() else {}
 
 
 def _annotation_import_asset() -> dg.AssetsDefinition:
@@ -292,7 +324,8 @@ def _annotation_import_asset() -> dg.AssetsDefinition:
             "annotation_imports": dg.AssetOut(
                 kinds={"parquet"},
                 owners=["team:clcg"],
-                description="One row per annotation file seen: sha256, records, status, error if refused.",
+                description="One row per annotation file seen: sha256, format, its ratings imported / "
+                "skipped (already imported) / revised / refused, status, error if refused.",
             ),
         },
         check_specs=[
@@ -312,31 +345,51 @@ def _annotation_import_asset() -> dg.AssetsDefinition:
         """Import Label Studio exports and filled CSVs from the inbox; accepted files are archived."""
         cfg = study.load()
         hv = cfg.study.human_validation
-        inbox_dir = _data_path(study, hv.inbox)
-        archive = _data_path(study, ARCHIVE_DIR)
+        inbox_dir = data_path(study.data_dir, hv.inbox)
+        archive = data_path(study.data_dir, ARCHIVE_DIR)
         log_path = UPath(study.path("annotation_imports", "data.parquet"))
         previous = read_frame(log_path) if log_path.exists() else pd.DataFrame()
 
         inbox = read_inbox(inbox_dir)
-        result = import_annotations(
-            inbox,
-            previous,
-            functools.partial(_archived, archive),
-            annotation_sample,
-            keypoints,
-            load_taxonomy(cfg.study.error_taxonomy.taxonomy).collapsed_labels,
-            imported_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        annotator_map = read_annotator_map_file(study.data_dir)
+        try:
+            result = import_annotations(
+                inbox,
+                previous,
+                functools.partial(archived_copy, archive),
+                annotation_sample,
+                keypoints,
+                load_taxonomy(cfg.study.error_taxonomy.taxonomy).collapsed_labels,
+                imported_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                annotator_map=annotator_map,
+            )
+        except AnnotatorMapError as exc:
+            # Before any file is read: nothing is imported, archived or stored.
+            raise dg.Failure(
+                description=f"{exc}; fix {ANNOTATOR_MAP_FILE} under the data folder (nothing was imported)",
+                allow_retries=False,
+            ) from exc
+        imports, annotations = result.imports, result.annotations
+        checked_outputs(
+            None,
+            {
+                "human_annotations": annotations,
+                "annotation_imports": imports,
+                REVISIONS_TABLE: result.revisions,
+            },
         )
         # Accepted files are archived (content-addressed) before the tables that cite them.
         for file in result.to_archive:
             write_bytes_atomic(archive / f"{file.sha256}{PurePosixPath(file.name).suffix}", file.data)
-        imports, annotations = result.imports, result.annotations
-        refused = imports[imports["status"] != "accepted"]
-        for row in refused.to_dict("records"):
-            context.log.warning(f"annotation import: {row['status']}: {row['error']}")
+        write_frame(
+            UPath(study.path(REVISIONS_TABLE, "data.parquet")), result.revisions, contract=REVISIONS_TABLE
+        )
+        for row in result.now.to_dict("records"):  # this run's files: refused ones with their reason
+            log = context.log.warning if row["status"] in REFUSED_STATUSES else context.log.info
+            log(f"annotation import: {import_line(row)}")
         passed, description = import_status(imports, annotations, str(inbox_dir))
+        refused = result.rejected
         simulated = bool(annotations["simulated"].any()) if len(annotations) else False
-        checked_outputs(None, {"human_annotations": annotations, "annotation_imports": imports})
         yield dg.Output(
             annotations,
             output_name="human_annotations",
@@ -348,7 +401,13 @@ def _annotation_import_asset() -> dg.AssetsDefinition:
         )
         # What was in the inbox: `clcg run` re-runs the analysis only when that has changed.
         yield dg.Output(
-            imports, output_name="annotation_imports", metadata={INBOX_METADATA: inbox_cursor(inbox)}
+            imports,
+            output_name="annotation_imports",
+            metadata={
+                INBOX_METADATA: inbox_cursor(inbox, annotator_map),
+                # What each file of this run did, refusals with their reason.
+                "this_run": dg.MetadataValue.md(import_table(result.now)),
+            },
         )
         yield dg.AssetCheckResult(
             asset_key="human_annotations",
@@ -356,7 +415,12 @@ def _annotation_import_asset() -> dg.AssetsDefinition:
             passed=passed,
             severity=dg.AssetCheckSeverity.WARN,
             description=description,
-            metadata={"files": len(imports), "refused": len(refused), "ratings": len(annotations)},
+            metadata={
+                "files": len(imports),
+                "refused": len(refused),
+                "ratings": len(annotations),
+                "revisions": len(result.revisions),
+            },
         )
 
     return annotation_import
@@ -531,9 +595,3 @@ def _no_keypoint_writer(existing: pd.DataFrame | None) -> Iterator[Any]:
         severity=dg.AssetCheckSeverity.WARN,
         description=status,
     )
-
-
-def _archived(archive: UPath, sha: str) -> bytes | None:
-    """The archived copy of an accepted annotation file (content-addressed by sha256), if any."""
-    hits = list(archive.glob(f"{sha}.*")) if archive.exists() else []
-    return hits[0].read_bytes() if hits else None

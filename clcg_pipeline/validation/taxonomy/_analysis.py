@@ -3,7 +3,8 @@
 From the diagnostic sample and the two judges' labels: label frequencies per side, the
 transition matrix EN label -> target label, the pair condition ``crosslingual_loss``,
 agreement between the judges, each target label's contribution to the EN-target score delta,
-and, beyond the study, order bias and self-preference of the judges.
+and, beyond the study, order bias and self-preference of the judges, pooled and per language
+and script (``_by_language``).
 
 Every interval is the project's article-cluster bootstrap (``analysis/_bootstrap.py``): one
 matrix of article multiplicities is drawn for the whole analysis, so every estimand is
@@ -23,6 +24,7 @@ import pandas as pd
 from clcg_pipeline.analysis import ClusterBootstrap, SuiteContext, roles_of
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.storage import ErrorTaxonomyResults, finite, jsonable
+from clcg_pipeline.validation.taxonomy._by_language import BY_GROUP_KEYS, judge_checks_by_group, scripts_of
 from clcg_pipeline.validation.taxonomy._inputs import (
     ESTIMATE_COLUMNS,
     ORDER_COLUMNS,
@@ -31,7 +33,12 @@ from clcg_pipeline.validation.taxonomy._inputs import (
     family_of_name,
     inputs_from_config,
 )
-from clcg_pipeline.validation.taxonomy._judges import agreement_rows, order_bias_rows, self_preference_rows
+from clcg_pipeline.validation.taxonomy._judges import (
+    agreement_rows,
+    order_bias_rows,
+    order_flips,
+    self_preference_rows,
+)
 from clcg_pipeline.validation.taxonomy._label_set import Taxonomy, load_taxonomy
 from clcg_pipeline.validation.taxonomy._labels import (
     crosslingual_loss_rows,
@@ -73,6 +80,7 @@ _LIST_KEYS = (
     "delta_contribution",
     "order_bias",
     "self_preference",
+    *BY_GROUP_KEYS,
 )
 
 
@@ -155,8 +163,12 @@ def analyse_error_taxonomy(
     delta, contributions = delta_contribution(sides, taxonomy, inputs.judges, boot, est, caveats)
     doc["delta"] = delta
     doc["delta_contribution"] = contributions
-    doc["order_bias"] = order_bias_rows(order_bias, sample, inputs.judges, boot, est, caveats)
+    flips = order_flips(order_bias, sample, caveats)
+    doc["order_bias"] = order_bias_rows(flips, inputs.judges, boot, est)
     doc["self_preference"] = self_preference_rows(sides, taxonomy, inputs, boot, est, caveats)
+    scripts = scripts_of(config)
+    pooled = doc["self_preference"]
+    doc.update(judge_checks_by_group(flips, sides, taxonomy, inputs, scripts, boot, est, caveats, pooled))
     doc["decomposition"] = DECOMPOSITION
     doc["caveats"] = [*caveats, *STUDY_CAVEATS]
     other = sorted(set(judgements_all_judges) - set(inputs.judges))

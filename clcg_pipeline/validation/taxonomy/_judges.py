@@ -4,7 +4,8 @@ bias (pairs shown both ways round) and self-preference (a judge's own family's r
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -144,18 +145,27 @@ def _preferred_response(order: str, preferred: object) -> str:
     raise ValueError(value)
 
 
-def order_bias_rows(
-    order_bias: pd.DataFrame,
-    sample: pd.DataFrame,
-    judges: Sequence[str],
-    boot: ClusterBootstrap,
-    est: list[dict[str, Any]],
-    caveats: list[str],
-) -> list[dict[str, Any]]:
-    """Flip rate per judge: the share of pairs shown both ways round whose preferred response changes."""
+@dataclass(frozen=True)
+class OrderFlips:
+    """The order-bias judgements, read once for the pooled flip rate and its breakdowns.
+
+    ``singles``: every usable judgement with the ``response`` it preferred and its pair's
+    ``doc_id`` and ``language``; ``pairs``: one row per (pair, judge) judged both ways round with
+    both judgements usable, with ``flip`` (1.0 when the preferred response changed).
+    """
+
+    singles: pd.DataFrame
+    pairs: pd.DataFrame
+
+
+_PAIR_FACTS = ["pair_id", "doc_id", "language"]
+
+
+def order_flips(order_bias: pd.DataFrame, sample: pd.DataFrame, caveats: list[str]) -> OrderFlips | None:
+    """The usable order-bias judgements and their flips; None (with a caveat) when there are none."""
     if order_bias.empty:
         caveats.append("no order-bias judgements: the flip rate is not measured")
-        return []
+        return None
     ok = order_bias[order_bias["status"] == "ok"].reset_index(drop=True)
     left_out = len(order_bias) - len(ok)
     if left_out:
@@ -169,60 +179,86 @@ def order_bias_rows(
                 "order_bias_judgements", ok, position, "preferred", f"unknown value {row.preferred!r}"
             )
     ok = ok.assign(response=responses, pair_id=ok["pair_id"].astype(str))
+    # The sample is the authority for a pair's article and language (as for the error judgements).
+    facts = sample[_PAIR_FACTS].assign(pair_id=sample["pair_id"].astype(str))
+    singles = ok.drop(columns=[c for c in _PAIR_FACTS[1:] if c in ok.columns]).merge(facts, on="pair_id")
     wide = ok.pivot_table(index=["pair_id", "judge"], columns="order", values="response", aggfunc="first")
-    wide = wide.dropna(subset=[o for o in ORDERS if o in wide.columns]).reset_index()
-    out = []
-    for judge in judges:
-        rows = wide[wide["judge"] == judge] if set(ORDERS) <= set(wide.columns) else wide.iloc[0:0]
-        if rows.empty:
-            out.append(
-                {
-                    "judge": judge,
-                    "pairs": 0,
-                    "flip_rate": None,
-                    "ci_low": None,
-                    "ci_high": None,
-                    "reason": "no pair judged both ways round with both judgements usable",
-                }
-            )
-            continue
-        rows = rows.merge(sample[["pair_id", "doc_id"]], on="pair_id")
-        flips = (rows["en_first"] != rows["target_first"]).astype(float)
-        # Position bias: the response shown first preferred, over all usable single judgements.
-        one = ok[ok["judge"] == judge]
-        first = np.mean(
-            [
-                r == ("en" if o == "en_first" else "target")
-                for o, r in zip(one["order"], one["response"], strict=True)
-            ]
+    if not set(ORDERS) <= set(wide.columns):
+        return OrderFlips(
+            singles, pd.DataFrame(columns=["pair_id", "judge", *ORDERS, *_PAIR_FACTS[1:], "flip"])
         )
-        cells = boot.cells(rows[["doc_id"]].assign(judge=judge, y=flips.to_numpy()), ["judge"], "y")
-        idx = np.arange(len(cells.cells))
-        s = add_estimate(
-            est,
-            "order_bias_flip_rate",
-            judge,
-            "all",
-            boot.summary(
-                ratio(cells.sum_over(idx), cells.count_over(idx)),
-                n=len(rows),
-                n_clusters=cells.n_clusters(idx),
-            ),
-        )
-        out.append(
-            {
-                "judge": judge,
-                "pairs": len(rows),
-                "flips": int(flips.sum()),
-                "flip_rate": s["estimate"],
-                "ci_low": s["ci_low"],
-                "ci_high": s["ci_high"],
-                "n_articles": s["n_articles"],
-                "first_shown_preferred": finite(first),
-                "identifiable": s["identifiable"],
-            }
-        )
-    return out
+    wide = wide.dropna(subset=list(ORDERS)).reset_index().merge(facts, on="pair_id")
+    pairs = wide.assign(flip=(wide["en_first"] != wide["target_first"]).astype(float))
+    return OrderFlips(singles, pairs)
+
+
+def order_bias_rows(
+    flips: OrderFlips | None,
+    judges: Sequence[str],
+    boot: ClusterBootstrap,
+    est: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Flip rate per judge: the share of pairs shown both ways round whose preferred response changes."""
+    if flips is None:
+        return []
+    return [flip_rate_entry(flips, judge, boot, est) for judge in judges]
+
+
+def flip_rate_entry(
+    flips: OrderFlips,
+    judge: str,
+    boot: ClusterBootstrap,
+    est: list[dict[str, Any]],
+    *,
+    group: str = "all",
+    languages: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """One judge's flip rate over the pairs of ``languages`` (all pairs when None), in ``est`` too."""
+    pairs = flips.pairs[flips.pairs["judge"] == judge]
+    one = flips.singles[flips.singles["judge"] == judge]
+    if languages is not None:
+        pairs = pairs[pairs["language"].astype(str).isin(languages)]
+        one = one[one["language"].astype(str).isin(languages)]
+    if pairs.empty:
+        return {
+            "judge": judge,
+            "pairs": 0,
+            "flip_rate": None,
+            "ci_low": None,
+            "ci_high": None,
+            "identifiable": False,
+            "reason": "no pair judged both ways round with both judgements usable",
+        }
+    # Position bias: the response shown first preferred, over all usable single judgements.
+    first = np.mean(
+        [
+            r == ("en" if o == "en_first" else "target")
+            for o, r in zip(one["order"], one["response"], strict=True)
+        ]
+    )
+    cells = boot.cells(pairs[["doc_id"]].assign(judge=judge, y=pairs["flip"].to_numpy()), ["judge"], "y")
+    idx = np.arange(len(cells.cells))
+    s = add_estimate(
+        est,
+        "order_bias_flip_rate",
+        judge,
+        group,
+        boot.summary(
+            ratio(cells.sum_over(idx), cells.count_over(idx)), n=len(pairs), n_clusters=cells.n_clusters(idx)
+        ),
+    )
+    return {
+        "judge": judge,
+        "pairs": len(pairs),
+        "flips": int(pairs["flip"].sum()),
+        "flip_rate": s["estimate"],
+        "ci_low": s["ci_low"],
+        "ci_high": s["ci_high"],
+        "n_articles": s["n_articles"],
+        "first_shown_preferred": finite(first),
+        "identifiable": s["identifiable"],
+        "reason": s["reason"],
+    }
 
 
 def self_preference_rows(
@@ -232,11 +268,15 @@ def self_preference_rows(
     boot: ClusterBootstrap,
     est: list[dict[str, Any]],
     caveats: list[str],
+    *,
+    group: str | None = None,
 ) -> list[dict[str, Any]]:
     """Rate of ``correct`` a judge gives its own family's responses minus the rate it gives others'.
 
     Own-family models may simply answer better, so ``excess`` subtracts the same contrast as
     rated by the other judges on their own labels of those responses (a difference in differences).
+    ``group`` names the estimates-table group of a breakdown (``language=sw``) in place of the
+    pooled ``difference`` / ``difference_in_differences``.
     """
     family_of = sides["model"].astype(str).map(lambda m: inputs.families.get(m, family_of_name(m)))
     base = sides[["doc_id", "judge"]].assign(y=(sides["label"] == CORRECT).astype(float))
@@ -249,10 +289,11 @@ def self_preference_rows(
         if not mine.any():
             continue
         if not own[mine].any() or own[mine].all():
-            out.append(_self_preference_unidentified(entry, judge, fam, own, mine, est))
+            out.append(_self_preference_unidentified(entry, judge, fam, own, mine, est, group))
             continue
         frame = base.assign(own=np.where(own, "own", "other"))
-        _self_preference_estimated(entry, judge, boot.cells(frame, ["judge", "own"], "y"), inputs, boot, est)
+        cells = boot.cells(frame, ["judge", "own"], "y")
+        _self_preference_estimated(entry, judge, cells, inputs, boot, est, group)
         out.append(entry)
     if out and not any(e.get("identifiable") for e in out):
         caveats.append("self-preference not identifiable: no evaluated model shares a judge's family")
@@ -266,6 +307,7 @@ def _self_preference_unidentified(
     own: np.ndarray,
     mine: np.ndarray,
     est: list[dict[str, Any]],
+    group: str | None = None,
 ) -> dict[str, Any]:
     """The entry of a judge whose family evaluated no model, or every one (nothing to contrast)."""
     why = (
@@ -277,7 +319,7 @@ def _self_preference_unidentified(
         est,
         "self_preference",
         judge,
-        "difference",
+        group or "difference",
         {"estimate": None, "identifiable": False, "reason": why, "n": int(mine.sum())},
     )
     return {
@@ -300,6 +342,7 @@ def _self_preference_estimated(
     inputs: AnalysisInputs,
     boot: ClusterBootstrap,
     est: list[dict[str, Any]],
+    group: str | None = None,
 ) -> None:
     """Fill ``entry`` with the judge's own-minus-other rate and, given other judges, the excess."""
 
@@ -312,7 +355,9 @@ def _self_preference_estimated(
     n, n_art = int(cells.count_over(mine_idx)[0]), cells.n_clusters(mine_idx)
     s_own = boot.summary(rate(judge, "own"), n=n, n_clusters=n_art)
     s_other = boot.summary(rate(judge, "other"), n=n, n_clusters=n_art)
-    s = add_estimate(est, "self_preference", judge, "difference", boot.summary(diff, n=n, n_clusters=n_art))
+    s = add_estimate(
+        est, "self_preference", judge, group or "difference", boot.summary(diff, n=n, n_clusters=n_art)
+    )
     entry.update(
         n_own=int(cells.count_over(cells.where(judge=judge, own="own"))[0]),
         n_other=int(cells.count_over(cells.where(judge=judge, own="other"))[0]),
@@ -322,6 +367,7 @@ def _self_preference_estimated(
         ci_low=s["ci_low"],
         ci_high=s["ci_high"],
         n=n,
+        n_articles=n_art,
         identifiable=s["identifiable"],
         reason=s["reason"],
     )
@@ -336,7 +382,7 @@ def _self_preference_estimated(
             est,
             "self_preference_excess",
             judge,
-            "difference_in_differences",
+            group or "difference_in_differences",
             boot.summary(diff - other_diff, n=n, n_clusters=n_art),
         )
         entry.update(excess=sx["estimate"], excess_ci_low=sx["ci_low"], excess_ci_high=sx["ci_high"])

@@ -18,7 +18,15 @@ import numpy as np
 import pandas as pd
 
 from clcg_pipeline.validation.human._annotation_sample import FILL_DIMENSIONS
-from clcg_pipeline.validation.human._exchange_format import ANSWER_COLUMNS, CSV_COLUMNS, FILL_CSV_COLUMNS
+from clcg_pipeline.validation.human._exchange_format import (
+    ANSWER_COLUMNS,
+    CSV_COLUMNS,
+    FILL_CSV_COLUMNS,
+    KEYPOINT_SEPARATOR,
+    KEYPOINTS_NONE,
+    NOT_APPLICABLE,
+    NOT_APPLICABLE_FIELDS,
+)
 from clcg_pipeline.validation.human._export import _ls_fill, _ls_pair, _ls_single
 from clcg_pipeline.validation.human._forms import forms_of
 from clcg_pipeline.validation.human._keypoints import keypoints_by_item
@@ -82,7 +90,7 @@ def simulate_annotations(sample: pd.DataFrame, keypoints: pd.DataFrame, *, seed:
                     "position": position,
                     "task_id": task_id,
                     **{k: answers.get(k, "") for k in ANSWER_COLUMNS},
-                    "keypoint_hits": ";".join(answers.get("keypoint_hits", [])),
+                    "keypoint_hits": KEYPOINT_SEPARATOR.join(answers.get("keypoint_hits", [])),
                     "seconds": f"{seconds:.1f}",
                     "simulated": "true",
                 }
@@ -120,14 +128,16 @@ def _single_answers(
     answers: dict[str, Any] = {
         "question_valid": "yes" if rng.random() < 0.95 else "no",
         "adequacy": adequacy,
-        "keypoint_hits": hits,
+        # An annotator who finds none of the facts says so (an empty checklist is not answered).
+        "keypoint_hits": hits or ([KEYPOINTS_NONE[0]] if checklist else []),
         "equivalence": equivalence,
         "attribution": attribution,
         "consistency": "consistent" if rng.random() < 0.95 else "inconsistent",
     }
     if task["kind"] == "attention":
         answers["adequacy"] = 4 if annotator == fails_attention else 1
-        answers["equivalence"] = "not_equivalent"
+        # The rubric does not apply to an instruction: its only option there.
+        answers.update(dict.fromkeys(NOT_APPLICABLE_FIELDS, NOT_APPLICABLE[0]))
     elif annotator == contradictory and rng.random() < 0.8:
         answers.update(adequacy=5, equivalence="not_equivalent")
     if task["ask_error_category"]:

@@ -1,7 +1,8 @@
-"""The ``clcg`` command: run, plan, query, estimate, report.
+"""The ``clcg`` command: run, plan, compare, annotations, release, reconstruct, query, estimate, report.
 
 Heavy imports (Dagster, SDKs, statsmodels) happen inside each subcommand so that, for
-example, ``clcg estimate`` starts in a fraction of a second.
+example, ``clcg estimate`` starts in a fraction of a second. ``clcg run`` lives in ``_run``,
+the tables in ``_tables``, what the subcommands share in ``_common``.
 """
 
 from __future__ import annotations
@@ -9,30 +10,35 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
-from rich.console import Console
+from clcg_pipeline.cli._annotations import add_annotation_parsers
+from clcg_pipeline.cli._common import UsageError, check_selection, console, csv, dirs, say
+from clcg_pipeline.cli._compare import add_compare_parser, add_power_options, cmd_compare, cmd_plan_power
+from clcg_pipeline.cli._release import add_release_parsers
+from clcg_pipeline.cli._run import UP_TO_DATE, check_data_folder, cmd_run
+from clcg_pipeline.cli._tables import frame_table, plan_tables, query_list_table
 
-if TYPE_CHECKING:
-    from clcg_pipeline.orchestration import RunSummary
-
-# A fixed minimum width keeps tables readable when stdout is a pipe or a CI log.
-console = Console(stderr=False, width=max(Console().width, 140))
-
-
-def _say(line: str) -> None:
-    """One line on stderr, never wrapped (rich would break a long path over several lines)."""
-    sys.stderr.write(line.rstrip("\n") + "\n")
-
-
-class UsageError(ValueError):
-    """A bad value on the command line: one ``error:`` line, exit code 2, before anything runs."""
+__all__ = [
+    "INTERRUPTED",
+    "UP_TO_DATE",
+    "UsageError",
+    "build_parser",
+    "check_data_folder",
+    "cmd_compare",
+    "cmd_estimate",
+    "cmd_plan",
+    "cmd_query",
+    "cmd_report",
+    "cmd_run",
+    "error_message",
+    "main",
+]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,241 +65,38 @@ def _at_least(kind: type[int] | type[float], least: int, what: str) -> Callable[
 
 
 POSITIVE_INT = _at_least(int, 1, "a whole number of 1 or more")
+POSITIVE_FLOAT = _at_least(float, 0, "a number above 0")
+
+
+def _fraction(text: str) -> float:
+    value = _at_least(float, 0, "a number between 0 and 1")(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return float(value)
+
+
 NON_NEGATIVE_INT = _at_least(int, 0, "a whole number of 0 or more")
 NON_NEGATIVE_FLOAT = _at_least(float, 0, "a number of 0 or more")
-
-
-def check_data_folder(data_dir: str) -> None:
-    """A local data folder that cannot be created or written is a usage error, said up front.
-
-    Probed with a folder made and removed at once, so nothing is left when it fails (or before
-    the run writes). Remote URLs are not checked: that would cost a request.
-    """
-    from upath import UPath
-
-    from clcg_pipeline.storage import is_local
-
-    if not is_local(data_dir):
-        return
-    folder = Path(UPath(data_dir).path).absolute()
-    # os.path.exists, not Path.exists: a folder we may not search is "not there", not an error.
-    existing = next(path for path in (folder, *folder.parents) if os.path.exists(path))
-    if not existing.is_dir():
-        where = "it" if existing == folder else str(existing)
-        raise UsageError(f"cannot write the data folder {data_dir}: {where} is not a folder")
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".clcg-probe-", dir=existing))
-    except OSError as exc:
-        reason = exc.strerror if existing == folder else f"cannot create it in {existing} ({exc.strerror})"
-        raise UsageError(f"cannot write the data folder {data_dir}: {reason}") from None
-
-
-def _dirs(args: argparse.Namespace) -> tuple[str, str]:
-    from clcg_pipeline.config import default_config_dir, default_data_dir
-
-    config_dir = str(args.config) if args.config else str(default_config_dir())
-    data_dir = str(args.data) if args.data else default_data_dir()
-    return config_dir, data_dir
-
-
-def _csv(value: str | None) -> list[str] | None:
-    return [part.strip() for part in value.split(",") if part.strip()] if value else None
-
-
-def _cell(value: Any) -> str:
-    """One table cell: lists (``items.options``) as lists, missing as blank, floats to 4 places."""
-    import numpy as np
-
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, list | tuple | dict):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    if value is None:
-        return ""
-    try:
-        import pandas as pd
-
-        if pd.isna(value):
-            return ""
-    except (TypeError, ValueError):  # pd.isna of an unusual scalar; it is not missing
-        pass
-    if isinstance(value, float | np.floating):
-        return f"{value:.4f}"
-    return str(value)
-
-
-def _print_frame(frame: Any, title: str | None = None) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=title, show_lines=False)
-    for column in frame.columns:
-        table.add_column(str(column), justify="right" if frame[column].dtype.kind in "iuf" else "left")
-    for row in frame.itertuples(index=False):
-        # Text, not str: data such as "[L3]" must not be read as rich markup.
-        table.add_row(*(Text(_cell(v)) for v in row))
-    console.print(table)
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from clcg_pipeline.config import load_config
-
-    config_dir, data_dir = _dirs(args)
-    check_data_folder(data_dir)
-    # Bad config or an unknown model/language is reported before any progress bar is drawn.
-    config = load_config(config_dir)
-    _check_selection("--models", _csv(args.models), [model.id for model in config.models.evaluated])
-    _check_selection("--languages", _csv(args.languages), config.languages.isos)
-    _check_sources_exist(config, config_dir)
-    partitions = (
-        None
-        if args.force or args.regenerate_items
-        else _complete_run_holds(args, config, config_dir, data_dir)
-    )
-    if partitions is not None:
-        # The folder is as the last complete run for this request left it: no Dagster needed.
-        console.print(
-            f"everything is up to date ({partitions} partitions): no Dagster run, 0 new model calls"
-        )
-    else:
-        _print_run_summary(_run_with_progress(args, config_dir, data_dir))
-    _print_study_results(data_dir)
-    return 0
-
-
-UP_TO_DATE = "everything is up to date ({partitions} partitions): no Dagster run, 0 new model calls"
-
-
-def _complete_run_holds(args: argparse.Namespace, config: Any, config_dir: str, data_dir: str) -> int | None:
-    """The partitions up to date when the data folder is as a complete run asked the same left it."""
-    from clcg_pipeline.config import code_versions, ensure_dagster_home
-    from clcg_pipeline.storage import complete_run_holds, complete_run_request
-
-    ensure_dagster_home()  # where the source files' content hashes are kept between runs
-    asked = complete_run_request(
-        config_dir=config_dir,
-        versions=code_versions(config),
-        models=_csv(args.models),
-        languages=_csv(args.languages),
-        mode=args.mode,
-        budget_usd=args.budget,
-    )
-    return complete_run_holds(data_dir, asked)
-
-
-def _run_with_progress(args: argparse.Namespace, config_dir: str, data_dir: str) -> RunSummary:
-    """``run_study`` under one progress bar that names the step being run."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from clcg_pipeline.orchestration import DEFAULT_PARALLEL, run_study
-
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    ) as progress:
-        task = progress.add_task("starting", total=None)
-
-        def on_step(label: str, step: int, total: int) -> None:
-            progress.update(task, description=label, completed=step - 1, total=total)
-
-        summary = run_study(
-            config_dir=config_dir,
-            data_dir=data_dir,
-            models=_csv(args.models),
-            languages=_csv(args.languages),
-            budget_usd=args.budget,
-            mode=args.mode,
-            force=args.force,
-            regenerate_items=args.regenerate_items,
-            on_step=on_step,
-            parallel=DEFAULT_PARALLEL if args.parallel is None else args.parallel,
-            calls_ahead=not args.no_calls_ahead,
-        )
-        progress.update(task, description="done", completed=progress.tasks[0].total)
-    return summary
-
-
-def _print_run_summary(summary: RunSummary) -> None:
-    """What ran, what was up to date, the new calls and their cost, and budget stops."""
-    if summary.runs == 0 and summary.new_calls == 0 and not summary.budget_exhausted:
-        console.print(UP_TO_DATE.format(partitions=summary.skipped))
-        return
-    console.print(
-        f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "
-        f"{summary.new_calls} new model calls ({summary.response_calls} responses, "
-        f"{summary.task_calls} granularity tasks, {summary.judge_calls} judges and writers) "
-        f"costing ${summary.new_cost_usd:.4f}"
-    )
-    ahead = summary.calls_ahead
-    if ahead is not None and ahead.sent:
-        console.print(
-            f"{ahead.sent} of them sent ahead of their partitions' runs, one stream per model, in "
-            f"{ahead.seconds:.1f}s ({ahead.sent / max(ahead.seconds, 1e-9):.1f} calls/s)"
-        )
-    if ahead is not None and ahead.refused:
-        for model_id, reason in ahead.refused.items():
-            console.print(f"[yellow]{model_id}: calls not sent ahead: {reason}[/yellow]")
-    if summary.budget_exhausted:
-        console.print(
-            "[yellow]budget reached: the calls and partitions past it were not run "
-            "(partial results kept; the next run resumes them)[/yellow]"
-        )
-
-
-def _print_study_results(data_dir: str) -> None:
-    """The H1 table of study_results.json, and where the outputs are."""
-    from upath import UPath
-
-    from clcg_pipeline.report import format_h1_table
-    from clcg_pipeline.storage import default_catalog_path, read_json
-
-    root = UPath(data_dir)
-    results = read_json(root / "study_results.json")
-    languages = results.get("languages")
-    console.print(format_h1_table(results["h1"], languages, results=results))
-    console.print(f"data:    {data_dir}")
-    console.print(f"report:  {root / 'report.html'}")
-    console.print(f"results: {root / 'study_results.json'}")
-    console.print(f"catalog: {default_catalog_path(data_dir)}  (try: clcg query --named clcg_by_language)")
-
-
-def _check_selection(option: str, chosen: list[str] | None, known: list[str]) -> None:
-    unknown = [value for value in chosen or [] if value not in known]
-    if unknown:
-        raise ValueError(f"{option}: unknown {', '.join(unknown)}; the config has {', '.join(known)}")
-
-
-def _check_sources_exist(config: Any, config_dir: str) -> None:
-    """A source path that is not there is a config error, said before any progress bar is drawn."""
-    from upath import UPath
-
-    for index, source in enumerate(config.sources.sources):
-        if source.path and not UPath(source.path).exists():
-            raise ValueError(
-                f"{config_dir}/sources.yaml: sources[{index}] ({source.name}).path: "
-                f"{source.path} does not exist"
-            )
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from rich.text import Text
 
+    if args.power:
+        return cmd_plan_power(args)
+
     from clcg_pipeline.config import load_config
     from clcg_pipeline.orchestration import plan_granularity, plan_study
 
-    config_dir, data_dir = _dirs(args)
+    config_dir, data_dir = dirs(args)
     config = load_config(config_dir)
-    _check_selection("--models", _csv(args.models), [model.id for model in config.models.evaluated])
-    plan = plan_study(config_dir=config_dir, data_dir=data_dir, models=_csv(args.models))
-    _print_frame(plan, title="Planned calls (nothing has been called)")
+    check_selection("--models", csv(args.models), [model.id for model in config.models.evaluated])
+    plan = plan_study(config_dir=config_dir, data_dir=data_dir, models=csv(args.models))
+    console.print(plan_tables(plan, "Planned calls (nothing has been called)"))
     # Granularity tasks (long documents): their own table, per task, since their prompts dominate cost.
-    tasks, notes = plan_granularity(config_dir=config_dir, data_dir=data_dir, models=_csv(args.models))
+    tasks, notes = plan_granularity(config_dir=config_dir, data_dir=data_dir, models=csv(args.models))
     if tasks is not None:
-        _print_frame(tasks, title="Planned granularity task calls (nothing has been called)")
+        console.print(plan_tables(tasks, "Planned granularity task calls (nothing has been called)"))
     for note in notes:
         console.print(Text(f"note: {note}"))
     return 0
@@ -303,14 +106,12 @@ def cmd_query(args: argparse.Namespace) -> int:
     from clcg_pipeline.config import load_config
     from clcg_pipeline.storage import default_catalog_path, named_queries, query, run_named_query
 
-    config_dir, data_dir = _dirs(args)
+    config_dir, data_dir = dirs(args)
     catalog = args.catalog or default_catalog_path(data_dir)
     # With --catalog alone, its views read the tables beside it.
     tables_dir = data_dir if (args.data or not args.catalog) else None
     if args.list:
-        for name, path in named_queries().items():
-            first = path.read_text(encoding="utf-8").splitlines()[0].lstrip("- ")
-            console.print(f"[bold]{name}[/bold]  {first}")
+        console.print(query_list_table(named_queries()))
         return 0
     if args.named:
         band = load_config(config_dir).study.band
@@ -329,7 +130,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     elif args.format == "json":
         sys.stdout.write(frame.to_json(orient="records", date_format="iso") + "\n")
     else:
-        _print_frame(frame)
+        console.print(frame_table(frame))
     return 0
 
 
@@ -340,7 +141,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from clcg_pipeline.config import load_config
     from clcg_pipeline.storage import is_local, write_bytes_atomic
 
-    config_dir, _ = _dirs(args)
+    config_dir, _ = dirs(args)
     config = load_config(config_dir)
     with tempfile.TemporaryDirectory(prefix="clcg-estimate-") as scratch:
         work = Path(scratch)
@@ -434,7 +235,7 @@ def _data_folder_scores(
     if scores.empty:
         raise ValueError(f"{folder}: no scores for the models and languages of the config")
     if len(excluded):
-        _say(f"note: {len(excluded)} article x language version(s) below the completeness threshold left out")
+        say(f"note: {len(excluded)} article x language version(s) below the completeness threshold left out")
     path = work / "scores.parquet"
     scores.to_parquet(path, index=False)
     if full and extra["articles_path"] is None:
@@ -457,14 +258,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from clcg_pipeline.report import render_report, write_report
     from clcg_pipeline.storage import partition_dir, read_frame, read_json
 
-    _, data_dir = _dirs(args)
+    _, data_dir = dirs(args)
     results_path = UPath(data_dir) / "study_results.json"
     if not results_path.exists():
-        _say(f"error: {results_path}: not found - run `clcg run` first")
+        say(f"error: {results_path}: not found - run `clcg run` first")
         return 1
     estimates_path = partition_dir(data_dir, "estimates", None) / "data.parquet"
     if not estimates_path.exists():
-        _say(f"error: {estimates_path}: not found - run `clcg run` first")
+        say(f"error: {estimates_path}: not found - run `clcg run` first")
         return 1
     estimates = read_frame(estimates_path)
     out = UPath(args.out) if args.out else UPath(data_dir) / "report.html"
@@ -514,7 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="calls, tokens and cost a run would need; calls nothing")
     common(plan)
     plan.add_argument("--models", help="comma-separated model ids")
+    add_power_options(plan, _fraction, POSITIVE_FLOAT)
     plan.set_defaults(func=cmd_plan)
+    add_compare_parser(sub, common)
+    add_annotation_parsers(sub)
+    add_release_parsers(sub)
 
     q = sub.add_parser("query", help="read-only SQL over the DuckDB catalog")
     common(q)
@@ -577,7 +382,7 @@ def _show_warning(
 ) -> None:
     """A warning as one ``warning:`` line: Python's default names our source file and code line."""
     text = _CLASS_PATH.sub("", str(message))
-    _say("warning: " + " ".join(part.strip() for part in text.splitlines() if part.strip()))
+    say("warning: " + " ".join(part.strip() for part in text.splitlines() if part.strip()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -589,12 +394,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        _say(INTERRUPTED)
+        say(INTERRUPTED)
         return 130
     except BaseException as exc:
         # Dagster turns Ctrl-C inside a run into its own BaseException; it means the same.
         if type(exc).__name__ == "DagsterExecutionInterruptedError":
-            _say(INTERRUPTED)
+            say(INTERRUPTED)
             return 130
         if not isinstance(exc, Exception):
             raise
@@ -609,10 +414,6 @@ def _fail(exc: Exception, args: argparse.Namespace) -> int:
 
     expected = (ConfigError, OSError, ValueError, RuntimeError)
     if isinstance(exc, expected) and not getattr(args, "debug", False):
-        _say(f"error: {error_message(exc)}")
+        say(f"error: {error_message(exc)}")
         return 2 if isinstance(exc, UsageError) else 1
     raise exc
-
-
-if __name__ == "__main__":
-    sys.exit(main())

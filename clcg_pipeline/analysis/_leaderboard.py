@@ -1,0 +1,110 @@
+"""The leaderboard: one row per model from ``study_results.json``, as CSV and JSON (issue 21)."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from clcg_pipeline.storage import finite, jsonable, write_bytes_atomic, write_json
+
+LEADERBOARD_FILES = ("leaderboard.csv", "leaderboard.json")
+
+#: Columns in order: the model, its gaps with intervals, English score, ranks, identifiability.
+LEADERBOARD_COLUMNS: list[str] = [
+    "model",
+    "h1_micro",
+    "h1_micro_ci_low",
+    "h1_micro_ci_high",
+    "macro_net",
+    "macro_net_ci_low",
+    "macro_net_ci_high",
+    "english_score",
+    "rank",
+    "rank_ci_low",
+    "rank_ci_high",
+    "rank_net",
+    "rank_net_ci_low",
+    "rank_net_ci_high",
+    "n_models",
+    "n_articles",
+    "identifiable",
+    "reason",
+]
+
+
+def _interval(prefix: str, block: object) -> dict[str, float | None]:
+    entry = block if isinstance(block, Mapping) else {}
+    return {
+        prefix: finite(entry.get("estimate")),
+        f"{prefix}_ci_low": finite(entry.get("ci_low")),
+        f"{prefix}_ci_high": finite(entry.get("ci_high")),
+    }
+
+
+def _row(model: str, gaps: Mapping[str, Any], block: Mapping[str, Any]) -> dict[str, Any]:
+    """One model's row; a missing piece (an older document) stays empty, never invented."""
+    micro = gaps.get("h1_micro") if isinstance(gaps.get("h1_micro"), Mapping) else {}
+    ranks = block.get("ranks", {}).get(model, {})
+    english = block.get("english_score", {}).get(model, {})
+    row: dict[str, Any] = {"model": model}
+    row |= _interval("h1_micro", micro)
+    row |= _interval("macro_net", gaps.get("macro_net"))
+    row["english_score"] = finite(english.get("estimate")) if isinstance(english, Mapping) else None
+    row |= _interval("rank", ranks.get("h1_micro"))
+    row |= _interval("rank_net", ranks.get("macro_net"))
+    row["n_models"] = len(block.get("models", [])) or None
+    row["n_articles"] = micro.get("n_articles")
+    # The model's H1 micro decides: withheld below study.min_articles, as in the estimates.
+    row["identifiable"] = bool(micro.get("identifiable", micro.get("estimate") is not None))
+    row["reason"] = micro.get("reason") or (None if micro else "no H1 micro estimate for this model")
+    return row
+
+
+def leaderboard(results: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per model with H1 by-model estimates, by rank (then model id); columns ``LEADERBOARD_COLUMNS``.
+
+    Reads ``h1.by_model`` and ``model_contrasts``; a results document without models gives
+    an empty frame with the columns.
+    """
+    h1 = results.get("h1") if isinstance(results.get("h1"), Mapping) else {}
+    by_model = h1.get("by_model") if isinstance(h1.get("by_model"), Mapping) else {}
+    raw_block = results.get("model_contrasts")
+    block: Mapping[str, Any] = raw_block if isinstance(raw_block, Mapping) else {}
+    rows = [
+        _row(str(model), gaps if isinstance(gaps, Mapping) else {}, block) for model, gaps in by_model.items()
+    ]
+    frame = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
+    if len(frame):
+        frame = frame.sort_values(["rank", "model"], na_position="last", kind="stable")
+    frame["n_models"] = pd.array(frame["n_models"], dtype="Int64")
+    frame["n_articles"] = pd.array(frame["n_articles"], dtype="Int64")
+    frame["identifiable"] = frame["identifiable"].astype(bool)
+    return frame.reset_index(drop=True)
+
+
+def write_leaderboard(results: Mapping[str, Any], folder: str | os.PathLike[str]) -> dict[str, str]:
+    """Write ``leaderboard.csv`` and ``leaderboard.json`` into ``folder`` (atomically); return their paths.
+
+    ``folder`` is where ``study_results.json`` lives (the data folder); it may be a URL.
+    """
+    from upath import UPath
+
+    frame = leaderboard(results)
+    root = UPath(folder)
+    csv_path, json_path = (root / name for name in LEADERBOARD_FILES)
+    text = io.StringIO()
+    frame.to_csv(text, index=False, lineterminator="\n")
+    write_bytes_atomic(csv_path, text.getvalue().encode("utf-8"))
+    block = results.get("model_contrasts") if isinstance(results.get("model_contrasts"), Mapping) else {}
+    document = {
+        "columns": LEADERBOARD_COLUMNS,
+        "status": block.get("status", "no model_contrasts block in the results"),
+        "ranking": block.get("ranking"),
+        "models": jsonable(frame.astype(object).where(frame.notna(), None).to_dict(orient="records")),
+    }
+    write_json(json_path, document)
+    return {"csv": str(csv_path), "json": str(json_path)}

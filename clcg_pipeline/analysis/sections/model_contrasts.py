@@ -1,0 +1,259 @@
+"""Paired model contrasts and model ranks with bootstrap intervals (issue 21).
+
+Every pair of models is compared on the (language, article, item) units both answered, with
+the suite's article draws (the same multiplicity matrix as H1), so the two gaps of a pair move
+together replicate by replicate and their difference is a paired contrast. Ranks come from the
+H1 by-model gaps, again one set of draws for every model, so a replicate ranks all models at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clcg_pipeline.analysis._bootstrap import (
+    ClusterTable,
+    bootstrap_p,
+    draw_multiplicities,
+    replicate,
+    sorted_factorize,
+    valid_replicates,
+)
+from clcg_pipeline.analysis._context import SuiteContext
+from clcg_pipeline.analysis._gaps import GapPanel
+from clcg_pipeline.analysis.sections.h1 import languages_of
+from clcg_pipeline.storage import finite
+
+#: The gaps compared, with the suffix of their estimand families (``model_contrast_<suffix>``).
+KEYS: dict[str, str] = {"h1_micro": "micro", "macro": "macro", "macro_net": "net"}
+ONE_MODEL = "one model: no pair to compare"
+NO_MODEL = "no model with scored rows in the study band: nothing to compare"
+UNIT_COLUMNS = ["language", "doc_id", "item_id"]
+
+CONTRAST_RULE = (
+    "first model minus second: the difference of their gaps on the (language, article, item) units "
+    "both models answered, with the same article-cluster bootstrap draws for both (paired); p is the "
+    "two-sided bootstrap p, adjusted by Benjamini-Hochberg across the pairs of each gap"
+)
+RANK_RULE = (
+    "1 = smallest gap, ties share the better rank; each model's rank among the models in every "
+    "bootstrap replicate of the H1 by-model gaps (one set of article draws for all); interval: the "
+    "lower and upper percentile of the rank over the replicates, whole ranks"
+)
+
+
+def model_contrasts(ctx: SuiteContext, core: Any, band: pd.DataFrame) -> dict[str, Any]:
+    """The ``model_contrasts`` block: ``pairs``, ``ranks``, ``english_score`` and their BH families."""
+    models = _models(ctx, core)
+    status = "estimated" if len(models) >= 2 else ONE_MODEL if models else NO_MODEL
+    out: dict[str, Any] = {"status": status, "models": models, "contrast": CONTRAST_RULE}
+    out["ranking"] = RANK_RULE
+    pairs = _pairs(ctx, band, models) if len(models) >= 2 else {}
+    out["pairs"] = pairs
+    out["multiplicity"] = _adjust(pairs)
+    out["ranks"] = _ranks(ctx, core, models)
+    out["english_score"] = _english(ctx, core, models)
+    _add_rows(ctx, out)
+    return out
+
+
+def _models(ctx: SuiteContext, core: Any) -> list[str]:
+    """Models with H1 by-model estimates: the configured order first, then any others, sorted."""
+    present = list(core.result.get("by_model", {}))
+    configured = [m.id for m in ctx.config.models.evaluated if m.id in present]
+    return configured + sorted(m for m in present if m not in configured)
+
+
+def pair_label(first: str, second: str) -> str:
+    return f"{first} vs {second}"
+
+
+def model_gap(panel: GapPanel, key: str, model: str) -> np.ndarray:
+    """One model's gap ``key`` (point first, then replicates) on ``panel``."""
+    if key == "h1_micro":
+        return panel.micro(model=model)
+    macro = panel.macro(model=model)
+    return macro if key == "macro" else macro - panel.pt_gap(model=model)
+
+
+@dataclass(frozen=True)
+class _PairRows:
+    """The band rows reduced once to codes, sorted like ``cluster_table`` sorts them.
+
+    Every pair's per-article sums are bincounts over a subset of these rows in this order, so
+    they equal ``cluster_table``'s bit for bit without re-sorting the rows for each pair.
+    """
+
+    articles: np.ndarray
+    art: np.ndarray  # article code per row (articles sorted by string, as every table's)
+    model: np.ndarray  # index into the model list
+    lang: np.ndarray  # index into the panel languages
+    unit: np.ndarray  # (language, article, item) code
+    y: np.ndarray
+    answered: np.ndarray  # units x models: the model has a row for the unit
+
+
+def _pair_rows(rows: pd.DataFrame, models: list[str], langs: list[str]) -> _PairRows:
+    art, articles = sorted_factorize(rows["doc_id"])
+    model, lang = _index_of(rows["model"], models), _index_of(rows["language"], langs)
+    item = pd.factorize(rows["item_id"])[0].astype(np.int64)
+    _, unit = np.unique((lang * len(articles) + art) * (int(item.max()) + 1) + item, return_inverse=True)
+    y = rows["y"].to_numpy(dtype=np.float64)
+    order = np.lexsort((y, (art * len(models) + model) * len(langs) + lang))
+    answered = np.zeros((int(unit.max()) + 1, len(models)), dtype=bool)
+    answered[unit, model] = True
+    return _PairRows(articles, art[order], model[order], lang[order], unit[order], y[order], answered)
+
+
+def _index_of(column: pd.Series, names: list[str]) -> np.ndarray:
+    """Position of each row's value in ``names`` (the rows were selected to be among them)."""
+    codes, uniques = pd.factorize(column)
+    where = {name: k for k, name in enumerate(names)}
+    return np.array([where[str(u)] for u in uniques], dtype=np.int64)[codes]
+
+
+def _pairs(ctx: SuiteContext, band: pd.DataFrame, models: list[str]) -> dict[str, Any]:
+    """Every pair's paired differences, in configured order (first model minus second)."""
+    langs = [ctx.roles.reference, ctx.roles.baseline, *ctx.roles.targets]
+    rows = band.loc[band["language"].isin(langs).to_numpy() & band["model"].isin(models).to_numpy()]
+    if rows.empty:
+        return {pair_label(a, b): _pair(ctx, None, a, b) for a, b in combinations(models, 2)}
+    coded = _pair_rows(rows, models, langs)
+    # The H1 panel's article list, replicates and seed, hence its draws: pairs and H1 share replicates.
+    weights = draw_multiplicities(len(coded.articles), ctx.replicates, ctx.seed)
+    out: dict[str, Any] = {}
+    for i, j in combinations(range(len(models)), 2):
+        panel = _pair_panel(ctx, coded, weights, i, j, (models[i], models[j]), langs)
+        out[pair_label(models[i], models[j])] = _pair(ctx, panel, models[i], models[j])
+    return out
+
+
+def _pair_panel(
+    ctx: SuiteContext,
+    coded: _PairRows,
+    weights: np.ndarray,
+    i: int,
+    j: int,
+    names: tuple[str, str],
+    langs: list[str],
+) -> tuple[GapPanel, int]:
+    """The pair's (model, language) cells over the units both models answered, and their count."""
+    both = coded.answered[:, i] & coded.answered[:, j]
+    keep = ((coded.model == i) | (coded.model == j)) & both[coded.unit]
+    n_art, width = len(coded.articles), 2 * len(langs)
+    flat = coded.art[keep] * width + (coded.model[keep] == j) * len(langs) + coded.lang[keep]
+    sums = np.bincount(flat, weights=coded.y[keep], minlength=n_art * width).reshape(n_art, width)
+    counts = np.bincount(flat, minlength=n_art * width).reshape(n_art, width).astype(np.float64)
+    cells = pd.DataFrame({"model": np.repeat(names, len(langs)), "language": langs * 2})
+    rep = replicate(ClusterTable(coded.articles, cells, sums, counts), weights)
+    return GapPanel(rep, ctx.roles, counts), int(both.sum())
+
+
+def _pair(ctx: SuiteContext, panel: tuple[GapPanel, int] | None, first: str, second: str) -> dict[str, Any]:
+    """One pair's three paired differences on its common rows."""
+    units = panel[1] if panel is not None else 0
+    entry: dict[str, Any] = {"model_a": first, "model_b": second, "n_common_items": units}
+    for key in KEYS:
+        if panel is None:
+            entry[key] = ctx.qualify({"estimate": None, "n": 0, "n_articles": 0}, sided="two-sided")
+        else:
+            with np.errstate(invalid="ignore"):
+                diff = model_gap(panel[0], key, first) - model_gap(panel[0], key, second)
+            p = bootstrap_p(diff[1:], "two-sided")
+            entry[key] = ctx.stats(panel[0], diff, languages_of(ctx, key), p=p, sided="two-sided")
+        if units == 0:
+            entry[key]["reason"] = "no item answered by both models"
+    return entry
+
+
+def _adjust(pairs: dict[str, Any]) -> dict[str, Any]:
+    """BH across the pairs, one family per gap; each pair's estimand gets its ``p_adj``."""
+    from clcg_pipeline.analysis._stats import benjamini_hochberg
+
+    families: dict[str, Any] = {}
+    for key in KEYS:
+        family = benjamini_hochberg({name: finite(entry[key].get("p")) for name, entry in pairs.items()})
+        for row in family["tests"]:
+            pairs[row["test"]][key]["p_adj"] = row["p_adj"]
+        families[key] = family
+    return families
+
+
+def rank_rows(gaps: np.ndarray) -> np.ndarray:
+    """Rank of each column within every row (1 = smallest, ties ``min``); NaN rows stay NaN.
+
+    A replicate in which one model's gap is undefined ranks no model (the suite's replicate rule).
+    """
+    from scipy.stats import rankdata
+
+    ok = np.isfinite(gaps).all(axis=1)
+    ranks = np.full(gaps.shape, np.nan)
+    if ok.any():
+        ranks[ok] = rankdata(gaps[ok], axis=1, method="min")
+    return ranks
+
+
+def rank_interval(ranks: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
+    """Whole-rank percentile interval of the finite replicate ranks (lower and upper percentile)."""
+    kept = ranks[np.isfinite(ranks)]
+    if kept.size == 0:
+        return None, None
+    alpha = 100 * (1 - confidence) / 2
+    # "lower"/"higher": an interval of whole ranks that covers at least the stated share.
+    low = float(np.percentile(kept, alpha, method="lower"))
+    return low, float(np.percentile(kept, 100 - alpha, method="higher"))
+
+
+def _ranks(ctx: SuiteContext, core: Any, models: list[str]) -> dict[str, Any]:
+    """Per model, its rank on each gap among all models, with the whole-rank interval."""
+    out: dict[str, Any] = {m: {} for m in models}
+    if not models:
+        return out
+    panel = core.panel
+    for key in KEYS:
+        langs = languages_of(ctx, key)
+        with np.errstate(invalid="ignore"):
+            ranks = rank_rows(np.column_stack([model_gap(panel, key, m) for m in models]))
+        # A rank compares every model: it rests on the articles of the least covered one.
+        n_articles = min(panel.n_articles(language=langs, model=m) for m in models)
+        for j, model in enumerate(models):
+            low, high = rank_interval(ranks[1:, j], ctx.confidence)
+            entry = {
+                "estimate": finite(ranks[0, j]),
+                "ci_low": low,
+                "ci_high": high,
+                "n": panel.n(language=langs, model=models),
+                "n_articles": n_articles,
+                "valid_replicates": valid_replicates(ranks[:, j]),
+            }
+            out[model][key] = ctx.qualify(entry, sided=None)
+    return out
+
+
+def _english(ctx: SuiteContext, core: Any, models: list[str]) -> dict[str, Any]:
+    """Each model's mean English score in the band (the level its gaps are measured from)."""
+    en = ctx.roles.reference
+    return {m: ctx.stats(core.panel, core.panel.mean(en, model=m), [en], model=m) for m in models}
+
+
+def _add_rows(ctx: SuiteContext, block: dict[str, Any]) -> None:
+    for key, suffix in KEYS.items():
+        for name, entry in block["pairs"].items():
+            ctx.add(f"model_contrast_{suffix}", name, entry[key])
+    for key, suffix in KEYS.items():
+        for model, entry in block["ranks"].items():
+            ctx.add(f"model_rank_{suffix}", model, entry[key])
+    for model, entry in block["english_score"].items():
+        ctx.add("english_score_model", model, entry)
+
+
+def fill_p_adj(estimates: pd.DataFrame, block: dict[str, Any]) -> None:
+    """The pairs' BH-adjusted p into the ``estimates`` rows of the contrasts."""
+    for key, suffix in KEYS.items():
+        for name, entry in block.get("pairs", {}).items():
+            mask = (estimates["estimand"] == f"model_contrast_{suffix}") & (estimates["group"] == name)
+            estimates.loc[mask, "p_adj"] = entry[key].get("p_adj")

@@ -1,0 +1,98 @@
+"""``clcg compare A B`` and ``clcg plan --power``: what the scores at hand say about the next step."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from clcg_pipeline.cli._common import UsageError, console, csv, dirs, say
+from clcg_pipeline.cli._tables import frame_table
+
+
+def cmd_plan_power(args: argparse.Namespace) -> int:
+    """How many articles a study needs for the asked effect, from this data folder's scores."""
+    from rich.table import Table
+
+    from clcg_pipeline.analysis import PowerQuestion
+    from clcg_pipeline.orchestration import plan_power
+
+    if args.effect is None:
+        raise UsageError("--power needs --effect (the score difference to detect, e.g. 0.02)")
+    models = csv(args.compare_models)
+    if models is not None and len(models) != 2:
+        raise UsageError(f"--compare-models takes two model ids, got {len(models)}")
+    try:
+        question = PowerQuestion(
+            effect=args.effect,
+            alpha=args.alpha,
+            power=args.target_power,
+            models=(models[0], models[1]) if models else None,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    config_dir, data_dir = dirs(args)
+    plan = plan_power(config_dir=config_dir, data_dir=data_dir, question=question)
+    if args.format == "json":
+        print(json.dumps(plan, indent=2))
+        return 0
+    what = "the H1 gap" if models is None else f"the difference {models[0]} - {models[1]}"
+    table = Table(title=f"Articles needed to detect {what} of {args.effect:g} (nothing has been called)")
+    table.add_column("quantity", overflow="fold")
+    table.add_column("value", overflow="fold")
+    for key, value in plan.items():
+        if value is not None:
+            table.add_row(key.replace("_", " "), f"{value:.4g}" if isinstance(value, float) else str(value))
+    console.print(table)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run B minus run A per estimand, paired on the items both answered; table, JSON, HTML."""
+    from clcg_pipeline.config import load_config
+    from clcg_pipeline.results import compare_runs, load_run, write_comparison_html, write_comparison_json
+
+    config_dir, _ = dirs(args)
+    config = load_config(config_dir)
+    a, b = load_run(args.run_a), load_run(args.run_b)
+    table, info = compare_runs(a, b, config)
+    if args.json:
+        write_comparison_json(table, info, args.json)
+        say(f"comparison written: {args.json}")
+    if args.html:
+        write_comparison_html(table, info, args.html)
+        say(f"comparison page written: {args.html}")
+    paired = (
+        f"H1 paired on {info['common_rows']:,} common rows of {info['common_articles']} articles"
+        if info.get("paired")
+        else "nothing paired (no common items, or a study_results.json given): every row is unpaired"
+    )
+    say(f"A: {a.label}\nB: {b.label}\n{paired}")
+    shown = table[["estimand", "group", "a_estimate", "b_estimate", "difference"]].assign(
+        interval=[
+            "" if lo != lo or lo is None else f"[{lo:.4f}, {hi:.4f}]"
+            for lo, hi in zip(table["difference_ci_low"], table["difference_ci_high"], strict=True)
+        ],
+        pairing=table["pairing"],
+    )
+    console.print(frame_table(shown))
+    return 0
+
+
+def add_compare_parser(sub: argparse._SubParsersAction, common: object) -> None:
+    cmp = sub.add_parser("compare", help="two runs side by side: B - A per estimand, paired where it can")
+    common(cmp)  # type: ignore[operator]
+    cmp.add_argument("run_a", help="run A: a data folder or its study_results.json")
+    cmp.add_argument("run_b", help="run B: a data folder or its study_results.json")
+    cmp.add_argument("--json", help="also write the comparison as JSON to this file")
+    cmp.add_argument("--html", help="also write it as one offline HTML page")
+    cmp.set_defaults(func=cmd_compare)
+
+
+def add_power_options(plan: argparse.ArgumentParser, fraction: object, positive: object) -> None:
+    group = plan.add_argument_group("power (--power: articles needed, from the scores in --data)")
+    group.add_argument("--power", action="store_true", help="plan articles from the scores at hand")
+    group.add_argument("--effect", type=positive, help="the score difference to detect, e.g. 0.02")  # type: ignore[arg-type]
+    group.add_argument("--compare-models", help="A,B: a difference between two models (two-sided)")
+    group.add_argument("--alpha", type=fraction, default=0.05, help="test level (default 0.05)")  # type: ignore[arg-type]
+    group.add_argument("--target-power", type=fraction, default=0.8, help="power wanted (default 0.8)")  # type: ignore[arg-type]
+    group.add_argument("--format", choices=["table", "json"], default="table")

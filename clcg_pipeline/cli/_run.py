@@ -1,0 +1,185 @@
+"""``clcg run``: the checks made before anything runs, the up-to-date fast path, the run itself
+under a progress bar, and what is printed after it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clcg_pipeline.cli._common import UsageError, check_selection, console, csv, dirs
+
+if TYPE_CHECKING:
+    from clcg_pipeline.orchestration import RunSummary
+
+UP_TO_DATE = "everything is up to date ({partitions} partitions): no Dagster run, 0 new model calls"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Check the request, then run what is not up to date and print the H1 table."""
+    from clcg_pipeline.config import load_config
+
+    config_dir, data_dir = dirs(args)
+    check_data_folder(data_dir)
+    # Bad config or an unknown model/language is reported before any progress bar is drawn.
+    config = load_config(config_dir)
+    check_selection("--models", csv(args.models), [model.id for model in config.models.evaluated])
+    check_selection("--languages", csv(args.languages), config.languages.isos)
+    _check_sources_exist(config, config_dir)
+    partitions = (
+        None
+        if args.force or args.regenerate_items
+        else _complete_run_holds(args, config, config_dir, data_dir)
+    )
+    if partitions is not None:
+        # The folder is as the last complete run for this request left it: no Dagster needed.
+        console.print(UP_TO_DATE.format(partitions=partitions))
+    else:
+        _print_run_summary(_run_with_progress(args, config_dir, data_dir))
+    _print_study_results(data_dir)
+    return 0
+
+
+def check_data_folder(data_dir: str) -> None:
+    """A local data folder that cannot be created or written is a usage error, said up front.
+
+    Probed with a folder made and removed at once, so nothing is left when it fails (or before
+    the run writes). Remote URLs are not checked: that would cost a request.
+    """
+    from upath import UPath
+
+    from clcg_pipeline.storage import is_local
+
+    if not is_local(data_dir):
+        return
+    folder = Path(UPath(data_dir).path).absolute()
+    # os.path.exists, not Path.exists: a folder we may not search is "not there", not an error.
+    existing = next(path for path in (folder, *folder.parents) if os.path.exists(path))
+    if not existing.is_dir():
+        where = "it" if existing == folder else str(existing)
+        raise UsageError(f"cannot write the data folder {data_dir}: {where} is not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".clcg-probe-", dir=existing))
+    except OSError as exc:
+        reason = exc.strerror if existing == folder else f"cannot create it in {existing} ({exc.strerror})"
+        raise UsageError(f"cannot write the data folder {data_dir}: {reason}") from None
+
+
+def _check_sources_exist(config: Any, config_dir: str) -> None:
+    """A source path that is not there is a config error, said before any progress bar is drawn."""
+    from upath import UPath
+
+    for index, source in enumerate(config.sources.sources):
+        if source.path and not UPath(source.path).exists():
+            raise ValueError(
+                f"{config_dir}/sources.yaml: sources[{index}] ({source.name}).path: "
+                f"{source.path} does not exist"
+            )
+
+
+def _complete_run_holds(args: argparse.Namespace, config: Any, config_dir: str, data_dir: str) -> int | None:
+    """The partitions up to date when the data folder is as a complete run asked the same left it."""
+    from clcg_pipeline.config import code_versions, ensure_dagster_home
+    from clcg_pipeline.storage import complete_run_holds, complete_run_request
+
+    ensure_dagster_home()  # where the source files' content hashes are kept between runs
+    asked = complete_run_request(
+        config_dir=config_dir,
+        versions=code_versions(config),
+        models=csv(args.models),
+        languages=csv(args.languages),
+        mode=args.mode,
+        budget_usd=args.budget,
+    )
+    return complete_run_holds(data_dir, asked)
+
+
+def _run_with_progress(args: argparse.Namespace, config_dir: str, data_dir: str) -> RunSummary:
+    """``run_study`` under one progress bar that names the step being run."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from clcg_pipeline.orchestration import DEFAULT_PARALLEL, run_study
+
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("starting", total=None)
+
+        def on_step(label: str, step: int, total: int) -> None:
+            progress.update(task, description=label, completed=step - 1, total=total)
+
+        summary = run_study(
+            config_dir=config_dir,
+            data_dir=data_dir,
+            models=csv(args.models),
+            languages=csv(args.languages),
+            budget_usd=args.budget,
+            mode=args.mode,
+            force=args.force,
+            regenerate_items=args.regenerate_items,
+            on_step=on_step,
+            parallel=DEFAULT_PARALLEL if args.parallel is None else args.parallel,
+            calls_ahead=not args.no_calls_ahead,
+        )
+        progress.update(task, description="done", completed=progress.tasks[0].total)
+    return summary
+
+
+def _print_run_summary(summary: RunSummary) -> None:
+    """What ran, what was up to date, the new calls and their cost, and budget stops."""
+    for line in summary.annotation_files:
+        console.print(f"annotation import: {line}", markup=False, highlight=False)
+    if summary.annotation_files_refused:
+        console.print(
+            f"[yellow]{summary.annotation_files_refused} annotation file(s) not imported "
+            "(reasons above; a refused file changes nothing)[/yellow]"
+        )
+    if summary.runs == 0 and summary.new_calls == 0 and not summary.budget_exhausted:
+        console.print(UP_TO_DATE.format(partitions=summary.skipped))
+        return
+    console.print(
+        f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "
+        f"{summary.new_calls} new model calls ({summary.response_calls} responses, "
+        f"{summary.task_calls} granularity tasks, {summary.judge_calls} judges and writers) "
+        f"costing ${summary.new_cost_usd:.4f}"
+    )
+    ahead = summary.calls_ahead
+    if ahead is not None and ahead.sent:
+        console.print(
+            f"{ahead.sent} of them sent ahead of their partitions' runs, one stream per model, in "
+            f"{ahead.seconds:.1f}s ({ahead.sent / max(ahead.seconds, 1e-9):.1f} calls/s)"
+        )
+    if ahead is not None and ahead.refused:
+        for model_id, reason in ahead.refused.items():
+            console.print(f"[yellow]{model_id}: calls not sent ahead: {reason}[/yellow]")
+    if summary.budget_exhausted:
+        console.print(
+            "[yellow]budget reached: the calls and partitions past it were not run "
+            "(partial results kept; the next run resumes them)[/yellow]"
+        )
+
+
+def _print_study_results(data_dir: str) -> None:
+    """The H1 table of study_results.json, and where the outputs are."""
+    from upath import UPath
+
+    from clcg_pipeline.report import format_h1_table, new_model_lines
+    from clcg_pipeline.storage import default_catalog_path, read_json
+
+    root = UPath(data_dir)
+    results = read_json(root / "study_results.json")
+    languages = results.get("languages")
+    for line in new_model_lines(results):  # the model just added first: what its owner asks next
+        console.print(line, highlight=False)
+    console.print(format_h1_table(results["h1"], languages, results=results))
+    console.print(f"data:    {data_dir}")
+    console.print(f"report:  {root / 'report.html'}")
+    console.print(f"results: {root / 'study_results.json'}")
+    console.print(f"catalog: {default_catalog_path(data_dir)}  (try: clcg query --named clcg_by_language)")

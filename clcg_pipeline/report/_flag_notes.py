@@ -1,0 +1,60 @@
+"""A flag shared by several rows of a section is said once, above the section's tables.
+
+On a small study nearly every estimate carries the same "not identifiable: too few articles:
+6 < study.min_articles = 10"; repeated as a two-line badge on each row it buries the rows that
+differ. The rows keep a short mark ("not identifiable", "raw: not identifiable") so a reader
+still sees which rows it concerns, and the whole reason stands once at the top.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from clcg_pipeline.report._page import Part, Row, Section
+
+# The states a flag opens with; the row's short mark ends after the state's name.
+_STATES = ("not identifiable", "not converged", "not available", "not computed")
+# A flag on fewer rows than this stays where it is, in full.
+_SHARED = 2
+
+
+def _reason(flag: str) -> str:
+    """The flag without the label some tables put before it ("raw: not identifiable: ..." -> "not ...")."""
+    at = min((i for i in (flag.find(state) for state in _STATES) if i >= 0), default=0)
+    return flag[at:]
+
+
+def short_flag(flag: str) -> str:
+    """The mark a row keeps when its flag is said once for the section."""
+    for state in _STATES:
+        at = flag.find(state)
+        if at >= 0:
+            return flag[: at + len(state)]
+    head = flag.split(" (", 1)[0].split(": ", 1)[0]
+    return head if len(head) < len(flag) else "see the note above"
+
+
+def shared_flags_note(parts: list[Part]) -> Part | None:
+    """Shorten each flag found twice or more in the tables of ``parts``; return the note saying it."""
+    rows = [row for part in parts if part.kind == "table" for row in part.rows]
+    counts = Counter(_reason(flag) for row in rows for flag in dict.fromkeys(row.flags))
+    shared = [reason for reason, n in counts.items() if n >= _SHARED and short_flag(reason) != reason]
+    if not shared:
+        return None
+    for row in rows:
+        row.flags = list(dict.fromkeys(short_flag(f) if _reason(f) in shared else f for f in row.flags))
+    marked = [f"{reason} (rows marked \u201c{short_flag(reason)}\u201d)" for reason in shared]
+    return Part("flags", rows=[Row(cells=[], flags=marked)])
+
+
+def flags_once(section: Section) -> Section:
+    """``section`` with each flag shared by several rows said once, above its first table."""
+    note = shared_flags_note(section.parts)
+    if note is not None:
+        first_flagged = next(
+            i
+            for i, part in enumerate(section.parts)
+            if part.kind == "table" and any(r.flags for r in part.rows)
+        )
+        section.parts.insert(first_flagged, note)
+    return section

@@ -1,0 +1,51 @@
+"""The pieces every section of ``study_results.json`` is built from: an estimate, an interval."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+# ---------------------------------------------------------------------------------------------
+# Shared pieces
+
+
+class Estimate(TypedDict, total=False):
+    """One estimate with its interval, p value, counts and the reasons not to trust it."""
+
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p: float | None
+    p_value: float | None
+    p_adj: float | None
+    p_bound: bool
+    n: int | None
+    n_articles: int | None
+    identifiable: bool
+    reason: str | None
+    valid_replicates: int | None
+    flags: list[str] | str | None
+    converged: bool
+    status: str
+    warnings: list[str] | str
+    metric: str
+    sided: str
+
+
+class Interval(TypedDict, total=False):
+    """An estimate as the studies write it: a value, its interval and whether it is identifiable.
+
+    Rows whose value has another name (``gap``, ``drop``, ``kappa`` ...) share the other fields.
+    """
+
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int | None
+    n_articles: int | None
+    n_documents: int | None
+    valid_replicates: int | None
+    p_bound: bool
+    identifiable: bool
+    reason: str | None
+    flags: list[str]
+    status: str

@@ -1,0 +1,52 @@
+"""How the report says things once: a flag shared by rows, empty tables, whiskers not drawn."""
+
+from __future__ import annotations
+
+from clcg_pipeline.report import render_report
+from clcg_pipeline_tests.report.test_report import _estimates, _full, _section_html, _text
+
+
+def test_a_flag_shared_by_rows_is_said_once_per_section() -> None:
+    # A small study: every language's estimate carries the same reason; one language differs.
+    results = _full()
+    reason = "too few articles: 6 < study.min_articles = 10"
+    for iso in ("sw", "fon", "quy"):
+        results["h1"]["by_language"][iso].update(identifiable=False, reason=reason)
+    results["h1"]["by_language"]["mt"].update(identifiable=False, reason="no scored row")
+    section = _text(_section_html(render_report(results, _estimates()), "by-language"))
+    assert section.count(reason) == 1  # once, above the table, not on each row
+    assert section.count("\u26a0 not identifiable") == 1 + 3 + 1  # the note, three short marks, mt
+    assert "not identifiable: no scored row" in section  # a reason of one row stays on its row
+
+
+def test_short_flag_keeps_the_label_and_the_state() -> None:
+    from clcg_pipeline.report._flag_notes import short_flag
+
+    assert short_flag("raw: not identifiable: too few articles: 6 < 10") == "raw: not identifiable"
+    assert short_flag("not converged: no support") == "not converged"
+    assert short_flag("1834 of 2000 bootstrap replicates valid (a replicate ...)") == (
+        "1834 of 2000 bootstrap replicates valid"
+    )
+
+
+def test_curve_note_speaks_of_whiskers_only_when_some_are_drawn() -> None:
+    from clcg_pipeline_tests.report import study_fixtures as fx
+
+    def note(status: str) -> str:
+        html = render_report({**_full(), "granularity": fx.granularity(status)}, None)
+        return _text(_section_html(html, "result-granularity"))
+
+    assert "with interval whiskers" in note("ok")
+    withheld = note("not_identifiable")
+    assert "with interval whiskers" not in withheld and "carry no whiskers" in withheld
+
+
+def test_a_table_with_no_value_is_one_line() -> None:
+    results = _full()
+    results["mixed_effects"] = {
+        "h1": {"estimate": None, "ci_low": None, "ci_high": None, "n": 12, "converged": False},
+        "h2": {"estimate": None, "ci_low": None, "ci_high": None, "n": 12, "converged": False},
+    }
+    section = _section_html(render_report(results, _estimates()), "result-mixed_effects")
+    assert "<table" not in section  # before: a block of dashes
+    assert "No value for" in _text(section) and "not converged" in _text(section)
