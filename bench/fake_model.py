@@ -29,7 +29,7 @@ def fake_server_model(
     concurrency: int = 32,
 ) -> ModelSpec:
     """A model on the fake server at ``url``, its fake key exported (the SDKs refuse none)."""
-    os.environ[KEY_ENV] = "sk-bench-not-a-real-key"
+    os.environ[KEY_ENV] = "bench-not-a-real-key"
     return ModelSpec(
         id=model_id,
         provider=provider,

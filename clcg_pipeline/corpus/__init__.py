@@ -3,7 +3,7 @@
 from clcg_pipeline.corpus._audit import AUDIT_COLUMNS, audit_corpus, incomplete_versions
 from clcg_pipeline.corpus._belebele import MC_LEVEL, load_belebele
 from clcg_pipeline.corpus._build import TRANSLATION_COLUMNS, CorpusTables
-from clcg_pipeline.corpus._errors import CorpusError, CorpusWarning, where
+from clcg_pipeline.corpus._errors import CorpusError, CorpusWarning, empty_language_file, where
 from clcg_pipeline.corpus._fertility import FERTILITY_COLUMNS, tokenizer_fertility
 from clcg_pipeline.corpus._flores import flores_code_map, load_flores
 from clcg_pipeline.corpus._io import filesystem, glob, join, read_jsonl
@@ -36,6 +36,7 @@ __all__ = [
     "audit_corpus",
     "canonical_json_schema",
     "count_tokens",
+    "empty_language_file",
     "filesystem",
     "flores_code_map",
     "get_encoding",

@@ -44,17 +44,27 @@ def language_file(language: str, file: str) -> Iterator[None]:
         raise CorpusError(f"language {language!r}: {exc}", language=language, file=file) from None
 
 
-def empty_language_file(file: str, language: str, size: int) -> CorpusError:
+def empty_language_file(
+    file: str,
+    language: str,
+    size: int,
+    *,
+    left: str = "uncovered",
+    error: type[CorpusError] = CorpusError,
+) -> CorpusError:
     """The one rule for every source kind: a language file that exists must hold records.
+
+    ``left`` says where deleting the file leaves the language; ``error`` is the caller's own
+    subclass (the long-document source raises its ``DocumentError``).
 
     A present-but-empty file is almost always a broken export; treating it as "language not
     covered" would silently replace that language's stored data with nothing. A language with
     no file at all is simply not covered.
     """
     what = "is empty (0 bytes)" if size == 0 else f"holds no records ({size} bytes, blank lines only)"
-    return CorpusError(
+    return error(
         f"language {language!r}: {file} {what}; a language file that is present must hold records. "
-        f"Re-export it, or delete it to leave {language!r} uncovered",
+        f"Re-export it, or delete it to leave {language!r} {left}",
         language=language,
         file=file,
     )

@@ -16,6 +16,7 @@ from clcg_pipeline.report._labels import METRIC_NAMES, SIMULATED_BANNER
 from clcg_pipeline.report._page import Part, Row, Section
 from clcg_pipeline.report._studies import (
     Walk,
+    by_group_parts,
     caveat_parts,
     chart,
     ci_cell,
@@ -402,28 +403,18 @@ def _as_withheld(record: Mapping[str, Any]) -> Mapping[str, Any]:
     return record
 
 
-_GROUP_COLUMNS = {
-    "language": [col("language", "language"), col("script", "script")],
-    "script": [col("script", "script"), col("languages", "languages")],
-}
-
-
 def _human_judges_by(block: HumanValidationResults, status: str, by: str) -> list[Part]:
     """Human-vs-judge kappa per language or per script (``judge_kappa_by_<by>``): judges are known
     to agree less with humans in low-resource languages, which the pooled kappa hides."""
-    rows = records(block, f"judge_kappa_by_{by}")
-    if not rows and not records(block, "judge_agreement"):
-        return []  # no overlap rows at all: the pooled block already says so
-    parts = opening(
-        f"Human vs LLM-judge agreement by {by}", bool(rows), status, f"per-{by} human-vs-judge agreement"
-    )
-    if not rows:
-        return parts
-    parts += record_table(
-        rows,
-        [
+    return by_group_parts(
+        block,
+        grouped=f"judge_kappa_by_{by}",
+        pooled="judge_agreement",
+        by=by,
+        title="Human vs LLM-judge agreement",
+        what="human-vs-judge agreement",
+        columns=[
             col("judge", "judge"),
-            *_GROUP_COLUMNS[by],
             col("percent", "percent", "pct"),
             col("kappa", "kappa", "num"),
             ("kappa interval", lambda r: ci_cell(_as_withheld(r), "kappa"), True),
@@ -431,8 +422,6 @@ def _human_judges_by(block: HumanValidationResults, status: str, by: str) -> lis
             col("items", "clusters", "int"),
         ],
         value_key="kappa",
-        section_status=status,
-        known={"judge", "language", "script", "languages", "percent", "kappa", "ci_low", "ci_high", "n"}
-        | {"clusters", "status"},
+        status=status,
+        known={"judge", "percent", "kappa", "ci_low", "ci_high", "n", "clusters", "status"},
     )
-    return parts

@@ -357,3 +357,42 @@ def withheld_everywhere(block: Mapping[str, Any], keys: Sequence[str], value_key
                     seen = True
                     break
     return seen
+
+
+# The breakdowns of a pooled study table per target language or per script (``<key>_by_<by>``).
+GROUP_KEYS = frozenset({"language", "script", "languages"})
+_GROUP_COLUMNS = {
+    "language": (col("language", "language"), col("script", "script")),
+    "script": (col("script", "script"), col("languages", "languages")),
+}
+
+
+def by_group_parts(
+    block: Mapping[str, Any],
+    *,
+    grouped: str,
+    pooled: str,
+    by: str,
+    title: str,
+    what: str,
+    columns: Sequence[Column],
+    value_key: str,
+    status: str,
+    known: Iterable[str],
+) -> list[Part]:
+    """The ``grouped`` records as a table headed ``title by <by>``: the first column, then the
+    language or script columns, then the rest. Nothing when the pooled table is empty too (the
+    pooled block already says so)."""
+    rows = records(block, grouped)
+    if not rows and not records(block, pooled):
+        return []
+    parts = opening(f"{title} by {by}", bool(rows), status, f"per-{by} {what}")
+    if not rows:
+        return parts
+    return parts + record_table(
+        rows,
+        [columns[0], *_GROUP_COLUMNS[by], *columns[1:]],
+        value_key=value_key,
+        section_status=status,
+        known=GROUP_KEYS | set(known),
+    )

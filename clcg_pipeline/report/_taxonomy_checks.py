@@ -8,6 +8,7 @@ from typing import Any
 from clcg_pipeline.report._format import MISSING, as_float
 from clcg_pipeline.report._page import Part
 from clcg_pipeline.report._studies import (
+    by_group_parts,
     chart,
     ci_cell,
     col,
@@ -256,26 +257,17 @@ def self_preference_parts(block: ErrorTaxonomyResults, status: str) -> list[Part
     return parts
 
 
-_GROUP_COLUMNS = {
-    "language": [col("language", "language"), col("script", "script")],
-    "script": [col("script", "script"), col("languages", "languages")],
-}
-_GROUP_KEYS = {"language", "script", "languages"}
-
-
 def order_bias_group_parts(block: ErrorTaxonomyResults, status: str, by: str) -> list[Part]:
     """The flip rate per target language or per script (``order_bias_by_<by>``)."""
-    rows = records(block, f"order_bias_by_{by}")
-    if not rows and not records(block, "order_bias"):
-        return []  # nothing measured at all: the pooled block already says so
-    parts = opening(f"Order bias by {by}", bool(rows), status, f"per-{by} order-bias measurements")
-    if not rows:
-        return parts
-    parts += record_table(
-        rows,
-        [
+    return by_group_parts(
+        block,
+        grouped=f"order_bias_by_{by}",
+        pooled="order_bias",
+        by=by,
+        title="Order bias",
+        what="order-bias measurements",
+        columns=[
             col("judge", "judge"),
-            *_GROUP_COLUMNS[by],
             col("pairs", "pairs", "int"),
             col("flips", "flips", "int"),
             col("flip rate", "flip_rate", "pct"),
@@ -283,35 +275,23 @@ def order_bias_group_parts(block: ErrorTaxonomyResults, status: str, by: str) ->
             col("articles", "n_articles", "int"),
         ],
         value_key="flip_rate",
-        section_status=status,
-        known=_GROUP_KEYS
-        | {
-            "judge",
-            "pairs",
-            "flips",
-            "flip_rate",
-            "ci_low",
-            "ci_high",
-            "n_articles",
-            "first_shown_preferred",
-        },
+        status=status,
+        known={"judge", "pairs", "flips", "flip_rate", "ci_low", "ci_high", "n_articles"}
+        | {"first_shown_preferred"},
     )
-    return parts
 
 
 def self_preference_group_parts(block: ErrorTaxonomyResults, status: str, by: str) -> list[Part]:
     """Self-preference per target language or per script (``self_preference_by_<by>``)."""
-    rows = records(block, f"self_preference_by_{by}")
-    if not rows and not records(block, "self_preference"):
-        return []
-    parts = opening(f"Self-preference by {by}", bool(rows), status, f"per-{by} self-preference measurements")
-    if not rows:
-        return parts
-    parts += record_table(
-        rows,
-        [
+    return by_group_parts(
+        block,
+        grouped=f"self_preference_by_{by}",
+        pooled="self_preference",
+        by=by,
+        title="Self-preference",
+        what="self-preference measurements",
+        columns=[
             col("judge", "judge"),
-            *_GROUP_COLUMNS[by],
             col("own family correct", "own_rate", "pct"),
             col("other families correct", "other_rate", "pct"),
             col("difference", "difference", "num"),
@@ -326,9 +306,7 @@ def self_preference_group_parts(block: ErrorTaxonomyResults, status: str, by: st
             col("articles", "n_articles", "int"),
         ],
         value_key="difference",
-        section_status=status,
-        known=_GROUP_KEYS
-        | {"judge", "judge_family", "own_rate", "other_rate", "difference", "ci_low", "ci_high", "n"}
+        status=status,
+        known={"judge", "judge_family", "own_rate", "other_rate", "difference", "ci_low", "ci_high", "n"}
         | {"n_articles", "n_own", "n_other", "excess", "excess_ci_low", "excess_ci_high"},
     )
-    return parts

@@ -13,7 +13,7 @@ import pytest
 
 from clcg_pipeline_tests.conftest import DEFAULT_CONFIG, cut_to_demo, run_clcg
 
-FAKE_KEY = "sk-test-FAKE-0d1e2a3d4b5e6e7f8a9b"
+FAKE_KEY = "clcg-release-test-not-a-key-0d1e2a3d4b5e"
 PSEUDONYM_KEY = "release-test-pseudonym-key"
 
 

@@ -14,6 +14,7 @@ from clcg_pipeline.corpus import (
     CorpusError,
     audit_corpus,
     count_tokens,
+    empty_language_file,
     filesystem,
     glob,
     join,
@@ -68,26 +69,19 @@ def read_long_corpus(path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
             n_before = len(versions)
             _read_file(fs, file, seen, versions, rows)
             if len(versions) == n_before:
-                raise _empty_file(file, label, int(fs.size(file) or 0))
+                raise empty_language_file(
+                    file,
+                    label,
+                    int(fs.size(file) or 0),
+                    left="out of the long documents",
+                    error=DocumentError,
+                )
         except DocumentError as exc:
             if exc.language is not None:
                 raise
             raise DocumentError(f"language {label!r}: {exc}", language=label, file=file) from None
     return pd.DataFrame(versions), pd.DataFrame(
         rows, columns=["doc_id", "language", "pid", "ordinal", "text"]
-    )
-
-
-def _empty_file(file: str, language: str, size: int) -> DocumentError:
-    """The study corpus's rule (``clcg_pipeline.corpus``): a language file that exists must hold
-    records. Read as "language not covered", it would silently drop the language from every
-    long document and overwrite what is stored."""
-    what = "is empty (0 bytes)" if size == 0 else f"holds no records ({size} bytes, blank lines only)"
-    return DocumentError(
-        f"language {language!r}: {file} {what}; a language file that is present must hold records. "
-        f"Re-export it, or delete it to leave {language!r} out of the long documents",
-        language=language,
-        file=file,
     )
 
 
