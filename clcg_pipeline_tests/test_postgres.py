@@ -6,13 +6,10 @@ without them unless CLCG_REQUIRE_POSTGRES is set (CI), when their absence fails 
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,75 +18,22 @@ import pytest
 import yaml
 
 from clcg_pipeline_tests.conftest import DEFAULT_CONFIG, PROJECT_ROOT
+from clcg_pipeline_tests.pg_server import require_or_skip, running_postgres, skip_without_postgres
 
 pytestmark = pytest.mark.slow
 LANGUAGES = ("en", "pt", "is")  # the reference, the baseline and one target: enough for the analysis
 
 
-def _require_or_skip(reason: str) -> None:
-    if os.environ.get("CLCG_REQUIRE_POSTGRES"):
-        pytest.fail(f"CLCG_REQUIRE_POSTGRES is set but {reason}")
-    pytest.skip(reason)
-
-
-def _bin_dir() -> Path | None:
-    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if Path(candidate, "postgres").exists():
-            return Path(candidate)
-    found = shutil.which("postgres")
-    return Path(found).parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[dict[str, str]]:
     """A PostgreSQL server on 127.0.0.1 with trust auth and its data in a temporary folder."""
-    bin_dir = _bin_dir()
-    if bin_dir is None:
-        _require_or_skip("no PostgreSQL server binary (apt-get install postgresql)")
+    binaries = skip_without_postgres()
     try:
         import dagster_postgres  # noqa: F401
-        import psycopg2
     except ImportError as exc:
-        _require_or_skip(f"the postgres extra is not installed ({exc})")
-    assert bin_dir is not None
-    # The server refuses to run as root: then it runs as `nobody`, in a folder nobody owns.
-    as_root = os.geteuid() == 0
-    root = Path(tempfile.mkdtemp(prefix="clcg-pg-"))
-    data = root / "data"
-    if as_root:
-        shutil.chown(root, user="nobody")
-
-    def run(*args: str) -> None:
-        cmd = [str(bin_dir / args[0]), *args[1:]]
-        if as_root:
-            cmd = ["runuser", "-u", "nobody", "--", *cmd]
-        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
-
-    port = _free_port()
-    started = False
-    try:
-        run("initdb", "-D", str(data), "-U", "clcg", "--auth=trust", "-E", "UTF8", "--no-sync")
-        opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        run("pg_ctl", "-D", str(data), "-o", opts, "-l", str(root / "server.log"), "-w", "start")
-        started = True
-        import psycopg2
-
-        conn = psycopg2.connect(host="127.0.0.1", port=port, user="clcg", dbname="postgres")
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute("CREATE DATABASE clcg_dagster")
-        conn.close()
-        yield {"CLCG_PG_HOST": "127.0.0.1", "CLCG_PG_PORT": str(port), "CLCG_PG_DB": "clcg_dagster"}
-    finally:
-        if started:
-            run("pg_ctl", "-D", str(data), "-m", "immediate", "stop")
-        shutil.rmtree(root, ignore_errors=True)
+        require_or_skip(f"the postgres extra is not installed ({exc})")
+    with running_postgres("clcg_dagster", binaries) as server:
+        yield {"CLCG_PG_HOST": server.host, "CLCG_PG_PORT": str(server.port), "CLCG_PG_DB": server.dbname}
 
 
 def _clcg(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -1,4 +1,4 @@
-"""Estimators and tests of STUDY.md section 6, returning tables and a results document."""
+"""The estimators and tests of docs/ESTIMANDS.md, returning tables and a results document."""
 
 from clcg_pipeline.analysis._bootstrap import (
     ClusterBootstrap,

@@ -1,4 +1,4 @@
-"""Article-cluster bootstrap machinery (STUDY.md section 6).
+"""Article-cluster bootstrap machinery.
 
 Hand-written on purpose: no maintained library resamples clusters through per-cluster
 sufficient statistics, and resampling 800k rows 2,000 times is far too slow. Rows are

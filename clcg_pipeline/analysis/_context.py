@@ -147,7 +147,7 @@ class SuiteContext:
 
 
 def class_map(ctx: SuiteContext, sensitivity: bool) -> dict[int, list[str]]:
-    """Joshi class -> languages, for every class-level result (STUDY.md section 6).
+    """Joshi class -> languages, for every class-level result.
 
     Portuguese (the baseline) belongs to its class like any language; unclassified languages
     (Ayacucho Quechua) are left out of the primary mapping and enter only the sensitivity one.

@@ -1,4 +1,4 @@
-"""CLCG contrasts as vectorized functions of bootstrapped cell sums (STUDY.md section 6).
+"""CLCG contrasts as vectorized functions of bootstrapped cell sums.
 
 Every method returns a vector whose element 0 is the full-sample estimate and whose other
 elements are the bootstrap replicates, all computed from the same article draws, so

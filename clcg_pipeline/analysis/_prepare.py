@@ -1,4 +1,4 @@
-"""Selecting analysis rows and applying the parse-failure rule (STUDY.md sections 5-6)."""
+"""Selecting analysis rows and applying the parse-failure rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The whole estimator suite of STUDY.md section 6: ``study_results.json`` and ``estimates``.
+"""The whole estimator suite (docs/ESTIMANDS.md): ``study_results.json`` and ``estimates``.
 
 Every bootstrapped section resamples the articles of its own rows with the study seed; when
 two sections use the same article set (the usual case) their draws are identical, so
@@ -60,7 +60,7 @@ def run_suite(
     replicates: int | None = None,
     seed: int | None = None,
 ) -> StudyResults:
-    """Run every estimator and test of STUDY.md section 6 on a ``scores`` frame."""
+    """Run every estimator and test (docs/ESTIMANDS.md) on a ``scores`` frame."""
     ctx = _suite_context(config, replicates, seed)
     timer = _Timer()
     with timer("prepare"):

@@ -118,6 +118,7 @@ class ModelSpec(_Strict):
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int | None = None
     max_output_tokens: int | None = Field(default=None, gt=0)
+    context_window: int | None = Field(default=None, gt=0, description="Tokens of prompt + output cap.")
     knowledge_cutoff: dt.date | None = None
     price_input_per_mtok: float = Field(default=0.0, ge=0)
     price_output_per_mtok: float = Field(default=0.0, ge=0)
@@ -166,6 +167,10 @@ class ModelSpec(_Strict):
             raise ValueError("provider openai_compatible needs base_url")
         if self.provider in ("openai", "anthropic", "gemini") and not self.api_key_env:
             raise ValueError(f"provider {self.provider} needs api_key_env (the environment variable's name)")
+        if self.context_window is not None and (self.max_output_tokens or 0) >= self.context_window:
+            raise ValueError(
+                f"context_window {self.context_window} must exceed max_output_tokens {self.max_output_tokens}"
+            )
         return self
 
 
@@ -407,6 +412,11 @@ class GranularitySettings(_Strict):
     )
     confusion_writer: str | None = Field(
         default=None, description="Model id that writes cloze confusion sentences."
+    )
+    word_question_writer: str | None = Field(
+        default=None,
+        description="Model id that writes the word-level questions (Single-QA, Multi-QA) with their "
+        "evidence; null = the rule-based gap questions.",
     )
     seed: int = 42
     # Task inference and scoring (G2, granularity/_predict.py and _scoring.py).

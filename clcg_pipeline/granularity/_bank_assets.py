@@ -7,7 +7,7 @@ import pandas as pd
 from upath import UPath
 
 from clcg_pipeline.calls import CallOptions, run_budget
-from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.config import ModelSpec, ProjectConfig
 from clcg_pipeline.corpus.assets import checked_outputs
 from clcg_pipeline.granularity._asset_parts import DISABLED, GROUP, empty, md
 from clcg_pipeline.granularity._documents import (
@@ -17,7 +17,15 @@ from clcg_pipeline.granularity._documents import (
     LongDocuments,
     build_long_documents,
 )
-from clcg_pipeline.granularity._tasks import TASK_COLUMNS, TaskBank, build_tasks, freeze, judge_writer
+from clcg_pipeline.granularity._tasks import (
+    TASK_COLUMNS,
+    WORD_QUESTION_TEMPLATE,
+    BoundWriter,
+    TaskBank,
+    build_tasks,
+    freeze,
+    judge_writer,
+)
 from clcg_pipeline.granularity._validate import REJECTION_COLUMNS
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import read_all_partitions, read_frame
@@ -226,15 +234,19 @@ def _task_bank_asset() -> dg.AssetsDefinition:
             yield task_check(tasks, None)
             return
         writer_spec = cfg.models.get(gran.confusion_writer) if gran.confusion_writer else None
-        writer = None
-        if writer_spec is not None:
-            # Online only (see judge_writer): the cache, the study's and this run's budgets.
-            options = CallOptions(
-                cache_dir=study.cache_dir,
-                study_budget_usd=cfg.study.budget_usd,
-                budget=run_budget(context.run_id, config.budget_usd),
-            )
-            writer = judge_writer(writer_spec, options)
+        word_spec = _word_writer_spec(cfg, gran.word_question_writer)
+        # Online only (see judge_writer): the cache, the study's and this run's budgets.
+        options = CallOptions(
+            cache_dir=study.cache_dir,
+            study_budget_usd=cfg.study.budget_usd,
+            budget=run_budget(context.run_id, config.budget_usd),
+        )
+        writer = judge_writer(writer_spec, options) if writer_spec is not None else None
+        word_writer = (
+            BoundWriter(judge_writer(word_spec, options, WORD_QUESTION_TEMPLATE), word_spec.id)
+            if word_spec is not None
+            else None
+        )
         bank: TaskBank = build_tasks(
             long_documents,
             long_paragraphs,
@@ -243,6 +255,7 @@ def _task_bank_asset() -> dg.AssetsDefinition:
             tokenizer=cfg.study.fertility.tokenizer,
             writer=writer,
             writer_id=writer_spec.id if writer_spec is not None else None,
+            word_writer=word_writer,
         )
         _fail_when_the_budget_stopped_the_writer(bank.writer_calls)
         stored = UPath(study.path("granularity_tasks", "data.parquet"))
@@ -258,12 +271,34 @@ def _task_bank_asset() -> dg.AssetsDefinition:
         metadata = _bank_metadata(
             bank, tasks, provenance, [*bank.notes, *freeze_notes], gran.confusion_writer
         )
+        metadata["word_question_writer"] = gran.word_question_writer or "none (rule-based gap questions)"
+        metadata["by_task_and_role"] = md(_role_counts(tasks))
         context.log.info(f"granularity_tasks: {len(tasks)} tasks, {len(bank.rejections)} rejected candidates")
         yield dg.Output(outputs["granularity_tasks"], output_name="granularity_tasks", metadata=metadata)
         yield dg.Output(outputs["task_rejections"], output_name="task_rejections")
         yield task_check(tasks, long_documents[long_documents["language"] == cfg.languages.reference])
 
     return granularity_task_bank
+
+
+def _word_writer_spec(cfg: ProjectConfig, model_id: str | None) -> ModelSpec | None:
+    """The word-question writer's model spec; an id models.yaml lacks fails before any call."""
+    if model_id is None:
+        return None
+    try:
+        return cfg.models.get(model_id)
+    except KeyError:
+        raise dg.Failure(
+            f"granularity_tasks: study.granularity.word_question_writer {model_id!r} is not a model "
+            "id in models.yaml; nothing was built",
+            allow_retries=False,
+        ) from None
+
+
+def _role_counts(tasks: pd.DataFrame) -> pd.DataFrame:
+    """Tasks per task kind x role (cloze and filling have a role; see docs/GRANULARITY.md)."""
+    with_role = tasks[tasks["role"].notna()] if "role" in tasks.columns else tasks.iloc[0:0]
+    return with_role.groupby(["task", "role"]).size().reset_index(name="tasks")
 
 
 def _documents_metadata(

@@ -6,13 +6,19 @@ configured context (``full``, and the no-context ablation ``none``) and repetiti
 through the same runner as the responses (cache, coordination, budget, study budget, batch
 mode, progress). A cloze group (one option set, several blanks) is one request; every other
 task is its own request. The replies are parsed by ``_parse``.
+
+A request whose prompt (in the language's own tokens) plus output cap exceeds the model's
+``context_window`` is refused before anything is sent: its tasks get status ``too_long``, the
+error names model, document, language, bucket and sizes, a warning is logged, and ``clcg plan``
+counts such calls (``too_long_calls``) and names them (docs/GRANULARITY.md, "Length up to 128K").
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -29,7 +35,6 @@ from clcg_pipeline.calls import (
     call_row,
     cost_usd,
     count_tokens,
-    estimate_input_tokens,
     resolve_settings,
     run_requests,
 )
@@ -39,30 +44,25 @@ from clcg_pipeline.granularity._prompts import (
     OPTION_LETTERS,
     PROMPT_VERSIONS,
     Blank,
+    PromptSize,
     blank_document,
     family,
+    prompt_size,
     render_task_request,
     split_sentences,
+    too_long_reason,
 )
 from clcg_pipeline.inference import string_list
 from clcg_pipeline.storage import TABLES
 
+log = logging.getLogger(__name__)
+#: Status of a task whose prompt cannot fit the model's context window (never sent).
+TOO_LONG = "too_long"
 PARAGRAPH_COLUMNS = ("doc_id", "language", "pid", "ordinal", "text")
 TASK_COLUMNS = ("task_id", "group_id", "doc_id", "task", "question", "gold", "options", "blank_pids")
 PREDICTION_COLUMNS = [
-    "model",
-    "language",
-    "doc_id",
-    "task_id",
-    "group_id",
-    "task",
-    "context",
-    "rep",
-    "answer",
-    "status",
-    "call_id",
-    "truncated",
-    "error",
+    *("model", "language", "doc_id", "task_id", "group_id", "task", "context", "rep"),
+    *("answer", "status", "call_id", "truncated", "error"),
 ]
 CALL_COLUMNS = list(TABLES["task_calls"].names)  # the data contract is the one list
 #: A word answer may be a short name ("New York"); longer replies are not single words.
@@ -89,6 +89,8 @@ class TaskSlot:
     rep: int
     task_ids: tuple[str, ...]
     options: tuple[str, ...] = ()
+    #: Why the request is not sent (its prompt cannot fit the model's context window), else None.
+    refused: str | None = None
 
 
 def _require(frame: pd.DataFrame, columns: Sequence[str], name: str) -> None:
@@ -210,10 +212,15 @@ def plan_tasks(
             _cloze(model, language, doc_id, group_id, group, docs[doc_id], english.get(doc_id, {}), settings)
         )
     bound = bind(model, [s.request for s in slots])
-    return [
-        TaskSlot(r, s.doc_id, s.group_id, s.task, s.context, s.rep, s.task_ids, s.options)
-        for r, s in zip(bound, slots, strict=True)
-    ]
+    return [_fitted(model, replace(s, request=r)) for r, s in zip(bound, slots, strict=True)]
+
+
+def _fitted(model: ModelSpec, slot: TaskSlot) -> TaskSlot:
+    """``slot``, refused when its prompt and output cap cannot fit ``model``'s context window."""
+    if model.context_window is None:
+        return slot
+    size = prompt_size(model, slot.request)
+    return slot if size.fits else replace(slot, refused=too_long_reason(model, slot.request, size))
 
 
 def _meta(language: str, row: Mapping[str, Any], context: str, task_ids: Sequence[str]) -> dict[str, str]:
@@ -224,6 +231,7 @@ def _meta(language: str, row: Mapping[str, Any], context: str, task_ids: Sequenc
         "task": str(row["task"]),
         "group_id": str(row["group_id"]),
         "task_ids": ",".join(task_ids),
+        "bucket": str(row["bucket"]) if _present(row.get("bucket")) else "",
     }
 
 
@@ -375,23 +383,8 @@ def rows_from_results(
     for slot, result in zip(slots, results, strict=True):
         parsed, truncated, error = _parsed(slot, result)
         for task_id, (answer, status) in zip(slot.task_ids, parsed, strict=True):
-            predictions.append(
-                {
-                    "model": model.id,
-                    "language": language,
-                    "doc_id": slot.doc_id,
-                    "task_id": task_id,
-                    "group_id": slot.group_id,
-                    "task": slot.task,
-                    "context": slot.context,
-                    "rep": slot.rep,
-                    "answer": answer,
-                    "status": status,
-                    "call_id": result.call_id,
-                    "truncated": truncated,
-                    "error": error if status != "ok" else None,
-                }
-            )
+            outcome = (answer, status, result.call_id, truncated, error if status != "ok" else None)
+            predictions.append(_prediction(model, language, slot, task_id, *outcome))
         if result.call_id not in calls:
             calls[result.call_id] = call_row(
                 model,
@@ -404,10 +397,47 @@ def rows_from_results(
                 group_id=slot.group_id,
                 n_tasks=len(slot.task_ids),
             )
+    return PartitionResult(
+        _prediction_frame(predictions), pd.DataFrame(list(calls.values()), columns=CALL_COLUMNS)
+    )
+
+
+def _prediction(
+    model: ModelSpec,
+    language: str,
+    slot: TaskSlot,
+    task_id: str,
+    *outcome: Any,  # answer, status, call_id, truncated, error
+) -> dict[str, Any]:
+    keys = (model.id, language, slot.doc_id, task_id, slot.group_id, slot.task, slot.context, slot.rep)
+    return dict(zip(PREDICTION_COLUMNS, (*keys, *outcome), strict=True))
+
+
+def _prediction_frame(predictions: list[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(predictions, columns=PREDICTION_COLUMNS)
     frame["rep"] = frame["rep"].astype("int64")
     frame["truncated"] = frame["truncated"].astype(bool)
-    return PartitionResult(frame, pd.DataFrame(list(calls.values()), columns=CALL_COLUMNS))
+    return frame
+
+
+def refused_rows(*, model: ModelSpec, language: str, slots: Sequence[TaskSlot]) -> pd.DataFrame:
+    """``task_predictions`` rows (status ``too_long``, the reason as error) of requests never sent."""
+    rows = [
+        _prediction(model, language, slot, task_id, None, TOO_LONG, slot.request.call_id, False, slot.refused)
+        for slot in slots
+        for task_id in slot.task_ids
+    ]
+    return _prediction_frame(rows)
+
+
+def _warn_refused(slots: Sequence[TaskSlot]) -> None:
+    """One warning per document whose prompts cannot fit the model: the count and the first reason."""
+    by_doc: dict[str, list[TaskSlot]] = {}
+    for slot in slots:
+        by_doc.setdefault(slot.doc_id, []).append(slot)
+    for doc_id, refused in by_doc.items():
+        first = refused[0].refused
+        log.warning("granularity tasks: %d request(s) of %s not sent, e.g. %s", len(refused), doc_id, first)
 
 
 def predict_tasks(
@@ -435,24 +465,36 @@ def predict_tasks(
         reference=reference,
         language_name=language_name,
     )
-    results = run_requests(model, [s.request for s in slots], options) if slots else []
-    return rows_from_results(model=model, language=language, slots=slots, results=results)
+    sent = [s for s in slots if s.refused is None]
+    refused = [s for s in slots if s.refused is not None]
+    _warn_refused(refused)
+    results = run_requests(model, [s.request for s in sent], options) if sent else []
+    answered = rows_from_results(model=model, language=language, slots=sent, results=results)
+    if not refused:
+        return answered
+    too_long = refused_rows(model=model, language=language, slots=refused)
+    predictions = pd.concat([answered.predictions, too_long], ignore_index=True) if sent else too_long
+    return PartitionResult(predictions, answered.calls)
 
 
 # -- planning (clcg plan) ----------------------------------------------------------------------
 PLAN_COLUMNS = [
-    "model",
-    "language",
-    "task",
-    "context",
-    "calls",
-    "cached_calls",
-    "shared_calls",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "tokenizer",
+    *("model", "language", "task", "context", "calls", "cached_calls", "shared_calls"),
+    *("too_long_calls", "input_tokens", "max_input_tokens", "output_tokens", "cost_usd", "tokenizer"),
 ]
+
+
+@dataclass(frozen=True)
+class TooLong:
+    """A planned request that cannot fit its model's context window (``clcg plan`` names them)."""
+
+    model: str
+    language: str
+    doc_id: str
+    bucket: str
+    task: str
+    context: str
+    size: PromptSize
 
 
 def plan_task_calls(
@@ -466,12 +508,17 @@ def plan_task_calls(
     reference: str = "en",
     language_name: str | None = None,
     planned: set[str] | None = None,
+    too_long: list[TooLong] | None = None,
 ) -> pd.DataFrame:
     """Calls, cache hits, estimated tokens and cost per task kind x context; calls nothing.
 
-    Input tokens are cl100k_base estimates of the rendered prompt (long documents dominate);
-    output tokens are each task's cap (``max_output_tokens``, the worst case) or, uncapped, the
-    model's cap or 1024. ``planned`` collects call ids across partitions, as for the responses.
+    Input tokens are cl100k_base estimates of the rendered prompt in the language's own text
+    (long documents dominate, and a 128K-token English document can be several times longer in
+    another script); output tokens are each task's cap (``max_output_tokens``, the worst case)
+    or, uncapped, the model's cap or 1024; each call is priced at its prompt size's tier.
+    Requests that cannot fit the model's ``context_window`` are counted in ``too_long_calls``,
+    cost nothing (they are never sent) and are appended to ``too_long``. ``planned`` collects
+    call ids across partitions, as for the responses.
     """
     slots = plan_tasks(
         model=model,
@@ -483,52 +530,69 @@ def plan_task_calls(
         language_name=language_name,
     )
     cache = CallCache(cache_dir)
-    rows: list[dict[str, Any]] = []
     keys = sorted(
         {(s.task, s.context) for s in slots}, key=lambda k: (list(PROMPT_VERSIONS).index(k[0]), k[1])
     )
+    rows = []
     for task, context in keys:
         chosen = [s for s in slots if s.task == task and s.context == context]
-        unique = {s.request.call_id: s for s in chosen}
-        cached = {cid for cid in unique if cache.exists(cid)}
-        shared = {cid for cid in unique if planned is not None and cid in planned and cid not in cached}
-        if planned is not None:
-            planned.update(unique)
-        in_tok = out_tok = 0
-        cost = 0.0  # per call: a long prompt may fall in a higher price tier
-        for cid, slot in unique.items():
-            if cid in cached or cid in shared:
-                continue
-            call_in = estimate_input_tokens(slot.request.messages)
-            call_out = slot.request.settings.max_output_tokens or model.max_output_tokens or 1024
-            in_tok, out_tok = in_tok + call_in, out_tok + call_out
-            cost += cost_usd(model, call_in, call_out)
+        refused = [s for s in chosen if s.refused is not None]
+        if too_long is not None:
+            too_long.extend(_too_long(model, language, s) for s in refused)
+        row = _plan_row(model, [s for s in chosen if s.refused is None], cache, planned)
         rows.append(
-            {
-                "model": model.id,
-                "language": language,
-                "task": task,
-                "context": context,
-                "calls": len(chosen),
-                "cached_calls": sum(1 for s in chosen if s.request.call_id in cached),
-                "shared_calls": sum(1 for s in chosen if s.request.call_id in shared),
-                "input_tokens": in_tok,
-                "output_tokens": out_tok,
-                "cost_usd": cost,
-                "tokenizer": TOKENIZER,
-            }
+            {"model": model.id, "language": language, "task": task, "context": context}
+            | row
+            | {"calls": len(chosen), "too_long_calls": len(refused), "tokenizer": TOKENIZER}
         )
     return pd.DataFrame(rows, columns=PLAN_COLUMNS)
+
+
+def _too_long(model: ModelSpec, language: str, slot: TaskSlot) -> TooLong:
+    meta = slot.request.metadata
+    size = prompt_size(model, slot.request)
+    return TooLong(model.id, language, slot.doc_id, meta.get("bucket", ""), slot.task, slot.context, size)
+
+
+def _plan_row(
+    model: ModelSpec, chosen: Sequence[TaskSlot], cache: CallCache, planned: set[str] | None
+) -> dict[str, Any]:
+    """Cache hits, shared calls, tokens and cost of the requests that fit (one task x context)."""
+    unique = {s.request.call_id: s for s in chosen}
+    cached = {cid for cid in unique if cache.exists(cid)}
+    shared = {cid for cid in unique if planned is not None and cid in planned and cid not in cached}
+    if planned is not None:
+        planned.update(unique)
+    in_tok = out_tok = top = 0
+    cost = 0.0  # per call: a long prompt may fall in a higher price tier
+    for cid, slot in unique.items():
+        if cid in cached or cid in shared:
+            continue
+        call_in = prompt_size(model, slot.request).input_tokens
+        call_out = slot.request.settings.max_output_tokens or model.max_output_tokens or 1024
+        in_tok, out_tok, top = in_tok + call_in, out_tok + call_out, max(top, call_in)
+        cost += cost_usd(model, call_in, call_out)
+    return {
+        "cached_calls": sum(1 for s in chosen if s.request.call_id in cached),
+        "shared_calls": sum(1 for s in chosen if s.request.call_id in shared),
+        "input_tokens": in_tok,
+        "max_input_tokens": top,
+        "output_tokens": out_tok,
+        "cost_usd": cost,
+    }
 
 
 __all__ = [
     "CALL_COLUMNS",
     "PLAN_COLUMNS",
     "PREDICTION_COLUMNS",
+    "TOO_LONG",
     "PartitionResult",
     "TaskSlot",
+    "TooLong",
     "plan_task_calls",
     "plan_tasks",
     "predict_tasks",
+    "refused_rows",
     "rows_from_results",
 ]

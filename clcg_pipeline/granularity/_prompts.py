@@ -26,8 +26,8 @@ from typing import Literal
 
 import pydantic
 
-from clcg_pipeline.calls import PARAGRAPH_MARK, ChatRequest, JudgeTemplate
-from clcg_pipeline.config import ConditionSettings
+from clcg_pipeline.calls import PARAGRAPH_MARK, TOKENIZER, ChatRequest, JudgeTemplate, estimate_input_tokens
+from clcg_pipeline.config import ConditionSettings, ModelSpec
 from clcg_pipeline.granularity._documents import blank_sentence
 from clcg_pipeline.granularity._documents import split_sentences as split_sentences
 
@@ -270,6 +270,41 @@ def render_task_request(
     )
 
 
+@dataclass(frozen=True)
+class PromptSize:
+    """A request's size against its model's context window (``ModelSpec.context_window``).
+
+    ``input_tokens`` is the cl100k_base estimate of the prompt in the document's own language
+    (a Georgian version of a document takes several times its English tokens); ``output_cap``
+    is the reply's cap, which the provider reserves beside the prompt.
+    """
+
+    input_tokens: int
+    output_cap: int
+    context_window: int | None
+
+    @property
+    def fits(self) -> bool:
+        return self.context_window is None or self.input_tokens + self.output_cap <= self.context_window
+
+
+def prompt_size(model: ModelSpec, request: ChatRequest) -> PromptSize:
+    """How many tokens ``request`` needs of ``model``'s context window."""
+    cap = request.settings.max_output_tokens or 0
+    return PromptSize(estimate_input_tokens(request.messages), cap, model.context_window)
+
+
+def too_long_reason(model: ModelSpec, request: ChatRequest, size: PromptSize) -> str:
+    """Why a request is refused before it is sent: model, document, language, bucket, task, sizes."""
+    meta = request.metadata
+    return (
+        f"prompt too long for model {model.id!r}: document {meta.get('doc_id')!r} in "
+        f"{meta.get('language')!r} (bucket {meta.get('bucket')!r}), task {meta.get('task')} "
+        f"({meta.get('context')} context) needs about {size.input_tokens:,} prompt tokens ({TOKENIZER} "
+        f"estimate) + {size.output_cap:,} output > context_window {size.context_window:,}"
+    )
+
+
 # -- judges ------------------------------------------------------------------------------
 FILL_DIMENSIONS: tuple[str, ...] = (
     "topic_fidelity",
@@ -412,9 +447,12 @@ __all__ = [
     "Blank",
     "ClozeErrorJudgement",
     "FillJudgement",
+    "PromptSize",
     "blank_document",
     "family",
     "option_letter",
+    "prompt_size",
     "render_task_request",
     "split_sentences",
+    "too_long_reason",
 ]

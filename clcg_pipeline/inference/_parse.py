@@ -139,7 +139,7 @@ def parse_answers(
     if not isinstance(value, list):
         return [(None, "unparseable")] * n_questions
     if len(value) < n_questions:
-        # Which answer was skipped is unknowable, so none is trusted (STUDY.md 4: too short = missing).
+        # Which answer was skipped is unknowable, so none is trusted (the protocol: too short = missing).
         return [(None, "missing")] * n_questions
     if len(value) > n_questions:
         return [(None, "unparseable")] * n_questions

@@ -1,4 +1,4 @@
-"""Versioned prompt templates and the exact provider request (STUDY.md section 4).
+"""Versioned prompt templates and the exact provider request.
 
 A template id names the wording; changing a single character of a template must bump its
 version, because the version and the rendered text both enter the call's content hash.

@@ -1,4 +1,4 @@
-"""Item-bank generation: requests per article x level, parsing, validation (STUDY.md section 3).
+"""Item-bank generation: requests per article x level, parsing, validation.
 
 Generation is pure up to :func:`generate_items`, which is the one place that calls a model,
 through ``clcg_pipeline.calls.run_requests`` (cache, retries, budget are its concern). The

@@ -1,4 +1,4 @@
-"""Versioned item-generation prompts: one template per level (STUDY.md section 3).
+"""Versioned item-generation prompts: one template per level.
 
 A template's wording is frozen under its version: changing a character must bump
 ``GENERATION_VERSION``, because the version and the template's hash are stored with every item.

@@ -1,4 +1,4 @@
-"""Deterministic item validation (STUDY.md section 3): malformed items are rejected, never repaired."""
+"""Deterministic item validation: malformed items are rejected, never repaired."""
 
 from __future__ import annotations
 

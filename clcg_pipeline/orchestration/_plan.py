@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 from upath import UPath
@@ -104,6 +105,7 @@ GRANULARITY_PLAN_COLUMNS = [
     "calls",
     "cached_calls",
     "shared_calls",
+    "too_long_calls",
     "input_tokens",
     "input_tokens_per_call",
     "output_tokens",
@@ -134,20 +136,24 @@ def plan_granularity(
             *notes,
             "granularity tasks: no task (no long document fits a bucket; see long_documents)",
         ]
-    plan = _task_call_plan(config, data_dir, model_ids, paragraphs, tasks)
-    numeric = ["calls", "cached_calls", "shared_calls", "input_tokens", "output_tokens", "cost_usd"]
-    summary = plan.groupby(["model", "task", "context", "tokenizer"], as_index=False, sort=False)[
-        numeric
-    ].sum()
+    too_long: list[Any] = []  # granularity.TooLong: requests that cannot fit a model's context window
+    plan = _task_call_plan(config, data_dir, model_ids, paragraphs, tasks, too_long)
+    numeric = ["calls", "cached_calls", "shared_calls", "too_long_calls"]
+    numeric += ["input_tokens", "output_tokens", "cost_usd"]
+    groups = plan.groupby(["model", "task", "context", "tokenizer"], as_index=False, sort=False)
+    summary = groups[numeric].sum()
     total = summary[numeric].sum().to_frame().T.assign(model="TOTAL", task="", context="", tokenizer="")
-    counts = ["calls", "cached_calls", "shared_calls", "input_tokens", "output_tokens"]
+    counts = ["calls", "cached_calls", "shared_calls", "too_long_calls", "input_tokens", "output_tokens"]
     out = pd.concat([summary, total], ignore_index=True)
     out = out.astype({column: "int64" for column in counts} | {"cost_usd": "float64"})
-    sent = (out["calls"] - out["cached_calls"] - out["shared_calls"]).clip(lower=1)
+    sent = (out["calls"] - out["cached_calls"] - out["shared_calls"] - out["too_long_calls"]).clip(lower=1)
     out["input_tokens_per_call"] = (out["input_tokens"] / sent).round().astype("int64")
     notes.extend(_long_prompt_note(summary))
+    notes.extend(_too_long_notes(config, too_long))
     notes.append("judge calls (paragraph filling, cloze errors) depend on the answers and are not counted")
-    return out[GRANULARITY_PLAN_COLUMNS], notes
+    # The column shows only when a prompt cannot fit (the notes name them): the table stays 80 wide.
+    shown = [c for c in GRANULARITY_PLAN_COLUMNS if c != "too_long_calls" or out[c].any()]
+    return out[shown], notes
 
 
 def _granularity_inputs(
@@ -215,8 +221,10 @@ def _task_call_plan(
     model_ids: Sequence[str],
     paragraphs: pd.DataFrame,
     tasks: pd.DataFrame,
+    too_long: list[Any],
 ) -> pd.DataFrame:
-    """Every model x language's planned task calls, one row per call group."""
+    """Every model x language's planned task calls, one row per call group; ``too_long`` collects
+    the requests that cannot fit a model's context window."""
     from clcg_pipeline.granularity import plan_task_calls
 
     reference = config.languages.reference
@@ -234,6 +242,7 @@ def _task_call_plan(
             reference=reference,
             language_name=names.get(iso),
             planned=planned,
+            too_long=too_long,
         )
         for model_id in model_ids
         for iso in config.languages.isos
@@ -242,14 +251,37 @@ def _task_call_plan(
     return pd.concat([f for f in frames if len(f)], ignore_index=True)
 
 
+def _too_long_notes(config: ProjectConfig, too_long: Sequence[Any]) -> list[str]:
+    """Per model and task: which languages' and buckets' prompts cannot fit its context window."""
+    by_model_task: dict[tuple[str, str], list[Any]] = {}
+    for refusal in too_long:
+        by_model_task.setdefault((refusal.model, refusal.task), []).append(refusal)
+    notes: list[str] = []
+    for (model_id, task), refused in by_model_task.items():
+        languages = sorted({r.language for r in refused})
+        buckets = sorted({r.bucket for r in refused})
+        largest = max(refused, key=lambda r: r.size.input_tokens)
+        notes.append(
+            f"cannot run on {model_id} (context_window {config.models.get(model_id).context_window:,} "
+            f"tokens): {task}, {len(refused)} request(s) in {', '.join(languages)} (bucket(s) "
+            f"{', '.join(buckets)}); the largest, document {largest.doc_id} in {largest.language}, needs "
+            f"about {largest.size.input_tokens:,} prompt + {largest.size.output_cap:,} output tokens; "
+            "they are not sent (status too_long)"
+        )
+    return notes
+
+
 def _long_prompt_note(summary: pd.DataFrame) -> list[str]:
     """Say in words what the per-call column shows: the document-bearing prompts carry the cost."""
-    by_context = summary.groupby("context")[["input_tokens", "calls", "cached_calls", "shared_calls"]].sum()
+    columns = ["input_tokens", "calls", "cached_calls", "shared_calls", "too_long_calls"]
+    by_context = summary.groupby("context")[columns].sum()
     total_in = int(by_context["input_tokens"].sum())
     if not total_in or "full" not in by_context.index:
         return []
     full = by_context.loc["full"]
-    sent_full = max(int(full["calls"] - full["cached_calls"] - full["shared_calls"]), 1)
+    sent_full = max(
+        int(full["calls"] - full["cached_calls"] - full["shared_calls"] - full["too_long_calls"]), 1
+    )
     share = full["input_tokens"] / total_in
     return [
         f"{'long prompts dominate' if share >= 0.5 else 'input tokens'}: calls with the document "

@@ -1,4 +1,4 @@
-"""The report section of human validation (STUDY.md section 7, issue 10).
+"""The report section of human validation (docs/HUMAN_VALIDATION.md).
 
 Human ratings after the quality-control funnel. Shown: a banner when the annotations are
 simulated, the funnel, Krippendorff's alpha per dimension against the 0.67 reference, Spearman,

@@ -7,7 +7,7 @@ from typing import Any
 
 from clcg_pipeline.report._format import MISSING
 
-# The five H1 summary estimands, in the order STUDY.md section 6 defines them.
+# The five H1 summary estimands, in the order docs/ESTIMANDS.md lists them.
 H1_SUMMARY: tuple[tuple[str, str], ...] = (
     ("h1_micro", "H1 micro CLCG"),
     ("macro", "Macro CLCG"),

@@ -1,4 +1,4 @@
-"""The report section of the error taxonomy (STUDY.md section 7, issue 10).
+"""The report section of the error taxonomy (the automatic error taxonomy).
 
 Two LLM judges label both sides of English/target response pairs. Shown: label frequencies per
 judge and side, the EN -> target transition matrix as a heat map per judge, cross-lingual loss

@@ -27,7 +27,7 @@ def read_replication_scores(location: str) -> pd.DataFrame:
 
 
 def drop_incomplete_versions(scores: pd.DataFrame, audit: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Leave out the article x language versions the audit marks incomplete (STUDY.md section 2).
+    """Leave out the article x language versions the audit marks incomplete.
 
     Returns the kept scores and the excluded versions (doc_id, language, coverage, plus the
     audit's counts and a ``reason`` saying why), which are listed in study_results.json rather

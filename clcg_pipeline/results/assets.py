@@ -53,7 +53,7 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         human_validation_results: dict[str, Any],
         granularity_results: dict[str, Any],
     ):
-        """Run the estimators of STUDY.md section 6 over every scored partition of the current panel."""
+        """Run the estimators (docs/ESTIMANDS.md) over every scored partition of the current panel."""
         cfg = study.load()
         scores, audit, excluded = current_scores(study.data_dir, cfg)
         context.log.info(
@@ -98,7 +98,7 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
 def _estimate(
     scores: pd.DataFrame, cfg: ProjectConfig, *, articles: pd.DataFrame, fertility: pd.DataFrame
 ) -> StudyResults:
-    """The suite of STUDY.md section 6 over the kept scores (and the replication run's, if set)."""
+    """The estimator suite (docs/ESTIMANDS.md) over the kept scores (and the replication run's, if set)."""
     return run_suite(
         scores,
         cfg,

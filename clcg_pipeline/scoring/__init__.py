@@ -1,4 +1,4 @@
-"""Scoring stage: per-prediction metrics (STUDY.md section 5)."""
+"""Scoring stage: per-prediction metrics."""
 
 from clcg_pipeline.scoring._metrics import (
     PolarLabel,

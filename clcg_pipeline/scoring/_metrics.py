@@ -1,4 +1,4 @@
-"""Per-answer metrics (STUDY.md section 5): small pure functions, one concern each.
+"""Per-answer metrics: small pure functions, one concern each.
 
 Every function takes plain strings and is safe on empty input. The SQuAD normalization and
 Token-F1 are a few lines of well-known arithmetic; they are written here (rather than taken

@@ -1,4 +1,4 @@
-"""Score prediction rows against the item bank (STUDY.md section 5).
+"""Score prediction rows against the item bank.
 
 The frame-level work is vectorized with pandas; the per-answer metrics run once per unique
 (prediction text, gold text) pair, because at study scale (~830k rows) answers repeat heavily
@@ -178,7 +178,7 @@ def score_predictions(
 ) -> ScoringResult:
     """Score every prediction whose item is gold-answerable.
 
-    Rule A (primary, STUDY.md section 5): rows whose status is not ``ok`` keep their row with
+    Rule A (primary): rows whose status is not ``ok`` keep their row with
     every applicable metric 0 (accuracy stays null for span/free items, where it does not
     apply). Polar and multiple-choice items get ``accuracy``; their Token-F1, exact match and
     ROUGE-L are computed on the normalized label / chosen option. ``semsim`` (optional) is

@@ -1,4 +1,4 @@
-"""The human validation's data contracts (STUDY.md section 7): annotation round trip and analysis.
+"""The human validation's data contracts: annotation round trip and analysis.
 
 Kept apart from ``_tables.py`` (which merges them into ``TABLES``) so each file stays readable.
 """

@@ -1,4 +1,4 @@
-"""Validation studies around the estimator (STUDY.md section 7), one subpackage each.
+"""Validation studies around the estimator, one subpackage each.
 
 ``taxonomy``: the automatic error taxonomy (two LLM judges label English/target response pairs
 with ``clcg-error-v1``). ``human``: the human-validation round trip (annotation sample, export

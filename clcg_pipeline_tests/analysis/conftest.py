@@ -29,6 +29,32 @@ def small_langs() -> LanguagesConfig:
     )
 
 
+def small_config(project, small_langs: LanguagesConfig, n_models: int, replicates: int, seed: int = 42):
+    """The synthetic project on the five-language panel, with ``n_models`` models."""
+    from clcg_pipeline.synthetic import synthetic_config
+
+    return synthetic_config(project, n_models=n_models).model_copy(
+        update={"languages": small_langs, "study": StudyConfig(bootstrap_replicates=replicates, seed=seed)}
+    )
+
+
+def band_scores(languages: LanguagesConfig, n_models: int, n_articles: int, seed: int) -> pd.DataFrame:
+    """Synthetic scores of the primary band only: no stability, human, probe or closed-book rows."""
+    from clcg_pipeline.synthetic import synthetic_scores
+
+    return synthetic_scores(
+        languages,
+        n_models=n_models,
+        n_articles=n_articles,
+        n_stability=0,
+        items_per_level=2,
+        human_per_article=0,
+        probe_articles=0,
+        closed_book=False,
+        seed=seed,
+    )
+
+
 @pytest.fixture(scope="session")
 def study() -> StudyConfig:
     return StudyConfig(bootstrap_replicates=300)

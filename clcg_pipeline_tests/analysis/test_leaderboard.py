@@ -9,26 +9,13 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.analysis import LEADERBOARD_COLUMNS, leaderboard, run_suite, write_leaderboard
-from clcg_pipeline.config import StudyConfig
 from clcg_pipeline.storage import jsonable
-from clcg_pipeline.synthetic import synthetic_config, synthetic_scores
+from clcg_pipeline_tests.analysis.conftest import band_scores, small_config
 
 
 def _run(project, small_langs, n_models: int, n_articles: int = 14):
-    cfg = synthetic_config(project, n_models=n_models).model_copy(
-        update={"languages": small_langs, "study": StudyConfig(bootstrap_replicates=100)}
-    )
-    scores = synthetic_scores(
-        small_langs,
-        n_models=n_models,
-        n_articles=n_articles,
-        n_stability=0,
-        items_per_level=2,
-        human_per_article=0,
-        probe_articles=0,
-        closed_book=False,
-        seed=9,
-    )
+    cfg = small_config(project, small_langs, n_models, replicates=100)
+    scores = band_scores(small_langs, n_models, n_articles, seed=9)
     return jsonable(run_suite(scores, cfg).results)
 
 

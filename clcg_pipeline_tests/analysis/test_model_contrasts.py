@@ -15,9 +15,8 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from clcg_pipeline.analysis import run_suite
-from clcg_pipeline.config import StudyConfig
 from clcg_pipeline.storage import build_catalog, jsonable, partition_dir, run_named_query, write_frame
-from clcg_pipeline.synthetic import synthetic_config, synthetic_scores
+from clcg_pipeline_tests.analysis.conftest import band_scores, small_config
 
 B = 200
 SEED = 42
@@ -27,23 +26,11 @@ GAPS = {"h1_micro": "micro", "macro": "macro", "macro_net": "net"}
 
 
 def _cfg(project, small_langs, n_models: int):
-    return synthetic_config(project, n_models=n_models).model_copy(
-        update={"languages": small_langs, "study": StudyConfig(bootstrap_replicates=B, seed=SEED)}
-    )
+    return small_config(project, small_langs, n_models, replicates=B, seed=SEED)
 
 
 def _scores(small_langs, n_models: int, n_articles: int = 16, seed: int = 7) -> pd.DataFrame:
-    return synthetic_scores(
-        small_langs,
-        n_models=n_models,
-        n_articles=n_articles,
-        n_stability=0,
-        items_per_level=2,
-        human_per_article=0,
-        probe_articles=0,
-        closed_book=False,
-        seed=seed,
-    )
+    return band_scores(small_langs, n_models, n_articles, seed)
 
 
 @pytest.fixture(scope="module")

@@ -9,17 +9,15 @@ from scipy import stats
 
 from clcg_pipeline.analysis import PowerQuestion, power_from_pilot
 from clcg_pipeline.analysis._bootstrap import draw_multiplicities
-from clcg_pipeline.config import StudyConfig
-from clcg_pipeline.synthetic import synthetic_config, synthetic_scores
+from clcg_pipeline.synthetic import synthetic_scores
+from clcg_pipeline_tests.analysis.conftest import small_config
 
 N_ART = 30
 
 
 @pytest.fixture(scope="module")
 def cfg(project, small_langs):
-    return synthetic_config(project, n_models=2).model_copy(
-        update={"languages": small_langs, "study": StudyConfig(bootstrap_replicates=400)}
-    )
+    return small_config(project, small_langs, 2, replicates=400)
 
 
 @pytest.fixture(scope="module")

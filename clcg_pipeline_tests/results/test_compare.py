@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.analysis import draw_multiplicities, run_suite
-from clcg_pipeline.config import StudyConfig
 from clcg_pipeline.results import (
     RunSide,
     compare_runs,
@@ -19,7 +18,8 @@ from clcg_pipeline.results import (
     write_comparison_json,
 )
 from clcg_pipeline.storage import partition_dir, write_frame
-from clcg_pipeline.synthetic import synthetic_config, synthetic_scores
+from clcg_pipeline.synthetic import synthetic_scores
+from clcg_pipeline_tests.analysis.conftest import small_config
 
 N_ART = 24
 SHIFT = 0.05
@@ -27,9 +27,7 @@ SHIFT = 0.05
 
 @pytest.fixture(scope="module")
 def cfg(project, small_langs):
-    return synthetic_config(project, n_models=1).model_copy(
-        update={"languages": small_langs, "study": StudyConfig(bootstrap_replicates=300)}
-    )
+    return small_config(project, small_langs, 1, replicates=300)
 
 
 @pytest.fixture(scope="module")

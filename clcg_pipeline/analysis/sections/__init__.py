@@ -1,1 +1,1 @@
-"""One module per section of the estimator suite (STUDY.md section 6); ``run_suite`` calls them."""
+"""One module per section of the estimator suite (docs/ESTIMANDS.md); ``run_suite`` calls them."""

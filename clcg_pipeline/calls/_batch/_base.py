@@ -22,7 +22,7 @@ from typing import Any
 
 from clcg_pipeline.calls._budget import Budget, Grant, bound_budget
 from clcg_pipeline.calls._cache import CallCache
-from clcg_pipeline.calls._coord import COORD_ENV, WAIT, SpendLedger, coord_root
+from clcg_pipeline.calls._coord import COORD_ENV, WAIT, open_ledger
 from clcg_pipeline.calls._credentials import check_credentials
 from clcg_pipeline.calls._options import CallOptions, Progress
 from clcg_pipeline.calls._providers._base import ModelOutput
@@ -114,8 +114,7 @@ class _BatchRun:
         self.backend = backend_for(model)
         self.name = f"batches-{model_key(model)[:24]}"
         self.pending: list[dict[str, Any]] = (cache.get_meta(self.name) or {}).get("pending", [])
-        root = coord_root(options.cache_dir)
-        self.ledger = SpendLedger(root) if root is not None else None
+        self.ledger = open_ledger(options.cache_dir)  # the backend of calls._coord: files or PostgreSQL
         self.study_limit = options.study_budget_usd if self.ledger is not None else None
         if self.ledger is None and options.study_budget_usd is not None:
             log.warning(

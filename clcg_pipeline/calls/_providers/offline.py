@@ -32,7 +32,7 @@ _READER_FAMILIES = {version.rsplit("-v", 1)[0] for version in PROMPT_VERSIONS.va
 # model name -> prompt family -> handler ("module:function" is imported on first use).
 # lexical-overlap-v1 is the English-centric reader of the responses; rule-judge-v1 a
 # rule-based stand-in for hosted judges; rule-writer-v1 a rule-based stand-in for the models
-# that write auxiliary material (keypoint checklists, cloze confusion sentences).
+# that write auxiliary material (keypoint checklists, cloze confusions, word-level questions).
 _ROUTES: dict[str, dict[str, OfflineHandler | str]] = {
     "lexical-overlap-v1": {
         # "*": any other prompt (item generation, level audits) gets the reader's lexical answer,
@@ -59,6 +59,7 @@ _ROUTES: dict[str, dict[str, OfflineHandler | str]] = {
     "rule-writer-v1": {
         "keypoints": "clcg_pipeline.validation.human._keypoints:write_keypoints_offline",
         "cloze-confusion": "clcg_pipeline.granularity._tasks:write_confusion_offline",
+        "gran-word-question": "clcg_pipeline.granularity._tasks:write_word_questions_offline",
     },
 }
 

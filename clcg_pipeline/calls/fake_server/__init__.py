@@ -10,6 +10,8 @@ probabilities, set with ``POST /_config``) or scripted per call by a marker in t
 and ``[[reply:B64]]`` (see :func:`reply_marker`) for a scripted reply text returned verbatim.
 It counts requests and completed (200, well-formed) responses per call id (the
 ``x-clcg-call-id`` header) and remembers every Authorization value it saw, for leak tests.
+Usage is reported in cl100k_base tokens of the prompt it received (so price tiers apply as with
+a provider), and bodies have no size limit: a 128K-token document arrives whole.
 
 Run in a thread (:class:`FakeServer`) or as a process: ``python -m ...fake_server --port N``.
 

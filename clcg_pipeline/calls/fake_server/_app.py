@@ -13,7 +13,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from clcg_pipeline.calls.fake_server._batches import BatchRoutes
-from clcg_pipeline.calls.fake_server._state import CALL_ID_HEADER, MARK_FAULT, Faults, State, scripted_answer
+from clcg_pipeline.calls.fake_server._state import (
+    CALL_ID_HEADER,
+    MARK_FAULT,
+    Faults,
+    State,
+    scripted_answer,
+    usage_tokens,
+)
 
 
 class App(BatchRoutes):
@@ -177,9 +184,9 @@ class App(BatchRoutes):
                     "model": body["model"],
                     "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
                     "usage": {
-                        "prompt_tokens": len(prompt) // 4,
-                        "completion_tokens": len(text or "") // 4,
-                        "total_tokens": (len(prompt) + len(text or "")) // 4,
+                        "prompt_tokens": usage_tokens(prompt),
+                        "completion_tokens": usage_tokens(text),
+                        "total_tokens": usage_tokens(prompt) + usage_tokens(text),
                     },
                 }
             )
@@ -198,7 +205,7 @@ class App(BatchRoutes):
             "content": [{"type": "text", "text": text}] if text is not None else [],
             "stop_reason": stop,
             "stop_sequence": None,
-            "usage": {"input_tokens": len(prompt) // 4, "output_tokens": len(text or "") // 4},
+            "usage": {"input_tokens": usage_tokens(prompt), "output_tokens": usage_tokens(text)},
         }
 
     async def anthropic(self, request: Request) -> Response:
@@ -234,9 +241,9 @@ class App(BatchRoutes):
                 {
                     "candidates": [candidate],
                     "usageMetadata": {
-                        "promptTokenCount": len(prompt) // 4,
-                        "candidatesTokenCount": len(text or "") // 4,
-                        "totalTokenCount": (len(prompt) + len(text or "")) // 4,
+                        "promptTokenCount": usage_tokens(prompt),
+                        "candidatesTokenCount": usage_tokens(text),
+                        "totalTokenCount": usage_tokens(prompt) + usage_tokens(text),
                     },
                     "modelVersion": request.path_params["model"],
                 }

@@ -11,7 +11,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from clcg_pipeline.calls.fake_server._state import MARK_FAULT, State, scripted_answer
+from clcg_pipeline.calls.fake_server._state import MARK_FAULT, State, scripted_answer, usage_tokens
 
 
 def _batch_line_failed(prompt: str) -> bool:
@@ -127,8 +127,8 @@ class BatchRoutes:
                                 }
                             ],
                             "usage": {
-                                "prompt_tokens": len(prompt) // 4,
-                                "completion_tokens": len(text or "") // 4,
+                                "prompt_tokens": usage_tokens(prompt),
+                                "completion_tokens": usage_tokens(text),
                                 "total_tokens": 0,
                             },
                         },
@@ -160,9 +160,9 @@ class BatchRoutes:
         return {
             "candidates": [candidate],
             "usageMetadata": {
-                "promptTokenCount": len(prompt) // 4,
-                "candidatesTokenCount": len(text or "") // 4,
-                "totalTokenCount": (len(prompt) + len(text or "")) // 4,
+                "promptTokenCount": usage_tokens(prompt),
+                "candidatesTokenCount": usage_tokens(text),
+                "totalTokenCount": usage_tokens(prompt) + usage_tokens(text),
             },
             "modelVersion": model,
         }

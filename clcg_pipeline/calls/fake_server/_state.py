@@ -10,6 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from clcg_pipeline.calls._tokens import count_text_tokens
+
 MARK_FAULT = re.compile(r"\[\[fault:(400|401|429|500|503|slow|malformed)x(\d+)\]\]")
 _MARK_ANSWER = re.compile(r"\[\[answer:(\w+)\]\]")
 # A scripted reply, returned verbatim (judge tests: malformed JSON, extra keys, bad evidence).
@@ -54,6 +56,12 @@ class State:
     bodies: dict[str, dict[str, Any]] = field(default_factory=dict)  # last body per call id
     batch_creates: int = 0
     batch_requests: Counter[str] = field(default_factory=Counter)
+
+
+def usage_tokens(text: str | None) -> int:
+    """Tokens the server reports as used: cl100k_base counts, like a provider's own (a character
+    share would under-count scripts that take a token per character, and miss price tiers)."""
+    return count_text_tokens(text or "")
 
 
 def _n_questions(text: str) -> int:

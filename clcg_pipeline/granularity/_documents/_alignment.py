@@ -71,6 +71,11 @@ class Alignment:
             for (doc_id, language), pids in _by_document_language(self.missing).items()
         ]
 
+    def warn(self) -> None:
+        """Log :meth:`notes` as warnings (once the document is built from these pids)."""
+        for note in self.notes():
+            log.warning("long documents: %s", note)
+
 
 def _by_document_language(missing: Sequence[MissingParagraph]) -> dict[tuple[str, str], list[str]]:
     out: dict[tuple[str, str], list[str]] = {}
@@ -80,10 +85,13 @@ def _by_document_language(missing: Sequence[MissingParagraph]) -> dict[tuple[str
     return out
 
 
-def align_pids(paragraphs: pd.DataFrame, languages: Sequence[str], reference: str) -> Alignment:
+def align_pids(
+    paragraphs: pd.DataFrame, languages: Sequence[str], reference: str, *, warn: bool = True
+) -> Alignment:
     """The reference's pids with non-blank text in every one of ``languages``, per document, and
     every reference paragraph left out (with the languages lacking it). Logs a warning per
-    document and language that lost a paragraph, naming the pids."""
+    document and language that lost a paragraph, naming the pids (``warn=False``: the caller
+    warns with :meth:`Alignment.warn` if it builds the document)."""
     text_ok = paragraphs["text"].fillna("").astype(str).str.strip() != ""
     usable = paragraphs[text_ok & paragraphs["language"].isin(languages)]
     have = {
@@ -106,8 +114,8 @@ def align_pids(paragraphs: pd.DataFrame, languages: Sequence[str], reference: st
                 kept.append(pid)
         pids[str(doc_id)] = kept
     alignment = Alignment(pids, tuple(missing))
-    for note in alignment.notes():
-        log.warning("long documents: %s", note)
+    if warn:
+        alignment.warn()
     return alignment
 
 

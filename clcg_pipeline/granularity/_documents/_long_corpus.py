@@ -21,7 +21,7 @@ from clcg_pipeline.corpus import (
     read_jsonl,
     where,
 )
-from clcg_pipeline.granularity._documents._alignment import align_pids, alignment_clause
+from clcg_pipeline.granularity._documents._alignment import Alignment, align_pids, alignment_clause
 from clcg_pipeline.granularity._documents._contract import (
     BucketReport,
     DocumentError,
@@ -139,7 +139,9 @@ def load_long_documents(
     """Documents of a long-document JSONL corpus, each in the first bucket its English length fits.
 
     A language version below the completeness ``threshold`` is left out of that document (a
-    note says so); the kept versions share the English pids present in all of them.
+    note says so); the kept versions share the English pids present in all of them. The length
+    that decides the bucket is that of the document as built: the English paragraphs of those
+    common pids (a paragraph some version lacks leaves English too, see ``_alignment``).
     """
     versions, paragraphs = read_long_corpus(path)
     notes: list[str] = []
@@ -155,14 +157,11 @@ def load_long_documents(
     no_reference = sorted(set(versions["doc_id"]) - set(doc_ids))
     if no_reference:
         notes.append(f"documents without an English version ignored: {no_reference}")
-    # Bucket by English length first, then keep the wanted number per bucket in seeded order.
-    lengths: dict[str, int] = {}
-    for doc_id in doc_ids:
-        texts = paragraphs[(paragraphs["doc_id"] == doc_id) & (paragraphs["language"] == reference)]
-        lengths[doc_id] = int(sum(count_tokens(list(texts.sort_values("ordinal")["text"]), tokenizer)))
     source = _Source(
         path, versions, paragraphs, audit, languages, reference, tokenizer, settings.region_split
     )
+    # Bucket by the built document's English length, then keep the wanted number per bucket.
+    lengths = {doc_id: source.english_tokens(doc_id) for doc_id in doc_ids}
     doc_rows: list[dict[str, Any]] = []
     para_rows: list[dict[str, Any]] = []
     reports: list[BucketReport] = []
@@ -225,23 +224,46 @@ class _Source:
             (str(d), str(lang), str(p)): str(t)
             for d, lang, p, t in paragraphs[["doc_id", "language", "pid", "text"]].itertuples(index=False)
         }
+        self.by_doc = {str(d): group for d, group in paragraphs.groupby("doc_id", sort=False)}
+        self._aligned: dict[str, tuple[list[str], Alignment, list[str]]] = {}
+
+    def aligned(self, doc_id: str) -> tuple[list[str], Alignment, list[str]]:
+        """(kept languages, their alignment, notes) of one document, decided once (not yet warned)."""
+        if doc_id not in self._aligned:
+            complete = self.audit[(self.audit["doc_id"] == doc_id) & self.audit["complete"].astype(bool)]
+            kept = [self.reference] + [
+                lang
+                for lang in self.languages
+                if lang != self.reference and lang in set(complete["language"])
+            ]
+            listed = set(self.versions.loc[self.versions["doc_id"] == doc_id, "language"])
+            left = sorted(listed - set(kept))
+            notes = (
+                [f"document {doc_id}: language version(s) {left} below completeness, left out"]
+                if left
+                else []
+            )
+            alignment = align_pids(
+                self.by_doc.get(doc_id, self.paragraphs.iloc[:0]), kept, self.reference, warn=False
+            )
+            self._aligned[doc_id] = (kept, alignment, notes)
+        return self._aligned[doc_id]
+
+    def english_tokens(self, doc_id: str) -> int:
+        """English tokens of the document as built: its common pids only."""
+        _, alignment, _ = self.aligned(doc_id)
+        texts = [self.by_key[(doc_id, self.reference, pid)] for pid in alignment.pids.get(doc_id, [])]
+        return int(sum(count_tokens(texts, self.tokenizer)))
 
     def document(
         self, doc_id: str, bucket: str
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
         """(long_documents rows, long_paragraphs rows, notes) of one document: its complete versions."""
-        reference, audit, notes = self.reference, self.audit, []
-        versions_ok = audit[(audit["doc_id"] == doc_id) & audit["complete"].astype(bool)]
-        kept = [reference] + [
-            lang for lang in self.languages if lang != reference and lang in set(versions_ok["language"])
-        ]
-        left = sorted(set(self.versions.loc[self.versions["doc_id"] == doc_id, "language"]) - set(kept))
-        if left:
-            notes.append(f"document {doc_id}: language version(s) {left} below completeness, left out")
-        doc_paras = self.paragraphs[self.paragraphs["doc_id"] == doc_id]
-        alignment = align_pids(doc_paras, kept, reference)
+        reference = self.reference
+        kept, alignment, notes = self.aligned(doc_id)
+        notes = [*notes, *alignment.notes()]
+        alignment.warn()
         common = alignment.pids.get(doc_id, [])
-        notes.extend(alignment.notes())
         rows, totals = layout(
             doc_id,
             [(doc_id, p) for p in common],

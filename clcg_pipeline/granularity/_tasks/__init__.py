@@ -1,10 +1,15 @@
-"""The granularity task bank: built once from English, validated, frozen (STUDY.md section 8).
+"""The granularity task bank: built once from English, validated, frozen (docs/GRANULARITY.md).
 
 Every task is built from the English version of a long document and refers to paragraphs by
 ``pid``, which is the same in every language, so one bank serves every language. One row per
 task; a cloze document prompt has one row per blank sharing a ``group_id``.
 
-Rules (rule-based builders; no model writes a question):
+Rules (rule-based builders unless a writer is configured):
+
+- **word tasks written by a model**: with ``study.granularity.word_question_writer`` set, the
+  word tasks below are written by that model per MGAL category (Single-QA, Multi-QA) with
+  their evidence and validated (``_word_writer``); without one they are the rule-based gap
+  questions described next.
 
 - **word_single_qa** (word level), one per region x position cell: a sentence of a paragraph
   in the cell with one distinctive word removed (a number first, else a capitalised name that
@@ -38,25 +43,42 @@ Rules (rule-based builders; no model writes a question):
   English excerpt, the reference the aligned paragraphs of the target language (gold is null:
   it depends on the language); not asked in English.
 
+**Roles** (``_roles``, docs/GRANULARITY.md): every cloze target sentence and filling paragraph
+has a ``role``, ``core``, ``transitional`` or ``summary``, by a deterministic English rule
+(discourse markers, restating earlier content). Within a cell (cloze) or region (filling) the
+target is chosen by role first (the role fewest targets have so far, the document's rarer role
+first), then by position; a role no target of a document has is a ``role_not_covered``
+rejection (saying whether the document has any unit of that role) and a note.
+
 ``task_id`` is a hash of what identifies the task (document, kind, pids, sentence); the
 ``frozen_hash`` covers its full content, so a rebuild from the same inputs gives identical ids
 and hashes, and a changed task is visible.
 
-One module per task type (``_word``, ``_cloze``, ``_fill``, ``_document_level``) over a shared
-base (``_base``: the columns and one document's rows); ``_bank`` builds the bank in a fixed
-order, ``_freeze`` keeps it frozen, ``_offline_writer`` is the offline confusion writer.
+One module per task type (``_word``, ``_word_writer``, ``_cloze``, ``_fill``, ``_document_level``)
+over a shared base (``_base``: the columns and one document's rows) and the role rule
+(``_roles``); ``_bank`` builds the bank in a fixed order, ``_freeze`` keeps it frozen,
+``_offline_writer`` holds the offline confusion and word-question writers.
 """
 
-from clcg_pipeline.granularity._tasks._bank import TaskBank, Writer, build_tasks, judge_writer
+from clcg_pipeline.granularity._tasks._bank import BoundWriter, TaskBank, Writer, build_tasks, judge_writer
 from clcg_pipeline.granularity._tasks._base import GAP, TASK_COLUMNS, cloze_counts, fill_per_region
 from clcg_pipeline.granularity._tasks._cloze import CONFUSION_TEMPLATE
 from clcg_pipeline.granularity._tasks._freeze import freeze, frozen_hash
-from clcg_pipeline.granularity._tasks._offline_writer import write_confusion_offline
+from clcg_pipeline.granularity._tasks._offline_writer import (
+    write_confusion_offline,
+    write_word_questions_offline,
+)
+from clcg_pipeline.granularity._tasks._roles import ROLE_RULE, ROLES
+from clcg_pipeline.granularity._tasks._word_writer import WORD_QUESTION_TEMPLATE
 
 __all__ = [
     "CONFUSION_TEMPLATE",
     "GAP",
+    "ROLES",
+    "ROLE_RULE",
     "TASK_COLUMNS",
+    "WORD_QUESTION_TEMPLATE",
+    "BoundWriter",
     "TaskBank",
     "Writer",
     "build_tasks",
@@ -66,4 +88,5 @@ __all__ = [
     "frozen_hash",
     "judge_writer",
     "write_confusion_offline",
+    "write_word_questions_offline",
 ]

@@ -40,6 +40,9 @@ TASK_COLUMNS = [
     "context_pids",
     "answer_type",
     "doc_hash",
+    # added later; they enter the frozen hash only when set (see ``_freeze.LATER_COLUMNS``)
+    "role",
+    "evidence",
 ]
 GRANULARITY = {
     "word_single_qa": "word",
@@ -121,6 +124,7 @@ class TaskBuilder:
         self.tokenizer = tokenizer
         self.tasks: list[dict[str, Any]] = []
         self.rejections: list[dict[str, Any]] = []
+        self.notes: list[str] = []
         self.all_sentences = [" ".join(s.split()) for s in doc.sentences()]
 
     def task(self, task: str, key: object, **fields: Any) -> dict[str, Any]:
@@ -148,6 +152,8 @@ class TaskBuilder:
             "context_pids": [],
             "answer_type": None,
             "doc_hash": self.doc.doc_hash,
+            "role": None,
+            "evidence": [],
         }
         row.update(fields)
         return row

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from clcg_pipeline.granularity._tasks._base import (
     rng,
     sentence_position,
 )
+from clcg_pipeline.granularity._tasks._roles import ROLE_RULE, ROLES, missing_roles, sentence_role
 from clcg_pipeline.granularity._validate import MIN_WORDS, confusion_problem, tokens
 
 # The diagonal first: three targets cover every region and every position.
@@ -63,62 +65,17 @@ WRITER_CANDIDATES = 3  # distractors asked per target; the first valid one is us
 
 
 def cloze_targets(builder: TaskBuilder) -> list[dict[str, Any]]:
+    """The gold targets: per region x position cell (diagonal first), one sentence of an unused
+    paragraph, by role (the role fewest targets have so far, the document's rarer role first),
+    then by its place in the paragraph (cycling begin / middle / end)."""
     n_gold, _ = cloze_counts(builder.doc.n_tokens)
     used: set[str] = set()
     targets: list[dict[str, Any]] = []
+    scarcity = Counter(_sentence_roles(builder))
     cells = [CELL_ORDER[i % len(CELL_ORDER)] for i in range(n_gold)]
     for k, (region, position) in enumerate(cells):
-        want = THIRDS[k % 3]  # cycle the sentence's place in its paragraph
-        best: dict[str, Any] | None = None
-        for para in builder.ordered(builder.cell(region, position), "cloze", region, position, k):
-            if para["pid"] in used:
-                continue
-            sentences = split_sentences(para["text"])
-            counts = {
-                lang: len(split_sentences(builder.doc.texts[(lang, para["pid"])]))
-                for lang in builder.doc.languages
-            }
-            off = sorted(lang for lang, n in counts.items() if n != len(sentences))
-            if off:
-                builder.reject(
-                    "cloze",
-                    [para["pid"]],
-                    region,
-                    position,
-                    "sentence_count_mismatch",
-                    f"{para['pid']}: {len(sentences)} sentence(s) in English, "
-                    + ", ".join(f"{lang} {counts[lang]}" for lang in off),
-                )
-                continue
-            eligible = [
-                i
-                for i, s in enumerate(sentences)
-                if len(tokens(s)) >= MIN_WORDS and builder.all_sentences.count(" ".join(s.split())) == 1
-            ]
-            if not eligible:
-                builder.reject(
-                    "cloze",
-                    [para["pid"]],
-                    region,
-                    position,
-                    "sentence_too_short",
-                    f"{para['pid']}: no sentence",
-                )
-                continue
-            preferred = [i for i in eligible if sentence_position(i, len(sentences)) == want]
-            index = (preferred or eligible)[0]
-            best = {
-                "pid": para["pid"],
-                "region": region,
-                "position": position,
-                "sentence_index": index,
-                "sentence_position": sentence_position(index, len(sentences)),
-                "target": " ".join(sentences[index].split()),
-                "paragraph": para["text"],
-                "ordinal": int(para["ordinal"]),
-            }
-            break
-        if best is None:
+        candidates = _cell_candidates(builder, region, position, k, used)
+        if not candidates:
             builder.reject(
                 "cloze",
                 [region, position, k],
@@ -128,9 +85,75 @@ def cloze_targets(builder: TaskBuilder) -> list[dict[str, Any]]:
                 f"no unused paragraph of {region}/{position} has a sentence to blank",
             )
             continue
+        covered = Counter(t["role"] for t in targets)
+        want = THIRDS[k % 3]  # cycle the sentence's place in its paragraph
+        best = min(
+            candidates,
+            key=lambda c: (
+                covered[c["role"]],
+                scarcity[c["role"]],
+                ROLES.index(c["role"]),
+                c["para_rank"],
+                c["sentence_position"] != want,
+                c["sentence_index"],
+            ),
+        )
         used.add(best["pid"])
         targets.append(best)
     return sorted(targets, key=lambda t: t["ordinal"])
+
+
+def _cell_candidates(
+    builder: TaskBuilder, region: str, position: str, k: int, used: set[str]
+) -> list[dict[str, Any]]:
+    """Every sentence that may be blanked in the unused paragraphs of one cell (paragraphs in the
+    seeded order, ``para_rank``), with its role; unusable paragraphs are recorded as rejections."""
+    out: list[dict[str, Any]] = []
+    paras = builder.ordered(builder.cell(region, position), "cloze", region, position, k)
+    for rank, para in enumerate(p for p in paras if p["pid"] not in used):
+        sentences = split_sentences(para["text"])
+        counts = {
+            lang: len(split_sentences(builder.doc.texts[(lang, para["pid"])]))
+            for lang in builder.doc.languages
+        }
+        off = sorted(lang for lang, n in counts.items() if n != len(sentences))
+        if off:
+            builder.reject(
+                "cloze",
+                [para["pid"]],
+                region,
+                position,
+                "sentence_count_mismatch",
+                f"{para['pid']}: {len(sentences)} sentence(s) in English, "
+                + ", ".join(f"{lang} {counts[lang]}" for lang in off),
+            )
+            continue
+        eligible = [
+            i
+            for i, s in enumerate(sentences)
+            if len(tokens(s)) >= MIN_WORDS and builder.all_sentences.count(" ".join(s.split())) == 1
+        ]
+        if not eligible:
+            builder.reject(
+                "cloze", [para["pid"]], region, position, "sentence_too_short", f"{para['pid']}: no sentence"
+            )
+            continue
+        for index in eligible:
+            out.append(
+                {
+                    "role": sentence_role(sentences, index),
+                    "para_rank": rank,
+                    "pid": para["pid"],
+                    "region": region,
+                    "position": position,
+                    "sentence_index": index,
+                    "sentence_position": sentence_position(index, len(sentences)),
+                    "target": " ".join(sentences[index].split()),
+                    "paragraph": para["text"],
+                    "ordinal": int(para["ordinal"]),
+                }
+            )
+    return out
 
 
 def confusion_fields(builder: TaskBuilder, target: dict[str, Any], golds: Sequence[str]) -> dict[str, str]:
@@ -208,5 +231,39 @@ def add_cloze(
                 sentence_position=target["sentence_position"],
                 marker=marker,
                 answer_type="sentence",
+                role=target["role"],
             )
         )
+    report_missing_cloze_roles(builder, targets)
+
+
+def report_missing_cloze_roles(builder: TaskBuilder, targets: list[dict[str, Any]]) -> None:
+    """A rejection and a note per role no cloze target of the document has, with how many of the
+    document's sentences have that role (none: the role cannot be found; some: not selected)."""
+    missing = missing_roles([t["role"] for t in targets])
+    if not missing:
+        return
+    available = _sentence_roles(builder)
+    for role in missing:
+        found = available.count(role)
+        builder.reject(
+            "cloze",
+            ["role", role],
+            None,
+            None,
+            "role_not_covered",
+            f"no cloze target is a {role} sentence ({ROLE_RULE}); the document has {found} such "
+            "sentence(s)" + ("" if found else ", so the role cannot be found in it"),
+        )
+    builder.notes.append(
+        f"{builder.doc.doc_id}: cloze has no {', '.join(missing)} target (see task_rejections)"
+    )
+
+
+def _sentence_roles(builder: TaskBuilder) -> list[str]:
+    """The role of every sentence of the English document."""
+    roles: list[str] = []
+    for text in builder.doc.paras["text"]:
+        sentences = split_sentences(str(text))
+        roles += [sentence_role(sentences, i) for i in range(len(sentences))]
+    return roles

@@ -11,6 +11,10 @@ import pandas as pd
 
 from clcg_pipeline.granularity._tasks._base import sha
 
+#: Columns added after banks were first frozen. Unset (None or empty) they stay out of the
+#: hash, so the tasks they do not apply to keep the hash a stored bank has for them.
+LATER_COLUMNS: dict[str, Any] = {"role": None, "evidence": []}
+
 
 def _plain(value: Any) -> Any:
     """A cell as the builder made it: a bank read back from Parquet has numpy arrays for lists,
@@ -29,6 +33,9 @@ def _plain(value: Any) -> Any:
 def frozen_hash(row: Mapping[str, Any]) -> str:
     """sha256 of a task's content (every column but the hash itself and the doc hash)."""
     content = {k: _plain(v) for k, v in row.items() if k not in ("frozen_hash", "doc_hash")}
+    for name, unset in LATER_COLUMNS.items():
+        if name in content and content[name] in (unset, None):
+            del content[name]
     return sha(content)
 
 
@@ -49,6 +56,9 @@ def freeze(previous: pd.DataFrame | None, rebuilt: pd.DataFrame) -> tuple[pd.Dat
     ]
     if drifted:
         notes.append(f"{len(drifted)} stored task(s) no longer match their frozen_hash: {drifted[:5]}")
+    previous, added = _with_later_columns(previous, rebuilt)
+    if added:
+        notes.append(added)
     old_hash = previous.groupby("doc_id")["doc_hash"].first().to_dict()
     for doc_id, group in rebuilt.groupby("doc_id", sort=True):
         if old_hash.get(doc_id) == group["doc_hash"].iloc[0]:
@@ -65,3 +75,31 @@ def freeze(previous: pd.DataFrame | None, rebuilt: pd.DataFrame) -> tuple[pd.Dat
         notes.append(f"stored tasks of documents no longer built dropped: {docs_without_tasks}")
     out = pd.concat(kept, ignore_index=True) if kept else rebuilt
     return out[rebuilt.columns].reset_index(drop=True), notes
+
+
+def _with_later_columns(previous: pd.DataFrame, rebuilt: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """A stored bank from before :data:`LATER_COLUMNS`, given them from the rebuild of the same
+    (unchanged) document: the rules are deterministic, so the rebuild's value is what the stored
+    task would have had. Its hash is recomputed, and a note says how many tasks took a value."""
+    absent = [c for c in LATER_COLUMNS if c in rebuilt.columns and c not in previous.columns]
+    if not absent:
+        return previous, None
+    out = previous.copy()
+    by_id = rebuilt.set_index("task_id")
+    same_doc = out["task_id"].isin(by_id.index) & out["doc_hash"].eq(
+        out["task_id"].map(by_id["doc_hash"]).fillna("")
+    )
+    for name in absent:
+        unset = LATER_COLUMNS[name]
+        values = out["task_id"].map(by_id[name])
+        out[name] = [
+            v if ok and v is not None else (list(unset) if isinstance(unset, list) else unset)
+            for v, ok in zip(values, same_doc, strict=True)
+        ]
+    changed = [frozen_hash(r) != r["frozen_hash"] for r in out.to_dict("records")]
+    out["frozen_hash"] = [frozen_hash(r) for r in out.to_dict("records")]
+    note = (
+        f"stored bank predates column(s) {absent}: {sum(changed)} stored task(s) took them from the "
+        "rebuild of their unchanged document (frozen_hash recomputed)"
+    )
+    return out, note

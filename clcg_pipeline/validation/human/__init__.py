@@ -1,4 +1,4 @@
-"""The human validation (STUDY.md section 7): the annotation round trip and its analysis.
+"""The human validation (docs/HUMAN_VALIDATION.md): the annotation round trip and its analysis.
 
 The annotation sample, keypoint checklists, export for annotators and import of their files
 (with the inbox sensor), quality control, agreement, paired preference and the analysis.

@@ -1,4 +1,4 @@
-"""The human-validation analysis (STUDY.md section 7; study seed 0.4.7-0.4.10 and 0.5.8).
+"""The human-validation analysis (docs/HUMAN_VALIDATION.md).
 
 Pure: imported annotations, the annotation sample and the study's tables in; the
 ``human_validation_results`` document and three tables out (``human_qc``,

@@ -1,4 +1,4 @@
-"""The human-validation annotation sample (STUDY.md section 7; study seed 0.4.7-0.4.10).
+"""The human-validation annotation sample (docs/HUMAN_VALIDATION.md).
 
 Pure: frames in, one frame out. Three arms, each a row kind:
 

@@ -68,19 +68,6 @@ KEYPOINTS_NONE = ("none", "None of these facts")
 #: Between keypoint ids in the CSV's ``keypoint_hits`` cell (``k1|k3``); ``;`` and ``,`` are read too.
 KEYPOINT_SEPARATOR = "|"
 
-ANSWER_COLUMNS = [
-    "adequacy",
-    "keypoint_hits",
-    "question_valid",
-    "equivalence",
-    "attribution",
-    "consistency",
-    "primary_error_category",
-    "preference",
-    "confidence",
-    "seconds",
-    "comment",
-]
 SINGLE_FIELDS = (
     "adequacy",
     "keypoint_hits",
@@ -91,6 +78,8 @@ SINGLE_FIELDS = (
     "primary_error_category",
 )
 PAIR_FIELDS = ("preference", "confidence")
+#: A single or pair form's answer columns, in the CSV's order.
+ANSWER_COLUMNS = [*SINGLE_FIELDS, *PAIR_FIELDS, "seconds", "comment"]
 #: CSV columns added after CSV_COLUMNS when the sample has fill tasks (so a sample without them
 #: exports exactly the single/pair CSV).
 FILL_CSV_COLUMNS = ["previous_text", "next_text", *FILL_FIELDS]
@@ -143,19 +132,7 @@ ANNOTATION_COLUMNS = [
 REVISION_COLUMNS = [*ANNOTATION_COLUMNS, "current"]
 #: What a rating says (not when or how long it took): two imports of a rating with the same
 #: values are the same rating; different values are a revision.
-RESULT_FIELDS = (
-    "adequacy",
-    "keypoint_hits",
-    "question_valid",
-    "equivalence",
-    "attribution",
-    "consistency",
-    "primary_error_category",
-    "preference",
-    "confidence",
-    "comment",
-    *FILL_FIELDS,
-)
+RESULT_FIELDS = (*SINGLE_FIELDS, *PAIR_FIELDS, "comment", *FILL_FIELDS)
 IMPORT_COLUMNS = [
     "file",
     "sha256",

@@ -1,4 +1,4 @@
-"""Annotation exchange, export: tasks for annotators (STUDY.md section 7).
+"""Annotation exchange, export: tasks for annotators (docs/LABEL_STUDIO.md).
 
 Export, in the formats annotators' tools read:
 - Label Studio: two projects (individual responses with the planted attention checks, and

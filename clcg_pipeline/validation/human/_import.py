@@ -1,4 +1,4 @@
-"""Annotation exchange, import: annotators' answers read back (STUDY.md section 7).
+"""Annotation exchange, import: annotators' answers read back (docs/HUMAN_VALIDATION.md).
 
 Import: a Label Studio export (JSON, JSON-MIN or CSV, told apart by content: ``_ls_formats.py``)
 or the CSV filled in. A file is accepted whole or not at all: one invalid record rejects it with

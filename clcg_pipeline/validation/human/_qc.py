@@ -1,4 +1,4 @@
-"""The quality-control funnel of the human-validation study (STUDY.md section 7).
+"""The quality-control funnel of the human-validation study (docs/HUMAN_VALIDATION.md).
 
 Applied in a fixed order, each step on what the previous ones kept, with its counts:
 

@@ -516,7 +516,7 @@ def build_human_validation_defs(config: ProjectConfig) -> dg.Definitions:
         annotation_sample: pd.DataFrame,
     ):
         """QC funnel, Krippendorff's alpha, Spearman, class adequacy, paired preference, ceiling rule and
-        human-vs-judge agreement (STUDY.md section 7)."""
+        human-vs-judge agreement."""
         cfg = study.load()
         # Paragraph-filling ratings (kind fill, issue 11) are the granularity analysis's
         # (granularity_results.human_judge_correlation); this study's QC and statistics are

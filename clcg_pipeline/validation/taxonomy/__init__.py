@@ -1,4 +1,4 @@
-"""The automatic error taxonomy (STUDY.md section 7): two LLM judges label English/target pairs.
+"""The automatic error taxonomy: two LLM judges label English/target pairs.
 
 The label set (``clcg-error-v1.yaml``, package data beside these modules), the diagnostic
 sample of pairs, the judges' prompts and their offline stand-in, and the analysis of the labels.

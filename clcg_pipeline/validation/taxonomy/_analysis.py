@@ -1,4 +1,4 @@
-"""Analysis of the automatic error taxonomy (STUDY.md section 7, study seed 0.4.11 and 0.5.9).
+"""Analysis of the automatic error taxonomy.
 
 From the diagnostic sample and the two judges' labels: label frequencies per side, the
 transition matrix EN label -> target label, the pair condition ``crosslingual_loss``,

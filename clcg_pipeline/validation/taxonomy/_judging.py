@@ -1,4 +1,4 @@
-"""Judging the diagnostic sample with ``clcg-error-v1`` (STUDY.md section 7).
+"""Judging the diagnostic sample with ``clcg-error-v1``.
 
 Every side (English and target) of every pair is labelled by every judge of
 ``study.error_taxonomy.judges`` with one primary label, a verbatim evidence quote and a short

@@ -263,7 +263,7 @@ def build_error_taxonomy_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         ],
     )
     def error_taxonomy_analysis(context: dg.AssetExecutionContext, study: StudyResource):  # type: ignore[no-untyped-def]
-        """Label frequencies, transitions, crosslingual_loss, agreement, contributions (STUDY.md 7)."""
+        """Label frequencies, transitions, crosslingual_loss, agreement, contributions."""
         cfg = study.load()
         result = run_error_taxonomy_analysis(
             cfg,

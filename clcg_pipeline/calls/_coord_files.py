@@ -1,0 +1,369 @@
+"""Coordination through kernel file locks, for the processes of one host (or a shared folder).
+
+The default backend of ``calls._coord`` (PostgreSQL is the other, for several hosts).
+
+Three things hold across processes, not only inside one run:
+
+* a **claim** on a call in flight: the first process to miss the cache for a call id locks
+  a byte of ``claims.lock`` named by the id; another process that misses the same call
+  waits for the holder's cache entry instead of paying for it again;
+* the model's **concurrency limit**: ``slots/<model key>/<n>.lock`` files, one per allowed
+  request in flight, shared by every process calling that model;
+* the **study budget**: ``spend.jsonl``, an append-only ledger of reservations and actual
+  costs of new calls, read and appended under a lock, so a budget in study.yaml binds
+  whoever launches the runs (``clcg run``, the UI, a backfill, the daemon).
+
+All three are kernel file locks on files under ``<cache>/_coord`` (or ``$CLCG_COORD_DIR``),
+so a dead holder's locks go with its process: a killed run leaves no claim, slot or
+reservation that others must guess is stale. Written on ``fcntl`` directly, not filelock or
+portalocker: those lock whole files, one file per lock, and a claim per call as a file costs
+a create and an unlink (~0.5 ms each on overlay filesystems) where a byte-range lock costs two
+system calls. The locks work on local disks and NFS; an object-store cache (``s3://``) has
+none, so its processes coordinate in a folder of this host unless ``CLCG_COORD_DIR`` names a
+folder every host shares (or the hosts share a PostgreSQL database: docs/DEPLOY.md, section 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import random
+import resource
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+log = logging.getLogger(__name__)
+
+COORD_ENV = "CLCG_COORD_DIR"
+# A reservation whose process cannot be checked (another host) counts against the budget for
+# this long at most: long enough for any call with its retries, short enough to free a budget
+# that a crashed worker on another host held.
+RESERVATION_TTL_S = 3600.0
+_HOST = socket.gethostname()
+
+
+def coord_root(cache_dir: str) -> Path | None:
+    """The coordination folder for a cache: ``$CLCG_COORD_DIR``, else ``<cache>/_coord`` when local.
+
+    An object-store cache (``s3://``) has no file locks, so its coordination lives in a folder
+    of this host keyed by the cache URL: the processes of one host (``clcg run``'s workers, the
+    daemon's runs) then never pay a call twice. Several hosts need ``$CLCG_COORD_DIR`` on a
+    folder they all share (docs/DEPLOY.md).
+    """
+    override = os.environ.get(COORD_ENV)
+    if override:
+        return Path(override)
+    if "://" in cache_dir and not cache_dir.startswith("file://"):
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        return base / "clcg" / "coord" / hashlib.sha256(cache_dir.encode()).hexdigest()[:16]
+    return Path(cache_dir.removeprefix("file://")) / "_coord"
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
+
+
+def raise_fd_limit(wanted: int) -> None:
+    """Claims hold one descriptor each while a call is in progress; make room for them."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        new = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+
+
+@dataclass
+class Claim:
+    call_id: str
+    key: int  # the byte locked in claims.lock here; the advisory lock key in the PostgreSQL backend
+
+
+# POSIX record locks belong to the process, not to a descriptor, and closing any descriptor of
+# the file drops them all: so one descriptor per claims file for the whole process, and a set
+# of the call ids this process holds (two tasks or threads of one process never share a claim).
+_CLAIM_FILES: dict[Path, int] = {}
+_HELD: set[tuple[Path, str]] = set()
+_REGISTRY = threading.Lock()
+
+
+class CallClaims:
+    """Claims on calls in flight: a one-byte record lock per call id in one shared file.
+
+    A byte at an offset drawn from the call id (60 bits of it) stands for the call, so a claim
+    creates no file: taking and dropping one is two system calls, which matters at hundreds of
+    calls a second. A claim dies with its process (the kernel drops the lock).
+    """
+
+    def __init__(self, root: Path) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.path = root / "claims.lock"
+        with _REGISTRY:
+            if self.path not in _CLAIM_FILES:
+                _CLAIM_FILES[self.path] = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd = _CLAIM_FILES[self.path]
+
+    def try_claim(self, call_id: str) -> Claim | None:
+        """The claim, or None while another process, or another task of this one, holds it."""
+        key = (self.path, call_id)
+        offset = int(call_id[:15], 16)
+        with _REGISTRY:
+            if key in _HELD:
+                return None
+            try:
+                fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)
+            except OSError as exc:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    return None
+                raise
+            _HELD.add(key)
+        return Claim(call_id, offset)
+
+    def release(self, claim: Claim) -> None:
+        with _REGISTRY:
+            fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, claim.key, os.SEEK_SET)
+            _HELD.discard((self.path, claim.call_id))
+
+
+class SharedSlots:
+    """At most ``size`` requests in flight for one model, across every process using ``root``.
+
+    Each process also keeps to its fair share (``size`` / processes using the model, counted
+    from their membership locks): flock has no queue, so a process whose own tasks retake each
+    slot the moment it frees would otherwise starve another process polling for one.
+    """
+
+    def __init__(self, root: Path, key: str, size: int) -> None:
+        folder = root / "slots" / key[:24]
+        self._members = folder / "members"
+        self._members.mkdir(parents=True, exist_ok=True)
+        self.size = size
+        self._fds = [os.open(folder / f"{i}.lock", os.O_RDWR | os.O_CREAT, 0o644) for i in range(size)]
+        self._held: set[int] = set()
+        # Locked before it is visible under its final name, so a locked file is a live member.
+        tmp = self._members / f".{uuid.uuid4().hex}.tmp"
+        self._member_fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        fcntl.flock(self._member_fd, fcntl.LOCK_EX)
+        self._member = self._members / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.lock"
+        os.replace(tmp, self._member)
+        self._share = size
+        self._share_at = 0.0
+        self.waits = 0
+
+    def _live_members(self) -> int:
+        live = 1
+        for path in self._members.glob("*.lock"):
+            if path == self._member:
+                continue
+            try:
+                fd = os.open(path, os.O_RDWR)
+            except FileNotFoundError:
+                continue
+            try:
+                if _try_lock(fd):  # its process is gone: tidy up
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                else:
+                    live += 1
+            finally:
+                os.close(fd)
+        return live
+
+    def share(self) -> int:
+        now = time.monotonic()
+        if now - self._share_at > 0.25:
+            self._share = max(1, -(-self.size // self._live_members()))
+            self._share_at = now
+        return self._share
+
+    async def acquire(self) -> int:
+        delay = 0.002
+        while True:
+            if len(self._held) < self.share():
+                start = random.randrange(self.size)
+                for k in range(self.size):
+                    i = (start + k) % self.size
+                    # flock on a descriptor this process already locked would succeed again.
+                    if i not in self._held and _try_lock(self._fds[i]):
+                        self._held.add(i)
+                        return i
+            # Slots are busy elsewhere, or this process has its share: poll (flock cannot be
+            # awaited), backing off.
+            self.waits += 1
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.05)
+
+    def release(self, slot: int) -> None:
+        self._held.discard(slot)
+        fcntl.flock(self._fds[slot], fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
+        with contextlib.suppress(FileNotFoundError):
+            self._member.unlink()
+        os.close(self._member_fd)
+
+
+WAIT = "wait"  # SpendLedger.reserve: not now, ask again when reservations in flight settle
+
+
+@dataclass
+class _LedgerState:
+    offset: int = 0
+    spent: float = 0.0
+    # reservation id -> (usd, host, pid, time)
+    reserved: dict[str, tuple[float, str, int, float]] = field(default_factory=dict)
+
+
+def _alive(host: str, pid: int, t: float, now: float) -> bool:
+    if host == _HOST:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return now - t < RESERVATION_TTL_S
+
+
+def _settle_line(rid: str | None, usd: float, model: str, call_id: str) -> dict[str, object]:
+    line: dict[str, object] = {"op": "settle", "usd": usd, "model": model, "call_id": call_id}
+    if rid:
+        line["id"] = rid
+    return line
+
+
+class SpendLedger:
+    """The study's spend: an append-only JSON-lines file, read incrementally under ``flock``.
+
+    Lines are ``reserve`` (an estimate before a call is sent), ``settle`` (its actual cost,
+    which also ends the reservation) and ``release`` (a reservation not spent). Reservations
+    of processes that died are ignored, so a crash never holds budget for good.
+    """
+
+    def __init__(self, root: Path) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.path = root / "spend.jsonl"
+        self._state = _LedgerState()
+        self._pid = os.getpid()
+        self._handle: IO[bytes] | None = None
+
+    def _file(self) -> IO[bytes]:
+        # One handle for the run: a call's settle line costs a lock and one write, no open().
+        if self._handle is None:
+            self._handle = open(self.path, "a+b")  # noqa: SIM115 (closed by close())
+        return self._handle
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    @contextlib.contextmanager
+    def _locked(self, *, read: bool = True) -> Iterator[IO[bytes]]:
+        handle = self._file()
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # held for microseconds: a read and an append
+        try:
+            if read:
+                self._catch_up(handle)
+            yield handle
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def _catch_up(self, handle: IO[bytes]) -> None:
+        state = self._state
+        handle.seek(state.offset)
+        data = handle.read()
+        end = data.rfind(b"\n") + 1  # a line still being written (impossible under the lock) waits
+        for raw in data[:end].splitlines():
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+            except json.JSONDecodeError:
+                log.warning("%s: unreadable ledger line skipped: %r", self.path, raw[:80])
+                continue
+            op = line.get("op")
+            if op == "reserve":
+                state.reserved[line["id"]] = (float(line["usd"]), line["host"], int(line["pid"]), line["t"])
+            elif op in ("settle", "release"):
+                state.reserved.pop(line.get("id", ""), None)
+                if op == "settle":
+                    state.spent += float(line["usd"])
+        state.offset += end
+
+    def _append(self, handle: IO[bytes], line: dict[str, object]) -> None:
+        data = (json.dumps(line, sort_keys=True) + "\n").encode()
+        handle.seek(0, os.SEEK_END)
+        handle.write(data)
+        handle.flush()  # the offset stays: the next read parses this line like any other
+
+    def totals(self) -> tuple[float, float]:
+        """(spent, reserved by live processes), as of now."""
+        with self._locked():
+            return self._state.spent, self._outstanding(time.time())
+
+    def _outstanding(self, now: float) -> float:
+        return sum(u for u, host, pid, t in self._state.reserved.values() if _alive(host, pid, t, now))
+
+    def reserve(self, usd: float, limit: float) -> str | None:
+        """A reservation id; None when spent + live reservations + ``usd`` would exceed ``limit``.
+
+        :data:`WAIT` when only live reservations stand in the way: calls in flight may cost less
+        than reserved, so the caller should ask again once they settle.
+        """
+        now = time.time()
+        with self._locked() as handle:
+            if self._state.spent + usd > limit:
+                return None
+            if self._state.spent + self._outstanding(now) + usd > limit:
+                return WAIT
+            rid = uuid.uuid4().hex
+            self._append(
+                handle, {"op": "reserve", "id": rid, "usd": usd, "host": _HOST, "pid": self._pid, "t": now}
+            )
+            return rid
+
+    def settle(self, rid: str | None, usd: float, *, model: str = "", call_id: str = "") -> None:
+        """Record a new call's actual cost (and end its reservation, if it had one)."""
+        line = _settle_line(rid, usd, model, call_id)
+        with self._locked(read=False) as handle:  # appending needs no view of the others
+            self._append(handle, {**line, "t": time.time()})
+
+    def settle_many(self, lines: Sequence[tuple[str | None, float, str, str]]) -> None:
+        """:meth:`settle` for several calls (reservation id, usd, model, call id): one lock, one write."""
+        if not lines:
+            return
+        now = time.time()
+        data = b"".join(
+            (json.dumps({**_settle_line(rid, usd, model, call_id), "t": now}, sort_keys=True) + "\n").encode()
+            for rid, usd, model, call_id in lines
+        )
+        with self._locked(read=False) as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.write(data)
+            handle.flush()
+
+    def release(self, rid: str) -> None:
+        with self._locked() as handle:
+            self._append(handle, {"op": "release", "id": rid, "t": time.time()})
