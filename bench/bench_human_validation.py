@@ -1,4 +1,4 @@
-"""Benchmark the human-validation analysis at study scale (STUDY seed 0.4.7).
+"""Benchmark the human-validation analysis at study scale (docs/HUMAN_VALIDATION.md).
 
 600 individual responses + 66 contrastive pairs, 3 annotators each, 200 annotators (21 failing
 the attention check, 2 contradictory, impossible values and speed outliers planted), 2,000

@@ -10,6 +10,14 @@ providers' HTTP APIs for tests and the deployment smoke test.
 from clcg_pipeline.calls._batch import BATCH_PROVIDERS, run_batch
 from clcg_pipeline.calls._budget import Budget, Grant, run_budget
 from clcg_pipeline.calls._cache import CallCache
+from clcg_pipeline.calls._coord import (
+    COORD_URL_ENV,
+    WAIT,
+    CallClaims,
+    SharedSlots,
+    SpendLedger,
+)
+from clcg_pipeline.calls._coord_postgres import PgCallClaims, PgSharedSlots, PgSpendLedger, settings_from_url
 from clcg_pipeline.calls._credentials import MissingCredentialsError, check_credentials
 from clcg_pipeline.calls._judge import (
     CALL_COLUMNS,
@@ -50,6 +58,7 @@ __all__ = [
     "BATCH_PROVIDERS",
     "CALLS_AHEAD_TAG",
     "CALL_COLUMNS",
+    "COORD_URL_ENV",
     "NOT_STATED",
     "OPTIONS_HINT",
     "PARAGRAPH_MARK",
@@ -60,9 +69,11 @@ __all__ = [
     "STOPWORDS",
     "TOKENIZER",
     "TRUNCATED_REASONS",
+    "WAIT",
     "AdaptiveLimiter",
     "Budget",
     "CallCache",
+    "CallClaims",
     "CallOptions",
     "CallResult",
     "CallSession",
@@ -70,9 +81,14 @@ __all__ = [
     "Grant",
     "JudgeTemplate",
     "MissingCredentialsError",
+    "PgCallClaims",
+    "PgSharedSlots",
+    "PgSpendLedger",
     "Progress",
     "ProviderConfigError",
     "RetryPolicy",
+    "SharedSlots",
+    "SpendLedger",
     "arun_requests",
     "bind",
     "call_origin",
@@ -93,4 +109,5 @@ __all__ = [
     "run_budget",
     "run_judge",
     "run_requests",
+    "settings_from_url",
 ]

@@ -165,6 +165,13 @@ class PgSession:
                     f"({self.role}); its claims, slots and reservations are released: "
                     f"{str(exc).strip()[:200]}"
                 ) from None
+            except psycopg2.Error as exc:
+                # Refused by the server (rights, a read-only replica): name the database and the
+                # setting that chose it, not psycopg2's stack.
+                raise RuntimeError(
+                    f"call coordination: {self.settings.describe()} (from {self.settings.source}) "
+                    f"refused a {self.role} statement: {str(exc).strip()[:300]}"
+                ) from None
 
     def value(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         return self.rows(sql, params)[0][0]

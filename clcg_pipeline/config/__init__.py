@@ -1,5 +1,6 @@
 """Typed, validated configuration (``assets_config/*.yaml``)."""
 
+from clcg_pipeline.config._granularity_settings import GranularityBucket, GranularitySettings
 from clcg_pipeline.config._load import (
     CONFIG_ENV,
     DATA_ENV,
@@ -15,8 +16,6 @@ from clcg_pipeline.config._models import (
     ConditionSettings,
     ContextScope,
     ErrorTaxonomySettings,
-    GranularityBucket,
-    GranularitySettings,
     HumanValidationSettings,
     Language,
     LanguagesConfig,

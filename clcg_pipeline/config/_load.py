@@ -117,6 +117,7 @@ def load_config(config_dir: str | Path | None = None) -> ProjectConfig:
         ("human_validation.keypoint_writer", study.human_validation.keypoint_writer),
         *(("granularity.judges", j) for j in study.granularity.judges),
         ("granularity.confusion_writer", study.granularity.confusion_writer),
+        ("granularity.word_question_writer", study.granularity.word_question_writer),
     ]
     for field, model_id in referenced:
         if model_id is not None and model_id not in known:

@@ -1,4 +1,4 @@
-"""The granularity- and position-aware task family (STUDY.md section 8, the MGAL seed).
+"""The granularity- and position-aware task family (docs/GRANULARITY.md; after the MGAL benchmark).
 
 Long documents assembled or loaded in every language with the same paragraph ids; word,
 sentence (cloze), paragraph (filling) and document (summary, translation) tasks built once
@@ -10,11 +10,13 @@ from clcg_pipeline.granularity._analysis import EXTRA_METRICS, POSITIONS, analys
 from clcg_pipeline.granularity._documents import build_long_documents, split_sentences
 from clcg_pipeline.granularity._predict import partition_paragraphs, plan_task_calls, plan_tasks
 from clcg_pipeline.granularity._scoring import fill_subjects, rouge_l
-from clcg_pipeline.granularity._tasks import build_tasks, judge_writer
+from clcg_pipeline.granularity._tasks import WORD_QUESTION_TEMPLATE, BoundWriter, build_tasks, judge_writer
 
 __all__ = [
     "EXTRA_METRICS",
     "POSITIONS",
+    "WORD_QUESTION_TEMPLATE",
+    "BoundWriter",
     "analyse_granularity",
     "build_long_documents",
     "build_tasks",

@@ -49,6 +49,10 @@ def granularity_results_check(doc: dict[str, Any]) -> dg.AssetCheckResult:
     )
 
 
+#: Results keys of the extra dimensions that carry a ``note`` (docs/GRANULARITY.md).
+DIMENSION_KEYS = ("length", "sentence_position", "roles")
+
+
 def exclusion_warnings(doc: dict[str, Any]) -> list[str]:
     """One line per document and language that lost paragraphs to the alignment, and one per
     task x language x model whose rows had no reference (left out of the means, not zeros)."""
@@ -60,6 +64,12 @@ def exclusion_warnings(doc: dict[str, Any]) -> list[str]:
         f"document {d}: paragraph(s) {', '.join(pids)} missing in {lang!r}, left out of every language "
         "version (English included)"
         for (d, lang), pids in lost.items()
+    ]
+    # The extra dimensions' notes: a skipped dimension or a bucket below the identifiability rule.
+    out += [
+        f"{key.replace('_', ' ')}: {doc[key]['note']}"
+        for key in DIMENSION_KEYS
+        if doc.get("status") == "ok" and isinstance(doc.get(key), dict) and doc[key].get("note")
     ]
     out += [
         f"{r['n_no_reference']} {r['task']} row(s) in {r['language']} ({r['model']}, context {r['context']}) "
@@ -115,7 +125,7 @@ def _granularity_analysis_asset() -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, study: StudyResource, long_documents: pd.DataFrame
     ):
         """Accuracy/score by task x granularity x region x position x language x model, the paired
-        cross-lingual gap, the position curve and the judges' agreement (STUDY.md section 8)."""
+        cross-lingual gap, the position curve and the judges' agreement (docs/GRANULARITY.md)."""
         cfg = study.load()
         evaluated = [m.id for m in cfg.models.evaluated]
 

@@ -7,7 +7,7 @@ import pandas as pd
 from upath import UPath
 
 from clcg_pipeline.calls import CallOptions, run_budget
-from clcg_pipeline.config import ModelSpec, ProjectConfig
+from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus.assets import checked_outputs
 from clcg_pipeline.granularity._asset_parts import DISABLED, GROUP, empty, md
 from clcg_pipeline.granularity._documents import (
@@ -234,7 +234,8 @@ def _task_bank_asset() -> dg.AssetsDefinition:
             yield task_check(tasks, None)
             return
         writer_spec = cfg.models.get(gran.confusion_writer) if gran.confusion_writer else None
-        word_spec = _word_writer_spec(cfg, gran.word_question_writer)
+        # load_config has refused an id models.yaml lacks, before any asset ran.
+        word_spec = cfg.models.get(gran.word_question_writer) if gran.word_question_writer else None
         # Online only (see judge_writer): the cache, the study's and this run's budgets.
         options = CallOptions(
             cache_dir=study.cache_dir,
@@ -279,20 +280,6 @@ def _task_bank_asset() -> dg.AssetsDefinition:
         yield task_check(tasks, long_documents[long_documents["language"] == cfg.languages.reference])
 
     return granularity_task_bank
-
-
-def _word_writer_spec(cfg: ProjectConfig, model_id: str | None) -> ModelSpec | None:
-    """The word-question writer's model spec; an id models.yaml lacks fails before any call."""
-    if model_id is None:
-        return None
-    try:
-        return cfg.models.get(model_id)
-    except KeyError:
-        raise dg.Failure(
-            f"granularity_tasks: study.granularity.word_question_writer {model_id!r} is not a model "
-            "id in models.yaml; nothing was built",
-            allow_retries=False,
-        ) from None
 
 
 def _role_counts(tasks: pd.DataFrame) -> pd.DataFrame:

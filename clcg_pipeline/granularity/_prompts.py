@@ -1,4 +1,4 @@
-"""Versioned, hashed prompts of the granularity tasks (STUDY.md section 8, the MGAL seed).
+"""Versioned, hashed prompts of the granularity tasks (after the MGAL benchmark).
 
 One prompt family per task kind. The document is shown in its own language; instructions,
 answer formats and the options are English, as in the responses' prompts. Every family has a

@@ -1,4 +1,4 @@
-"""Scores of the granularity tasks, and the paragraph and cloze-error judges (STUDY.md section 8).
+"""Scores of the granularity tasks, and the paragraph and cloze-error judges (docs/GRANULARITY.md).
 
 - word QA and cloze: accuracy after normalisation (word: the task builder's normalisation,
   numbers compared by their digits; cloze: option letters);
@@ -72,6 +72,7 @@ SCORE_COLUMNS = [
     *FILL_DIMENSIONS,
     "bucket",
     "sentence_position",
+    "role",
     "bleu_tokenize",
 ]
 JUDGEMENT_COLUMNS = [
@@ -233,6 +234,7 @@ def _unscored_row(pred: Mapping[str, Any], task: Mapping[str, Any], kind: str) -
         judge_status="not_judged",
         bucket=task.get("bucket"),
         sentence_position=task.get("sentence_position"),
+        role=task.get("role"),
         bleu_tokenize=bleu_tokenizer(str(pred["language"])) if kind == "translation" else None,
         **dict.fromkeys(FILL_DIMENSIONS, np.nan),
     )

@@ -15,7 +15,14 @@ Rules (the ``rule`` column of ``task_rejections``):
 - ``no_neighbours``: a paragraph to fill without a paragraph before and after it;
 - ``no_source_summary``: summarisation on a document without a summary of its own;
 - ``excerpt_too_long``: no paragraph of a region fits the translation excerpt's token limit;
-- ``no_candidate``: no sentence or paragraph of a region x position cell qualifies.
+- ``no_candidate``: no sentence or paragraph of a region x position cell qualifies;
+- ``role_not_covered``: no cloze or filling target of the document has the requested role
+  (core, transitional, summary);
+- a model-written word question (``_tasks/_word_writer.py``) is also rejected when its answer
+  is not one word (``answer_not_one_word``), the question is malformed or holds the answer
+  (``question_malformed``, ``answer_in_question``), or its evidence is not in the paragraph(s),
+  spans too few paragraphs for Multi-QA, or lacks the answer (``evidence_not_in_document``,
+  ``evidence_too_few_paragraphs``, ``answer_not_in_evidence``).
 """
 
 from __future__ import annotations

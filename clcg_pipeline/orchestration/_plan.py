@@ -162,12 +162,19 @@ def _granularity_inputs(
     """(long paragraphs, task bank): the materialized ones, else built from the primary source.
 
     A hosted confusion writer would be a paid call: its cloze tasks are left out and ``notes``
-    says so; an offline writer writes them into a cache that is thrown away.
+    says so; a hosted word-question writer likewise (the rule-based word tasks are counted in
+    their place). An offline writer writes into a cache that is thrown away.
     """
     import tempfile
 
     from clcg_pipeline.corpus import audit_corpus
-    from clcg_pipeline.granularity import build_long_documents, build_tasks, judge_writer
+    from clcg_pipeline.granularity import (
+        WORD_QUESTION_TEMPLATE,
+        BoundWriter,
+        build_long_documents,
+        build_tasks,
+        judge_writer,
+    )
 
     stored = {
         name: UPath(data_dir) / name / "data.parquet" for name in ("long_paragraphs", "granularity_tasks")
@@ -193,11 +200,17 @@ def _granularity_inputs(
         tokenizer=config.study.fertility.tokenizer,
     )
     writer = config.models.get(gran.confusion_writer) if gran.confusion_writer else None
+    word_spec = config.models.get(gran.word_question_writer) if gran.word_question_writer else None
+    offline_writer = writer if writer is not None and writer.provider == "offline" else None
+    offline_word = word_spec if word_spec is not None and word_spec.provider == "offline" else None
     with tempfile.TemporaryDirectory() as scratch:  # an offline writer's cache, thrown away
-        offline = writer is not None and writer.provider == "offline"
-        offline_writer = writer if offline else None
         options = CallOptions(cache_dir=scratch)
         write = None if offline_writer is None else judge_writer(offline_writer, options)
+        word_writer = (
+            None
+            if offline_word is None
+            else BoundWriter(judge_writer(offline_word, options, WORD_QUESTION_TEMPLATE), offline_word.id)
+        )
         bank = build_tasks(
             docs.documents,
             docs.paragraphs,
@@ -206,11 +219,17 @@ def _granularity_inputs(
             tokenizer=config.study.fertility.tokenizer,
             writer=write,
             writer_id=None if offline_writer is None else offline_writer.id,
+            word_writer=word_writer,
         )
-    if writer is not None and not offline:
+    if writer is not None and offline_writer is None:
         notes.append(
             f"cloze not counted: its confusions are written by {writer.id} (a paid call) when "
             "granularity_tasks is materialized; plan again after that"
+        )
+    if word_spec is not None and offline_word is None:
+        notes.append(
+            f"word tasks counted as the rule-based gap questions: {word_spec.id} writes them (paid "
+            "calls, not counted here) when granularity_tasks is materialized; plan again after that"
         )
     return docs.paragraphs, bank.tasks
 

@@ -1,9 +1,11 @@
-"""The report section of the granularity- and position-aware tasks (STUDY.md section 8, issue 11).
+"""The report section of the granularity- and position-aware tasks (docs/GRANULARITY.md).
 
 Shown: a position x granularity heat map of the cross-lingual gap per language group (Joshi
 class groups), the position curve (score and gap by region and paragraph position, per
 language group, with intervals), the no-context ablation, cloze error labels, the paragraph
-judges' agreement and spread, prompt tokens by task, and the score and gap tables.
+judges' agreement and spread, prompt tokens by task, the score and gap tables, and the extra
+dimensions (length buckets, model ranks and gap trends, sentence position, key-sentence roles:
+``_granularity_dimensions``).
 Metrics differ across granularities, so each heat-map row has its own colour scale.
 """
 
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from clcg_pipeline.report._format import as_float, fmt_int, fmt_num
+from clcg_pipeline.report._granularity_dimensions import dimension_parts
 from clcg_pipeline.report._granularity_tables import (
     cloze_parts,
     judges_parts,
@@ -108,6 +111,8 @@ def granularity_section(raw: GranularityResults | None, walk: Walk) -> Section:
     section.parts += judges_parts(block, status)
     section.parts += tokens_parts(block, status)
     section.parts += score_tables(block, status)
+    if status == "ok":
+        section.parts += dimension_parts(block)
     section.parts += _left_out_parts(block)
     section.parts += caveat_parts(block)
     settings = block.get("settings")

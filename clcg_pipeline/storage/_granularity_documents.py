@@ -148,6 +148,106 @@ class UnpairedRows(TypedDict, total=False):
     rows: int
 
 
+class LengthGap(Interval, total=False):
+    """A paired gap (all models) in one length bucket."""
+
+    bucket: str
+    granularity: str
+    metric: str
+    language: str
+    gap: float | None
+
+
+class LengthMiddleVsEdges(TypedDict, total=False):
+    bucket: str
+    granularity: str
+    metric: str
+    axis: str
+    pooled_over: str
+    score_contrast: Interval | None
+    gap_contrast: Interval | None
+
+
+class BucketDocuments(TypedDict, total=False):
+    bucket: str
+    n_documents: int
+    identifiable: bool
+    min_documents: int
+
+
+class ByLength(TypedDict, total=False):
+    """Gaps and middle contrasts per length bucket; ``note`` names the too-small buckets once."""
+
+    gaps: list[LengthGap]
+    middle_vs_edges: list[LengthMiddleVsEdges]
+    buckets: list[BucketDocuments]
+    note: str | None
+
+
+class ModelRank(TypedDict, total=False):
+    """A model's score (all languages) in one granularity and metric, and its rank (1 = best)."""
+
+    granularity: str
+    metric: str
+    model: str
+    score: float | None
+    rank: int | None
+    rank_low: int | None
+    rank_high: int | None
+    n_models: int
+    n_documents: int
+    identifiable: bool
+    reason: str | None
+
+
+class GapTrend(Interval, total=False):
+    """Slope of the targets' gap over the granularity order (word 0 ... document 3)."""
+
+    model: str
+    granularities: list[str]
+
+
+class SentencePositionScore(Interval, total=False):
+    task: str
+    granularity: str
+    metric: str
+    sentence_position: str
+    language: str
+    model: str
+    score: float | None
+
+
+class SentenceMiddleVsEdges(TypedDict, total=False):
+    task: str
+    granularity: str
+    metric: str
+    axis: str
+    pooled_over: str
+    score_contrast: Interval | None
+    gap_contrast: Interval | None
+
+
+class BySentencePosition(TypedDict, total=False):
+    curve: list[SentencePositionScore]
+    middle_vs_edges: list[SentenceMiddleVsEdges]
+    note: str | None
+
+
+class RoleScore(Interval, total=False):
+    task: str
+    granularity: str
+    metric: str
+    role: str
+    language: str
+    model: str
+    score: float | None
+
+
+class ByRole(TypedDict, total=False):
+    scores: list[RoleScore]
+    note: str | None
+
+
 class GranularityResults(TypedDict, total=False):
     """``granularity`` (the ``granularity_results`` asset)."""
 
@@ -168,5 +268,10 @@ class GranularityResults(TypedDict, total=False):
     unpaired: list[UnpairedRows]
     no_reference: list[NoReferenceRows]
     alignment: list[AlignedParagraph]
+    length: ByLength
+    model_ranks: list[ModelRank]
+    gap_trends: list[GapTrend]
+    sentence_position: BySentencePosition
+    roles: ByRole
     settings: dict[str, Any]
     caveats: list[str]

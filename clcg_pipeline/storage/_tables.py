@@ -199,6 +199,8 @@ TABLES: dict[str, pa.Schema] = {
             ("context_pids", _STRS),
             ("answer_type", _STR),
             ("doc_hash", _STR),
+            ("role", _STR),
+            ("evidence", _STRS),
         ]
     ),
     "task_rejections": pa.schema(
@@ -342,6 +344,7 @@ TABLES: dict[str, pa.Schema] = {
             ("format_compliance", _F64),
             ("bucket", _STR),
             ("sentence_position", _STR),
+            ("role", _STR),
             ("bleu_tokenize", _STR),
         ]
     ),
@@ -429,6 +432,9 @@ def conform(table: str, frame: pd.DataFrame) -> pa.Table:
     fields: list[pa.Field] = []
     for field in schema:
         column = frame[field.name]
+        if pa.types.is_list(field.type) and column.dtype != object:
+            # an all-missing list column arrives as float NaN, which Arrow will not cast to a list
+            column = column.astype(object).where(column.notna(), None)
         try:
             arrays.append(pa.array(column, type=field.type, from_pandas=True))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:

@@ -11,11 +11,12 @@ from clcg_pipeline.synthetic._analysis import (
     synthetic_models,
     synthetic_scores,
 )
-from clcg_pipeline.synthetic._granularity import synthetic_task_scores
+from clcg_pipeline.synthetic._granularity import ExtraEffects, synthetic_task_scores, with_extra_effects
 from clcg_pipeline.synthetic._human import synthetic_human_study
 from clcg_pipeline.synthetic._taxonomy import synthetic_frames
 
 __all__ = [
+    "ExtraEffects",
     "synthetic_articles",
     "synthetic_config",
     "synthetic_fertility",
@@ -24,4 +25,5 @@ __all__ = [
     "synthetic_models",
     "synthetic_scores",
     "synthetic_task_scores",
+    "with_extra_effects",
 ]

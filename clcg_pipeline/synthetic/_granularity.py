@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,7 @@ def synthetic_task_scores(
     noise: float = 0.0,
     per_position: int = 1,
     seed: int = 0,
+    effects: ExtraEffects | None = None,
 ) -> pd.DataFrame:
     """A ``task_scores``-shaped frame with known effects, one row per task x language x model x context.
 
@@ -31,7 +33,8 @@ def synthetic_task_scores(
     paragraph_fill tasks per region (rouge_l, judge_total), one summary (rouge_l) and one
     translation (bleu, no English row). A row's score is ``base - gaps[language] -
     middle_penalty[language] (region middle) - no_context_drop (context none) + noise``, clipped
-    to [0, 1]; with ``noise=0`` every estimate is known exactly.
+    to [0, 1]; with ``noise=0`` every estimate is known exactly. ``effects`` adds the length
+    bucket, sentence-position and role columns and their effects (:class:`ExtraEffects`).
     """
     gaps = dict(gaps or {})
     middle_penalty = dict(middle_penalty or {})
@@ -84,4 +87,50 @@ def synthetic_task_scores(
         frame[metric] = np.where(frame["metric"] == metric, frame["score"], np.nan)
     fill = (frame["task"] == "paragraph_fill").to_numpy()
     frame["judge_total"] = np.where(fill, 100.0 * frame["score"], np.nan)
-    return frame
+    return with_extra_effects(frame, effects, reference) if effects is not None else frame
+
+
+@dataclass(frozen=True)
+class ExtraEffects:
+    """The analysis's extra dimensions and their known effects (all subtracted from the score).
+
+    Documents cycle through ``buckets``; a non-reference row loses ``bucket_gap[bucket]`` (a gap
+    growing with length). Cloze rows cycle through sentence positions begin, middle, end and
+    lose ``sentence_middle`` in the middle; the cloze and paragraph-filling rows of document
+    ``d`` take role ``ROLES[d % 3]`` and lose ``role_penalty[role]``.
+    """
+
+    buckets: tuple[str, ...] = ("8K", "32K", "64K", "128K")
+    bucket_gap: Mapping[str, float] = field(default_factory=dict)
+    sentence_middle: float = 0.0
+    role_penalty: Mapping[str, float] = field(default_factory=dict)
+
+
+#: Key-sentence roles (as the task builders write them).
+ROLES = ("core", "transitional", "summary")
+
+
+def with_extra_effects(frame: pd.DataFrame, effects: ExtraEffects, reference: str) -> pd.DataFrame:
+    """``frame`` with ``bucket``, ``sentence_position`` and ``role`` and their effects applied."""
+    doc_index = frame["doc_id"].str.slice(3).astype(int).to_numpy()
+    bucket = np.asarray(effects.buckets, dtype=object)[doc_index % len(effects.buckets)]
+    task_index = frame["task_id"].str.rsplit("-t", n=1).str[1].astype(int).to_numpy()
+    cloze = (frame["task"] == "cloze").to_numpy()
+    roled = cloze | (frame["task"] == "paragraph_fill").to_numpy()
+    sentence = np.where(cloze, np.asarray(POSITIONS, dtype=object)[task_index % 3], None)
+    # Roles cycle over documents, sentence positions over tasks: the two effects stay apart.
+    role = np.where(roled, np.asarray(ROLES, dtype=object)[doc_index % 3], None)
+    other = (frame["language"] != reference).to_numpy()
+    loss = np.where(
+        other, pd.Series(bucket).map(lambda b: effects.bucket_gap.get(b, 0.0)).to_numpy(float), 0.0
+    )
+    loss = loss + np.where(sentence == "middle", effects.sentence_middle, 0.0)
+    loss = loss + pd.Series(role).map(lambda r: effects.role_penalty.get(r, 0.0) if r else 0.0).to_numpy(
+        float
+    )
+    score = np.clip(frame["score"].to_numpy(float) - loss, 0.0, 1.0)
+    out = frame.assign(bucket=bucket, sentence_position=sentence, role=role, score=score)
+    for metric in EXTRA_METRICS:
+        out[metric] = np.where(out["metric"] == metric, out["score"], np.nan)
+    out["judge_total"] = np.where((out["task"] == "paragraph_fill").to_numpy(), 100.0 * out["score"], np.nan)
+    return out

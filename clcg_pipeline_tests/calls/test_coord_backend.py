@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,18 @@ def test_a_sqlite_instance_keeps_the_file_locks(clean_env: pytest.MonkeyPatch, t
     clean_env.setenv("DAGSTER_HOME", str(tmp_path))
     backend = coord_backend(str(tmp_path / "cache"))
     assert backend.pg is None and backend.root == tmp_path / "cache" / "_coord"
+
+
+def test_an_unreachable_database_names_host_port_and_variable(clean_env: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("psycopg2")
+    from clcg_pipeline.calls._coord import Coordinator
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    clean_env.setenv(COORD_URL_ENV, f"postgresql://runner:pw-not-shown@127.0.0.1:{port}/study")
+    with pytest.raises(RuntimeError) as caught:
+        Coordinator("/data/cache", model_key="m", concurrency=2)
+    message = str(caught.value)
+    assert f"cannot connect to postgresql://runner@127.0.0.1:{port}/study (from {COORD_URL_ENV})" in message
+    assert "pw-not-shown" not in message

@@ -207,3 +207,25 @@ def test_dagster_postgres_instance_is_used_and_logged_without_password(
     lines = [r.getMessage() for r in caplog.records if "call coordination" in r.getMessage()]
     assert lines and "PostgreSQL postgresql://clcg@127.0.0.1" in lines[0] and "dagster.yaml" in lines[0]
     assert "not-logged-7c1d" not in caplog.text
+
+
+def test_a_statement_the_server_refuses_names_the_database_not_a_stack(pg: PgServer) -> None:
+    import psycopg2
+
+    admin = psycopg2.connect(host=pg.host, port=pg.port, user=pg.user, dbname=pg.dbname)
+    admin.autocommit = True
+    with admin.cursor() as cur:  # a database where a plain role may not create the ledger's tables
+        cur.execute("CREATE DATABASE clcg_no_create")
+        cur.execute("CREATE ROLE clcg_reader LOGIN")
+    admin.close()
+    locked = psycopg2.connect(host=pg.host, port=pg.port, user=pg.user, dbname="clcg_no_create")
+    locked.autocommit = True
+    with locked.cursor() as cur:
+        cur.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    locked.close()
+    url = f"postgresql://clcg_reader:pw-not-shown@{pg.host}:{pg.port}/clcg_no_create"
+    with pytest.raises(RuntimeError) as caught:
+        PgSpendLedger(settings_from_url(url, COORD_URL_ENV), "scope")
+    message = str(caught.value)
+    assert f"clcg_reader@{pg.host}:{pg.port}/clcg_no_create" in message and COORD_URL_ENV in message
+    assert "permission denied" in message and "pw-not-shown" not in message

@@ -4,8 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clcg_pipeline.config import SourceSpec
-from clcg_pipeline.config._models import Repetitions, Sampling
+from clcg_pipeline.config import Repetitions, Sampling, SourceSpec
 from clcg_pipeline.corpus import (
     AUDIT_COLUMNS,
     CorpusError,

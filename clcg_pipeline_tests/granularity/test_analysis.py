@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clcg_pipeline.config import LanguagesConfig, ProjectConfig, load_config
+from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.granularity._analysis import (
     NO_HUMAN_RATINGS,
     analyse_granularity,
@@ -19,6 +19,7 @@ from clcg_pipeline.granularity._analysis import (
     prompt_tokens_by_task,
 )
 from clcg_pipeline.synthetic import synthetic_task_scores
+from clcg_pipeline_tests.granularity.analysis_world import granularity_config, one
 
 LANGS = ("en", "pt", "sw", "fon")
 REPS = 100
@@ -26,26 +27,7 @@ REPS = 100
 
 @pytest.fixture(scope="module")
 def config() -> ProjectConfig:
-    base = load_config("assets_config")
-    languages = LanguagesConfig.model_validate(
-        {
-            "languages": [
-                {"iso": "en", "name": "English", "script": "Latn", "joshi_class": 5, "role": "reference"},
-                {"iso": "pt", "name": "Portuguese", "script": "Latn", "joshi_class": 4, "role": "baseline"},
-                {"iso": "sw", "name": "Swahili", "script": "Latn", "joshi_class": 2, "role": "target"},
-                {"iso": "fon", "name": "Fon", "script": "Latn", "joshi_class": 0, "role": "target"},
-            ]
-        }
-    )
-    granularity = base.study.granularity.model_copy(update={"enabled": True})
-    study = base.study.model_copy(update={"granularity": granularity, "min_articles": 10})
-    return base.model_copy(update={"languages": languages, "study": study})
-
-
-def _one(rows: list[dict[str, Any]], **where: Any) -> dict[str, Any]:
-    hits = [r for r in rows if all(r.get(k) == v for k, v in where.items())]
-    assert len(hits) == 1, (where, len(hits))
-    return hits[0]
+    return granularity_config()
 
 
 GAPS = {"pt": 0.02, "sw": 0.1, "fon": 0.2}
@@ -68,23 +50,23 @@ def test_known_gaps_scores_and_no_context_drop(config: ProjectConfig) -> None:
     out = analyse_granularity(scores, config, replicates=REPS)
     res = out.results
     assert res["status"] == "ok"
-    word = _one(res["scores"], task="cloze", region="all", position="all", language="en", model="m1")
+    word = one(res["scores"], task="cloze", region="all", position="all", language="en", model="m1")
     assert word["estimate"] == pytest.approx(0.7) and word["n_documents"] == 12
     for iso, gap in GAPS.items():
         for gran in ("word", "sentence", "paragraph", "document"):
-            row = _one(res["gaps"], granularity=gran, region="all", position="all", language=iso, model="all")
+            row = one(res["gaps"], granularity=gran, region="all", position="all", language=iso, model="all")
             assert row["gap"] == pytest.approx(gap), (iso, gran)
             assert row["identifiable"] and row["ci_low"] == pytest.approx(gap)
     # Groups pool their languages' rows; "targets" is H1's micro (the baseline left out).
-    assert _one(res["gaps"], granularity="word", region="all", position="all", language="low", model="all")[
+    assert one(res["gaps"], granularity="word", region="all", position="all", language="low", model="all")[
         "gap"
     ] == pytest.approx(0.2)
-    targets = _one(
+    targets = one(
         res["gaps"], granularity="word", region="all", position="all", language="targets", model="all"
     )
     assert targets["gap"] == pytest.approx(0.15) and targets["joshi_class"] is None
     assert (
-        _one(res["gaps"], granularity="word", region="all", position="all", language="sw", model="m2")[
+        one(res["gaps"], granularity="word", region="all", position="all", language="sw", model="m2")[
             "joshi_class"
         ]
         == 2
@@ -93,7 +75,7 @@ def test_known_gaps_scores_and_no_context_drop(config: ProjectConfig) -> None:
     assert any(r["task"] == "translation" for r in res["scores"])
     assert not any("translation" in r["tasks"] for r in res["gaps"])
     assert any("translation" in c for c in res["caveats"])
-    drop = _one(res["no_context"], task="cloze", language="sw", model="m1")
+    drop = one(res["no_context"], task="cloze", language="sw", model="m1")
     assert drop["drop"] == pytest.approx(0.3) and drop["with_context"] == pytest.approx(0.6)
     assert any("not directly comparable" in c or "never raw levels" in c for c in res["caveats"])
     est = out.estimates
@@ -110,7 +92,7 @@ def test_paired_gap_equals_difference_of_means_on_a_balanced_design(
 ) -> None:
     for iso in ("pt", "sw", "fon"):
         for gran in ("word", "sentence", "paragraph"):
-            row = _one(
+            row = one(
                 noisy_results["gaps"],
                 granularity=gran,
                 region="all",
@@ -132,7 +114,7 @@ def test_unbalanced_design_pairs_within_task(config: ProjectConfig) -> None:
     en = sub[sub["language"] == "en"].set_index("task_id")["score"]
     sw = sub[sub["language"] == "sw"].set_index("task_id")["score"]
     expected = float((en.loc[sw.index] - sw).mean())
-    row = _one(res["gaps"], granularity="sentence", region="all", position="all", language="sw", model="all")
+    row = one(res["gaps"], granularity="sentence", region="all", position="all", language="sw", model="all")
     assert row["gap"] == pytest.approx(expected, abs=1e-12)
     assert row["gap"] != pytest.approx(_direct_gap(scores, "sw", "sentence"), abs=1e-6)
 
@@ -142,11 +124,11 @@ def test_intervals_withheld_below_min_articles_and_present_above(
 ) -> None:
     few = noisy[noisy["doc_id"].isin([f"doc{d:03d}" for d in range(6)])]
     res = analyse_granularity(few, config, replicates=REPS).results
-    row = _one(res["gaps"], granularity="word", region="all", position="all", language="sw", model="all")
+    row = one(res["gaps"], granularity="word", region="all", position="all", language="sw", model="all")
     assert row["gap"] is not None and row["ci_low"] is None and row["ci_high"] is None
     assert not row["identifiable"] and "too few documents: 6 < study.min_articles = 10" in row["reason"]
     assert any("withheld" in c for c in res["caveats"])
-    row = _one(
+    row = one(
         noisy_results["gaps"], granularity="word", region="all", position="all", language="sw", model="all"
     )
     assert row["identifiable"] and row["n_documents"] == 15 and row["ci_low"] < row["gap"] < row["ci_high"]
@@ -155,23 +137,23 @@ def test_intervals_withheld_below_min_articles_and_present_above(
 def test_middle_loses_most_and_more_in_low_resource_languages(noisy_results: dict[str, Any]) -> None:
     res = noisy_results
     rows = res["middle_vs_edges"]
-    low = _one(rows, granularity="word", axis="region", language_group="low")
+    low = one(rows, granularity="word", axis="region", language_group="low")
     assert low["score_contrast"]["estimate"] == pytest.approx(-0.22, abs=0.03)  # the middle scores lowest
     assert low["gap_contrast"]["estimate"] == pytest.approx(0.18, abs=0.03)  # and loses most to English
     assert low["gap_contrast"]["ci_low"] > 0
-    diff = _one(rows, granularity="word", axis="region", language_group="low minus high")
+    diff = one(rows, granularity="word", axis="region", language_group="low minus high")
     assert (
         diff["gap_contrast"]["estimate"] == pytest.approx(0.18, abs=0.03)
         and diff["gap_contrast"]["ci_low"] > 0
     )
     # Along paragraph position (pooled over regions) nothing was planted.
-    flat = _one(rows, granularity="word", axis="position", language_group="low")
+    flat = one(rows, granularity="word", axis="position", language_group="low")
     assert flat["gap_contrast"]["ci_low"] < 0 < flat["gap_contrast"]["ci_high"]
-    curve = _one(
+    curve = one(
         res["position_curve"], granularity="word", region="middle", position="middle", language_group="low"
     )
     assert curve["gap"] == pytest.approx(0.38, abs=0.05)
-    heat = _one(res["heatmap"], granularity="word", region="middle", language_group="low")
+    heat = one(res["heatmap"], granularity="word", region="middle", language_group="low")
     assert heat["gap"] == pytest.approx(0.38, abs=0.05)
 
 
@@ -179,7 +161,7 @@ def test_middle_contrast_not_identifiable_without_every_position(config: Project
     scores = synthetic_task_scores(LANGS, n_documents=3, gaps=GAPS, noise=0.1)
     scores = scores[scores["region"] != "middle"]
     rows = analyse_granularity(scores, config, replicates=5).results["middle_vs_edges"]
-    low = _one(rows, granularity="word", axis="region", language_group="low")
+    low = one(rows, granularity="word", axis="region", language_group="low")
     assert low["gap_contrast"]["estimate"] is None and not low["gap_contrast"]["identifiable"]
     assert "not all present" in low["gap_contrast"]["reason"]
 
@@ -211,7 +193,7 @@ def test_failed_predictions_score_zero(config: ProjectConfig) -> None:
     scores = synthetic_task_scores(LANGS, n_documents=2)
     scores.loc[(scores["language"] == "sw") & (scores["task"] == "cloze"), "status"] = "unparseable"
     res = analyse_granularity(scores, config, replicates=5).results
-    row = _one(res["scores"], task="cloze", region="all", position="all", language="sw", model="m1")
+    row = one(res["scores"], task="cloze", region="all", position="all", language="sw", model="m1")
     assert row["estimate"] == 0.0
 
 
@@ -276,8 +258,8 @@ def test_cloze_error_shares_and_human_correlation() -> None:
         }
     )
     shares = cloze_error_shares(judgements)
-    assert _one(shares, judge="a", label="M1")["share"] == pytest.approx(2 / 3)
-    assert _one(shares, judge="a", label="S3")["n"] == 2 and _one(shares, judge="b", label="M3")["n"] == 1
+    assert one(shares, judge="a", label="M1")["share"] == pytest.approx(2 / 3)
+    assert one(shares, judge="a", label="S3")["n"] == 2 and one(shares, judge="b", label="M3")["n"] == 1
     corr, reason = human_judge_correlation(_judgements(KRIPPENDORFF_2011), None)
     assert corr is None and reason == NO_HUMAN_RATINGS
     human = pd.DataFrame({"task_id": [f"t{u}" for u in range(12)], "total": np.arange(12.0)})
@@ -297,11 +279,11 @@ def test_prompt_tokens_by_task() -> None:
         }
     )
     table = prompt_tokens_by_task(calls, None)
-    cloze = _one(table, task="cloze")
+    cloze = one(table, task="cloze")
     assert (
         cloze["calls"] == 2 and cloze["prompt_tokens_total"] == 4000 and cloze["prompt_tokens_mean"] == 2000
     )
-    assert _one(table, task="fill-judge")["calls"] == 1
+    assert one(table, task="fill-judge")["calls"] == 1
 
 
 def test_the_asset_check_warns_when_skipped_empty_or_too_few_documents(config: ProjectConfig) -> None:

@@ -10,8 +10,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from clcg_pipeline.config import load_config
-from clcg_pipeline.config._models import GranularityBucket, GranularitySettings
+from clcg_pipeline.config import GranularityBucket, GranularitySettings, load_config
 from clcg_pipeline.corpus import audit_corpus, load_source_cached
 from clcg_pipeline.corpus._tokens import count_tokens
 from clcg_pipeline.corpus.assets import build_corpus_defs

@@ -9,8 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from clcg_pipeline.config import load_config
-from clcg_pipeline.config._models import GranularityBucket, GranularitySettings
+from clcg_pipeline.config import GranularityBucket, GranularitySettings, load_config
 from clcg_pipeline.corpus import CorpusError
 from clcg_pipeline.granularity._documents import DocumentError, load_long_documents
 from clcg_pipeline.granularity.assets import build_task_bank_defs

@@ -16,8 +16,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from clcg_pipeline.config import LanguagesConfig, ProjectConfig, load_config
-from clcg_pipeline.config._models import GranularityBucket, GranularitySettings
+from clcg_pipeline.config import (
+    GranularityBucket,
+    GranularitySettings,
+    ProjectConfig,
+)
 from clcg_pipeline.corpus import audit_corpus
 from clcg_pipeline.granularity._analysis import analyse_granularity
 from clcg_pipeline.granularity._analysis_assets import exclusion_warnings
@@ -26,6 +29,7 @@ from clcg_pipeline.granularity._documents._alignment import ALIGNMENT_MARK, DECI
 from clcg_pipeline.granularity.assets import granularity_results_check
 from clcg_pipeline.report._granularity_section import granularity_section
 from clcg_pipeline.synthetic import synthetic_task_scores
+from clcg_pipeline_tests.granularity.analysis_world import granularity_config
 
 LANGS = ["en", "de", "fr"]
 N_PARAS = 6
@@ -133,19 +137,12 @@ def test_a_complete_document_has_no_clause_and_no_warning(caplog: pytest.LogCapt
 
 @pytest.fixture(scope="module")
 def config() -> ProjectConfig:
-    base = load_config("assets_config")
-    languages = LanguagesConfig.model_validate(
-        {
-            "languages": [
-                {"iso": "en", "name": "English", "script": "Latn", "joshi_class": 5, "role": "reference"},
-                {"iso": "de", "name": "German", "script": "Latn", "joshi_class": 5, "role": "baseline"},
-                {"iso": "fr", "name": "French", "script": "Latn", "joshi_class": 5, "role": "target"},
-            ]
-        }
+    panel = (
+        ("en", "English", 5, "reference"),
+        ("de", "German", 5, "baseline"),
+        ("fr", "French", 5, "target"),
     )
-    granularity = base.study.granularity.model_copy(update={"enabled": True})
-    study = base.study.model_copy(update={"granularity": granularity, "min_articles": 2})
-    return base.model_copy(update={"languages": languages, "study": study})
+    return granularity_config(panel, min_articles=2)
 
 
 def test_the_results_the_check_and_the_report_carry_it(

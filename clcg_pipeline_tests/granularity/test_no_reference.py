@@ -13,12 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clcg_pipeline.config import LanguagesConfig, ProjectConfig, load_config
+from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.granularity._analysis import analyse_granularity
 from clcg_pipeline.granularity._scoring import score_tasks
 from clcg_pipeline.granularity.assets import granularity_results_check
 from clcg_pipeline.report._granularity_section import granularity_section
 from clcg_pipeline.synthetic import synthetic_task_scores
+from clcg_pipeline_tests.granularity.analysis_world import granularity_config, one
 
 LANGS = ("en", "pt", "sw", "fon")
 GAPS = {"pt": 0.02, "sw": 0.1, "fon": 0.2}
@@ -28,20 +29,7 @@ WITHOUT = [f"doc{d:03d}" for d in range(6)]  # Swahili has no summary of these d
 
 @pytest.fixture(scope="module")
 def config() -> ProjectConfig:
-    base = load_config("assets_config")
-    languages = LanguagesConfig.model_validate(
-        {
-            "languages": [
-                {"iso": "en", "name": "English", "script": "Latn", "joshi_class": 5, "role": "reference"},
-                {"iso": "pt", "name": "Portuguese", "script": "Latn", "joshi_class": 4, "role": "baseline"},
-                {"iso": "sw", "name": "Swahili", "script": "Latn", "joshi_class": 2, "role": "target"},
-                {"iso": "fon", "name": "Fon", "script": "Latn", "joshi_class": 0, "role": "target"},
-            ]
-        }
-    )
-    granularity = base.study.granularity.model_copy(update={"enabled": True})
-    study = base.study.model_copy(update={"granularity": granularity, "min_articles": 10})
-    return base.model_copy(update={"languages": languages, "study": study})
+    return granularity_config()
 
 
 @pytest.fixture(scope="module")
@@ -61,24 +49,18 @@ def results(scores: pd.DataFrame, config: ProjectConfig) -> dict[str, Any]:
     return analyse_granularity(scores, config, replicates=20).results
 
 
-def _one(rows: list[dict[str, Any]], **where: Any) -> dict[str, Any]:
-    hits = [r for r in rows if all(r.get(k) == v for k, v in where.items())]
-    assert len(hits) == 1, (where, len(hits))
-    return hits[0]
-
-
 def test_summary_score_excludes_rows_without_a_reference(results: dict[str, Any]) -> None:
-    sw = _one(results["scores"], task="summary", metric="rouge_l", language="sw", model="m1")
+    sw = one(results["scores"], task="summary", metric="rouge_l", language="sw", model="m1")
     # The six documents with a Swahili summary score 0.7 - 0.1; the other six are not zeros.
     assert sw["estimate"] == pytest.approx(0.6) and sw["n"] == 6 and sw["n_documents"] == 6
     assert sw["n_no_reference"] == 6
-    en = _one(results["scores"], task="summary", metric="rouge_l", language="en", model="m1")
+    en = one(results["scores"], task="summary", metric="rouge_l", language="en", model="m1")
     assert "n_no_reference" not in en and en["n"] == N_DOCS
 
 
 def test_summary_gaps_per_language_group_and_pooled_exclude_them(results: dict[str, Any]) -> None:
     def gap(language: str) -> float:
-        row = _one(
+        row = one(
             results["gaps"],
             granularity="document",
             metric="rouge_l",
@@ -96,7 +78,7 @@ def test_summary_gaps_per_language_group_and_pooled_exclude_them(results: dict[s
 
 
 def test_no_context_drop_excludes_them(results: dict[str, Any]) -> None:
-    drop = _one(results["no_context"], task="summary", metric="rouge_l", language="sw", model="m1")
+    drop = one(results["no_context"], task="summary", metric="rouge_l", language="sw", model="m1")
     assert drop["with_context"] == pytest.approx(0.6) and drop["drop"] == pytest.approx(0.3)
 
 
@@ -106,7 +88,7 @@ def test_rows_without_a_reference_are_counted_and_said(results: dict[str, Any]) 
         ("summary", "sw", "full"),
         ("summary", "sw", "none"),
     }
-    full = _one(counts, context="full")
+    full = one(counts, context="full")
     assert full["n_no_reference"] == 6 and full["n_documents"] == 6 and full["model"] == "m1"
     assert results["settings"]["rows_no_reference"] == 12
     assert any("no_reference" in c and "summary in sw" in c for c in results["caveats"])
@@ -167,5 +149,5 @@ def test_scored_frame_round_trip_a_language_without_its_own_summary(config: Proj
     assert list(scored["status"]) == ["ok", "no_reference"]
     res = analyse_granularity(scored, config, replicates=5).results
     assert [r["language"] for r in res["scores"] if r["task"] == "summary"] == ["en"]
-    assert _one(res["no_reference"], language="sw")["n_no_reference"] == 1
+    assert one(res["no_reference"], language="sw")["n_no_reference"] == 1
     assert not [r for r in res["gaps"] if r["language"] == "sw"]

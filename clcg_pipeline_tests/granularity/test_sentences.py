@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from clcg_pipeline.calls import CallOptions
-from clcg_pipeline.config import load_config
-from clcg_pipeline.config._models import GranularityBucket, GranularitySettings
+from clcg_pipeline.config import GranularityBucket, GranularitySettings, load_config
 from clcg_pipeline.granularity._documents import blank_sentence, load_long_documents, split_sentences
 from clcg_pipeline.granularity._tasks import build_tasks, judge_writer
 

@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.calls import CallOptions, render_judge_request
-from clcg_pipeline.config import ConditionSettings, load_config
-from clcg_pipeline.config._models import GranularityBucket, GranularitySettings
+from clcg_pipeline.config import ConditionSettings, GranularityBucket, GranularitySettings, load_config
 from clcg_pipeline.corpus import audit_corpus, load_source_cached
 from clcg_pipeline.granularity._documents import assemble_documents, load_long_documents, split_sentences
 from clcg_pipeline.granularity._tasks import (

@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.calls import CallOptions
-from clcg_pipeline.config import load_config
-from clcg_pipeline.config._models import GranularityBucket, GranularitySettings
+from clcg_pipeline.config import ConfigError, GranularityBucket, GranularitySettings, load_config
 from clcg_pipeline.corpus import audit_corpus, load_source_cached
 from clcg_pipeline.granularity._documents import assemble_documents
 from clcg_pipeline.granularity._tasks import (
@@ -262,11 +261,7 @@ def test_the_task_bank_asset_asks_the_configured_word_writer(
         "transitional",
         "summary",
     }
-    # An id models.yaml lacks fails the asset before any call, naming the setting.
+    # An id models.yaml lacks is refused when the settings are read, before any asset runs.
     edit_yaml(config_dir / "study.yaml", lambda doc: doc["granularity"].update(word_question_writer="nobody"))
-    failed = _materialize_bank(config_dir, tmp_path / "data2")
-    assert not failed.success
-    (failure,) = [e for e in failed.all_events if e.is_step_failure]
-    assert "word_question_writer 'nobody'" in str(failure.step_failure_data.user_failure_data or "") + str(
-        failure.step_failure_data.error.message if failure.step_failure_data.error else ""
-    )
+    with pytest.raises(ConfigError, match=r"granularity\.word_question_writer 'nobody' is not a model id"):
+        load_config(config_dir)

@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.config._models import HumanValidationSettings
+from clcg_pipeline.config import HumanValidationSettings
 from clcg_pipeline.validation.human._annotation_sample import build_annotation_sample
 from clcg_pipeline.validation.human._keypoints import KEYPOINT_COLUMNS, checklist_items, split_facts
 

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
-from clcg_pipeline.config._models import HumanValidationSettings
+from clcg_pipeline.config import HumanValidationSettings
 from clcg_pipeline.validation.human._exchange_format import (
     ATTRIBUTION,
     CSV_TASKS,

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from clcg_pipeline.config._models import HumanValidationSettings
+from clcg_pipeline.config import HumanValidationSettings
 from clcg_pipeline.synthetic import synthetic_human_study
 from clcg_pipeline.validation.human._qc import contradictions, normalize_value, run_qc
 

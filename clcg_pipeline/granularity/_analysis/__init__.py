@@ -1,4 +1,4 @@
-"""The granularity analysis: scores, cross-lingual gaps and the position curve (STUDY.md section 8).
+"""The granularity analysis: scores, cross-lingual gaps and the position curve (docs/GRANULARITY.md).
 
 Documents play the articles' role: every interval is the study's article-cluster bootstrap
 (``clcg_pipeline.analysis``; one multiplicity matrix over the sorted document ids, so every
@@ -19,7 +19,9 @@ One module per step: the rows and pairings (``_rows``), the estimates table
 (``_estimates``), scores, gaps and the no-context drop (``_gaps``), the position curve
 (``_position``), the judges (``_judges``), what the estimates leave out (``_excluded``: rows
 without a reference, counted, not zeros; paragraphs left out of every language version to keep
-them aligned, docs/GRANULARITY.md) and the results document (``_results``).
+them aligned, docs/GRANULARITY.md), the extra dimensions (``_dimensions``: length buckets,
+sentence position, roles; ``_ranks``: model ranks and gap trends across granularities) and the
+results document (``_results``).
 """
 
 from clcg_pipeline.granularity._analysis._judges import (

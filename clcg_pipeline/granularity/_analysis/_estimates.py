@@ -45,18 +45,35 @@ class Estimates:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
-    def add_frame(self, estimand: str, frame: pd.DataFrame, fixed: Mapping[str, str] | None = None) -> None:
+    def add_frame(
+        self,
+        estimand: str,
+        frame: pd.DataFrame,
+        fixed: Mapping[str, str] | None = None,
+        extra: Sequence[str] = (),
+    ) -> None:
+        """One row per record; ``extra`` columns (e.g. ``bucket``) go into ``group`` only, since
+        the table's columns are the fixed :data:`ESTIMATE_DIMS`."""
         fixed = dict(fixed or {})
         for rec in frame.to_dict(orient="records"):
-            self.add(estimand, rec, {**fixed, **{d: rec[d] for d in ESTIMATE_DIMS if d in rec}})
+            labels = {e: rec[e] for e in extra if e in rec}
+            self.add(estimand, rec, {**fixed, **{d: rec[d] for d in ESTIMATE_DIMS if d in rec}}, labels)
 
-    def add(self, estimand: str, stats: Mapping[str, Any], dims: Mapping[str, Any]) -> None:
+    def add(
+        self,
+        estimand: str,
+        stats: Mapping[str, Any],
+        dims: Mapping[str, Any],
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
         dims = {d: (None if dims.get(d) is None else str(dims[d])) for d in ESTIMATE_DIMS}
         ident = stats.get("identifiable", True)
+        labels = [f"{k}={v}" for k, v in (extra or {}).items()]
+        labels += [f"{d}={v}" for d, v in dims.items() if v is not None]
         self.rows.append(
             {
                 "estimand": estimand,
-                "group": "|".join(f"{d}={v}" for d, v in dims.items() if v is not None),
+                "group": "|".join(labels),
                 **dims,
                 "estimate": stats.get("estimate"),
                 "ci_low": stats.get("ci_low"),

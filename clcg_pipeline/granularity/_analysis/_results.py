@@ -7,8 +7,14 @@ from typing import Any
 
 import pandas as pd
 
-from clcg_pipeline.analysis import ClusterBootstrap, SuiteContext, roles_of
+from clcg_pipeline.analysis import ClusterBootstrap, FineTable, SuiteContext, roles_of
 from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.granularity._analysis._dimensions import (
+    by_length,
+    by_role,
+    floor_caveat,
+    sentence_positions,
+)
 from clcg_pipeline.granularity._analysis._estimates import Estimates, empty_estimates, plain, records
 from clcg_pipeline.granularity._analysis._excluded import (
     alignment_caveat,
@@ -31,6 +37,7 @@ from clcg_pipeline.granularity._analysis._judges import (
     judge_agreement,
 )
 from clcg_pipeline.granularity._analysis._position import position_curve
+from clcg_pipeline.granularity._analysis._ranks import gap_trends, model_ranks
 from clcg_pipeline.granularity._analysis._rows import (
     LANGUAGE_GROUPS,
     analysis_rows,
@@ -71,6 +78,11 @@ def empty_results(status: str, reason: str) -> GranularityResults:
         "unpaired": [],
         "no_reference": [],
         "alignment": [],
+        "length": {"gaps": [], "middle_vs_edges": [], "buckets": [], "note": reason},
+        "model_ranks": [],
+        "gap_trends": [],
+        "sentence_position": {"curve": [], "middle_vs_edges": [], "note": reason},
+        "roles": {"scores": [], "note": reason},
         "caveats": [reason],
     }
 
@@ -165,6 +177,9 @@ def analyse_granularity(
             "region",
             "position",
             "language_group",
+            "bucket",
+            "sentence_position",
+            "role",
         ],
     )
     boot = ClusterBootstrap(rows["doc_id"].unique(), ctx, unit="documents")
@@ -182,6 +197,7 @@ def analyse_granularity(
     gaps = gap_tables(gfine, config, tasks, est) if len(paired) else {}
     curve, contrasts = position_curve(sfine, gfine if len(paired) else None, config, est)
     drops = no_context(boot, rows, est)
+    dimensions = _dimensions(boot, sfine, gfine if len(paired) else None, full, paired, config, est)
     agreement = judge_agreement(judgements)
     if agreement is not None:
         est.add(
@@ -208,6 +224,7 @@ def analyse_granularity(
         "unpaired": records(unpaired, ["task", "language", "rows"]),
         "no_reference": no_reference_records(no_reference),
         "alignment": alignment,
+        **dimensions,
         "settings": {
             **_settings(ctx, len(boot.clusters), len(full)),
             "rows_no_reference": int(no_reference["n_no_reference"].sum()),
@@ -216,9 +233,29 @@ def analyse_granularity(
         "caveats": [
             *_caveats(ctx, len(boot.clusters), unpaired, agreement, correlation, corr_reason),
             *(c for c in (no_reference_caveat(no_reference), alignment_caveat(alignment)) if c),
+            *(c for c in (floor_caveat(score_records, ctx.roles.reference),) if c),
         ],
     }
     return GranularityAnalysis(results, est.frame())
+
+
+def _dimensions(
+    boot: ClusterBootstrap,
+    sfine: FineTable,
+    gfine: FineTable | None,
+    full: pd.DataFrame,
+    paired: pd.DataFrame,
+    config: ProjectConfig,
+    est: Estimates,
+) -> dict[str, Any]:
+    """The extra dimensions: length buckets, model ranks and trends, sentence position, roles."""
+    return {
+        "length": by_length(boot, full, paired, config, est),
+        "model_ranks": model_ranks(sfine, est),
+        "gap_trends": gap_trends(gfine, config, est),
+        "sentence_position": sentence_positions(boot, full, paired, config, est),
+        "roles": by_role(boot, full, est),
+    }
 
 
 def _suite_context(config: ProjectConfig, replicates: int | None, seed: int | None) -> SuiteContext:

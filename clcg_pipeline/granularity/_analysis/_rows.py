@@ -30,6 +30,9 @@ SCORE_COLUMNS = (
     "score",
     "status",
 )
+#: Optional ``task_scores`` columns carried into the rows when present (the new dimensions:
+#: length bucket, a sentence's position in its paragraph, a key sentence's role); empty as ``-``.
+OPTIONAL_DIMS = ("bucket", "sentence_position", "role")
 #: Secondary metric columns of ``task_scores`` reported beside the primary ``score`` when filled.
 EXTRA_METRICS = ("rouge_l", "bleu", "chrf", "judge_total")
 #: The paragraph judge's five 0-20 dimensions (their sum is the 0-100 total).
@@ -38,7 +41,7 @@ POSITIONS = ("begin", "middle", "end")
 ALL = "all"
 #: Region/position label of tasks that have none (document level).
 NO_POSITION = "-"
-#: Language groups by Joshi class (STUDY.md section 6 classes, coarsened so every group has
+#: Language groups by Joshi class (the study's six resource classes, coarsened so every group has
 #: several languages); unclassified languages enter no group, as in H1's primary mapping.
 LANGUAGE_GROUPS: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("high", (4, 5)),
@@ -82,7 +85,10 @@ def analysis_rows(scores: pd.DataFrame, config: ProjectConfig) -> pd.DataFrame:
     """
     check_frame(scores, "task_scores", SCORE_COLUMNS)
     scored = scores.loc[(scores["status"].astype(str) != NO_REFERENCE).to_numpy()]
-    base = scored.loc[:, [c for c in scored.columns if c in (*SCORE_COLUMNS, *EXTRA_METRICS)]].copy()
+    optional = [c for c in OPTIONAL_DIMS if c in scored.columns]
+    base = scored.loc[
+        :, [c for c in scored.columns if c in (*SCORE_COLUMNS, *EXTRA_METRICS, *optional)]
+    ].copy()
     for col in ("model", "language", "doc_id", "task_id", "task", "context", "granularity", "metric"):
         if base[col].isna().any():
             bad = base.index[base[col].isna().to_numpy()][0]
@@ -92,7 +98,7 @@ def analysis_rows(scores: pd.DataFrame, config: ProjectConfig) -> pd.DataFrame:
                 f"(model={row['model']}, language={row['language']}, task_id={row['task_id']})"
             )
         base[col] = base[col].astype(str)
-    for col in ("region", "position"):
+    for col in ("region", "position", *optional):
         base[col] = base[col].astype(object).where(base[col].notna(), NO_POSITION).astype(str)
     failed = (base["status"].astype(str) != "ok").to_numpy()
     frames = []
@@ -108,7 +114,7 @@ def analysis_rows(scores: pd.DataFrame, config: ProjectConfig) -> pd.DataFrame:
             keep &= (base["metric"] != metric_col).to_numpy()
             has_metric = base.assign(_v=np.isfinite(values)).groupby("task")["_v"].transform("any")
             keep &= has_metric.to_numpy()
-        part = base.loc[keep, [c for c in SCORE_COLUMNS if c not in ("score",)]].copy()
+        part = base.loc[keep, [*(c for c in SCORE_COLUMNS if c != "score"), *optional]].copy()
         if not primary:
             part["metric"] = metric_col
         part["y"] = y[keep]

@@ -1,6 +1,6 @@
 """The paired arm of the human-validation study: is the higher-resource response preferred?
 
-Only decisive judgments (A or B) enter. Three views of the same proportion (STUDY seed 0.5.8):
+Only decisive judgments (A or B) enter. Three views of the same proportion (docs/HUMAN_VALIDATION.md):
 
 - raw: count and proportion with the exact (Clopper-Pearson) interval and the one-sided exact
   binomial p against 0.5 (``scipy.stats.binomtest``);

@@ -44,7 +44,7 @@ class RubricField:
     required: bool = False
 
 
-# The rubric fields (STUDY seed 0.4.9). Ordinal string scales are ordered worst to best.
+# The rubric fields (docs/HUMAN_VALIDATION.md). Ordinal string scales are ordered worst to best.
 RUBRIC: tuple[RubricField, ...] = (
     RubricField("adequacy", "ordinal", ("single",), values=(1, 2, 3, 4, 5), required=True),
     RubricField("keypoint_recall", "interval", ("single",), low=0.0, high=1.0),

@@ -1,0 +1,83 @@
+"""Which panel languages a source covers, from its file names alone.
+
+Cheap enough for definitions load: the source's files are listed, never parsed. Every source
+kind names one file per language (``articles/<iso>.jsonl``, ``<split>/<flores_code>.<split>``,
+FLORES+ ``<flores_code>.parquet``, Belebele ``<flores_code>.jsonl``); a file that turns out
+empty or mislabelled is still refused by the full load, which reads the records.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass
+from pathlib import Path
+
+from clcg_pipeline.config import LanguagesConfig, SourceSpec
+from clcg_pipeline.corpus._flores import flores_code_map
+from clcg_pipeline.corpus._io import filesystem, glob, join
+from clcg_pipeline.corpus._sources import DEMO_FOLDER, DEMO_PACKAGE
+
+# Per source kind, the globs (under the source folder) of its per-language files; the first
+# pattern with any match is the layout in use, as in the loaders.
+_LANGUAGE_FILES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "demo": (("articles/*.jsonl",), ("*.jsonl",)),
+    "jsonl": (("articles/*.jsonl",), ("*.jsonl",)),
+    "flores": (
+        ("*/*.dev", "*/*.devtest"),
+        ("*/**/*.jsonl", "*/**/*.parquet"),
+        ("*.jsonl", "*.parquet"),
+    ),
+    "belebele": (("*.jsonl",), ("*/*.jsonl",)),
+}
+_NOT_LANGUAGE_FILES = frozenset({"items"})  # the canonical source's English item bank
+
+
+@dataclass(frozen=True)
+class SourceCoverage:
+    """The panel split by whether the source has a file for the language (panel order)."""
+
+    covered: tuple[str, ...]
+    uncovered: tuple[str, ...]
+
+
+def source_coverage(source: SourceSpec, languages: LanguagesConfig) -> SourceCoverage:
+    """Panel languages with a file in ``source``; the whole panel when its files cannot be listed.
+
+    A source that cannot be listed here (missing folder, unreachable URL) is left to the full
+    load to refuse with its own error, so coverage never hides that failure.
+    """
+    labels = _file_labels(source)
+    if labels is None:
+        return SourceCoverage(covered=tuple(languages.isos), uncovered=())
+    codes = flores_code_map(languages)
+    isos = {codes.get(label, label) for label in labels}
+    return SourceCoverage(
+        covered=tuple(iso for iso in languages.isos if iso in isos),
+        uncovered=tuple(iso for iso in languages.isos if iso not in isos),
+    )
+
+
+def _source_root(source: SourceSpec) -> str | None:
+    if source.kind == "demo":
+        with importlib.resources.as_file(importlib.resources.files(DEMO_PACKAGE) / DEMO_FOLDER) as path:
+            return str(Path(path))
+    return source.path
+
+
+def _file_labels(source: SourceSpec) -> set[str] | None:
+    """The language labels (file-name stems) of the source's per-language files, else None."""
+    root_path = _source_root(source)
+    if root_path is None:
+        return None
+    try:
+        fs, root = filesystem(root_path)
+        if fs.isfile(root):
+            return None  # a single-file source: its languages are inside, not in names
+        for patterns in _LANGUAGE_FILES.get(source.kind, ()):
+            files = [f for pattern in patterns for f in glob(fs, join(root, pattern))]
+            stems = {f.rsplit("/", 1)[-1].split(".", 1)[0] for f in files} - _NOT_LANGUAGE_FILES
+            if stems:
+                return stems
+    except OSError:
+        return None
+    return None
