@@ -7,9 +7,9 @@ model dimension is dynamic so that adding a model to ``models.yaml`` adds its pa
 
 from __future__ import annotations
 
-import dagster as dg
+from collections.abc import Sequence
 
-from clcg_pipeline.config import LanguagesConfig
+import dagster as dg
 
 MODEL_DIMENSION = "model"
 LANGUAGE_DIMENSION = "language"
@@ -17,13 +17,15 @@ LANGUAGE_DIMENSION = "language"
 model_partitions = dg.DynamicPartitionsDefinition(name=MODEL_DIMENSION)
 
 
-def language_partitions(languages: LanguagesConfig) -> dg.StaticPartitionsDefinition:
-    return dg.StaticPartitionsDefinition(languages.isos)
+def language_partitions(isos: Sequence[str]) -> dg.StaticPartitionsDefinition:
+    """One partition per language of ``isos``: the panel languages a source covers
+    (``corpus.study_coverage``), so a language with nothing to load has no partition."""
+    return dg.StaticPartitionsDefinition(list(isos))
 
 
-def response_partitions(languages: LanguagesConfig) -> dg.MultiPartitionsDefinition:
+def response_partitions(isos: Sequence[str]) -> dg.MultiPartitionsDefinition:
     return dg.MultiPartitionsDefinition(
-        {LANGUAGE_DIMENSION: language_partitions(languages), MODEL_DIMENSION: model_partitions}
+        {LANGUAGE_DIMENSION: language_partitions(isos), MODEL_DIMENSION: model_partitions}
     )
 
 

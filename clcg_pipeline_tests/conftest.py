@@ -9,6 +9,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -165,6 +166,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     study run, a database) is built once, and keeps this order (``--no-loadscope-reorder``).
     """
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: file order kept
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``loadscope``, with the modules reading the shared demo study as one scope.
+
+    A session fixture is built once per worker; scoped by module, the four modules that read
+    the demo study would land on both workers and each build it (40-50 s apiece).
+    """
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    from clcg_pipeline_tests.demo_study import DEMO_STUDY_MODULES
+
+    class DemoStudyScope(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(DEMO_STUDY_MODULES):
+                return "demo-study"
+            return super()._split_scope(nodeid)
+
+    return DemoStudyScope(config, log)
+
+
+@pytest.fixture(scope="session")
+def demo_study(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The finished demo study (``demo_study.run_demo_study``), once per worker."""
+    from clcg_pipeline_tests.demo_study import run_demo_study
+
+    return run_demo_study(tmp_path_factory.mktemp("demo_study"))
 
 
 # A local S3-compatible server (moto), one per test module, and a fresh bucket per test.

@@ -1,11 +1,9 @@
 """The whole graph on the demo corpus, through `clcg run` and Dagster, on a persistent test instance."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -14,57 +12,10 @@ import pytest
 
 from clcg_pipeline.config import load_config
 from clcg_pipeline.storage import query, read_frame
-from clcg_pipeline_tests.conftest import DEFAULT_CONFIG, cut_to_demo, run_clcg
+from clcg_pipeline_tests.conftest import run_clcg
+from clcg_pipeline_tests.demo_study import DemoStudy
 
 pytestmark = pytest.mark.slow
-
-
-@dataclass(frozen=True)
-class DemoStudy:
-    """``clcg run`` on the demo (the default config cut to its seven languages, 200 replicates)
-    in a fresh data folder and Dagster home, then run again with nothing changed.
-
-    Shared by the tests of this module: they read it (one moves the folder away and back).
-    """
-
-    config_dir: Path
-    data_dir: Path
-    home: Path
-    env: dict[str, str]
-    first: subprocess.CompletedProcess[str]
-    second: subprocess.CompletedProcess[str]
-    runs_after_first: int
-    runs_after_second: int
-    rewritten_by_second: list[str]  # files the second run wrote or touched
-
-
-def _runs_on(home: Path) -> int:
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        return len(instance.get_runs())
-
-
-@pytest.fixture(scope="module")
-def demo_study(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
-    root = tmp_path_factory.mktemp("demo_study")
-    config_dir = root / "config"
-    shutil.copytree(DEFAULT_CONFIG, config_dir)
-    cut_to_demo(config_dir)
-    home, data = root / "home", root / "data"
-    env = {**os.environ, "DAGSTER_HOME": str(home), "COLUMNS": "160"}
-    command = ("run", "--config", str(config_dir), "--data", str(data))
-    first = run_clcg(*command, env=env, cwd=root)
-    assert first.returncode == 0, first.stderr[-3000:]
-    runs_after_first = _runs_on(home)
-    files = _files(data)
-    second = run_clcg(*command, env=env, cwd=root)
-    assert second.returncode == 0, second.stderr[-3000:]
-    rewritten = sorted(str(path) for path, stamp in _files(data).items() if files.get(path) != stamp)
-    return DemoStudy(config_dir, data, home, env, first, second, runs_after_first, _runs_on(home), rewritten)
-
-
-def _files(folder: Path) -> dict[Path, int]:
-    """Every file under ``folder`` and when it was last written."""
-    return {path: path.stat().st_mtime_ns for path in folder.rglob("*") if path.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +104,6 @@ def test_second_run_reuses_everything(finished_study: dict) -> None:
 
 
 def test_run_then_query(demo_study: DemoStudy, tmp_path: Path) -> None:
-    # The shared demo study: `clcg run` in a fresh data folder, then again with nothing changed.
     env, config_dir, ran = demo_study.env, demo_study.config_dir, demo_study.first
 
     def _query(folder: Path, *args: str) -> str:

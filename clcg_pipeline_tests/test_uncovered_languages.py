@@ -7,6 +7,7 @@ covered one is present, and a second run must still be "everything is up to date
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -14,8 +15,8 @@ import pytest
 import yaml
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.corpus import source_coverage
-from clcg_pipeline.orchestration import run_study
+from clcg_pipeline.corpus import source_coverage, study_coverage
+from clcg_pipeline.orchestration import StudyRunError, run_study
 from clcg_pipeline.partitions import response_key
 from clcg_pipeline_tests.conftest import DEFAULT_CONFIG
 
@@ -71,11 +72,6 @@ def test_covered_language_is_materialized(story: dict[str, Any]) -> None:
         assert str(response_key(COVERED, MODEL)) in story["materialized"][name], name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 18 item 4 open: partitions are still the whole panel, so an uncovered language "
-    "materializes empty partitions (the wiring needs orchestration/_study_run.py and inference/sensors.py)",
-)
 def test_uncovered_language_has_no_materialized_partition(story: dict[str, Any]) -> None:
     assert UNCOVERED not in story["materialized"]["paragraphs"]
     for name in RESPONSE_PARTITIONED:
@@ -85,3 +81,33 @@ def test_uncovered_language_has_no_materialized_partition(story: dict[str, Any])
 def test_second_run_is_everything_up_to_date(story: dict[str, Any]) -> None:
     assert story["first"].runs > 0
     assert story["second"].runs == 0
+
+
+def test_the_run_says_which_languages_it_left_out(story: dict[str, Any]) -> None:
+    assert story["first"].uncovered_languages == [UNCOVERED]
+    assert story["second"].uncovered_languages == [UNCOVERED]
+
+
+def test_only_uncovered_languages_is_refused_before_anything_runs(
+    story: dict[str, Any], tmp_path: Path
+) -> None:
+    with pytest.raises(StudyRunError, match=r"no source has a file for quy: the corpus source 'demo'"):
+        run_study(
+            config_dir=str(story["config_dir"]),
+            data_dir=str(tmp_path / "data"),
+            models=[MODEL],
+            languages=[UNCOVERED],
+        )
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_long_document_corpus_covers_its_own_languages(story: dict[str, Any], tmp_path: Path) -> None:
+    config = load_config(story["config_dir"])
+    long_documents = tmp_path / "long" / "articles"
+    long_documents.mkdir(parents=True)
+    (long_documents / f"{UNCOVERED}.jsonl").write_text("{}\n")
+    long_source = {"enabled": True, "source": str(tmp_path / "long")}
+    granularity = config.study.granularity.model_copy(update=long_source)
+    study = config.study.model_copy(update={"granularity": granularity})
+    coverage = study_coverage(config.model_copy(update={"study": study}))
+    assert UNCOVERED in coverage.covered and COVERED in coverage.covered

@@ -1,6 +1,10 @@
 """Typed, validated configuration (``assets_config/*.yaml``)."""
 
-from clcg_pipeline.config._granularity_settings import GranularityBucket, GranularitySettings
+from clcg_pipeline.config._granularity_settings import (
+    ASSEMBLED_SOURCE,
+    GranularityBucket,
+    GranularitySettings,
+)
 from clcg_pipeline.config._load import (
     CONFIG_ENV,
     DATA_ENV,
@@ -36,6 +40,7 @@ from clcg_pipeline.config._project_files import ensure_dagster_home, project_pat
 from clcg_pipeline.config._versions import code_versions
 
 __all__ = [
+    "ASSEMBLED_SOURCE",
     "CONFIG_ENV",
     "DATA_ENV",
     "LEVELS",

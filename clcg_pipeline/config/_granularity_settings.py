@@ -36,6 +36,10 @@ def _default_buckets() -> list[GranularityBucket]:
     ]
 
 
+# ``source`` for documents assembled from the study's own aligned articles.
+ASSEMBLED_SOURCE = "assembled"
+
+
 class GranularitySettings(_Strict):
     """The granularity- and position-aware task family (docs/GRANULARITY.md)."""
 
@@ -43,7 +47,7 @@ class GranularitySettings(_Strict):
     buckets: list[GranularityBucket] = Field(default_factory=_default_buckets, min_length=1)
     documents_per_bucket: int = Field(default=10, ge=1)
     source: str = Field(
-        default="assembled",
+        default=ASSEMBLED_SOURCE,
         description="'assembled' = documents concatenated from the study's aligned articles (seeded "
         "order); else the path of a long-document corpus in the canonical JSONL (optional summary).",
     )

@@ -3,7 +3,7 @@
 from clcg_pipeline.corpus._audit import AUDIT_COLUMNS, audit_corpus, incomplete_versions
 from clcg_pipeline.corpus._belebele import MC_LEVEL, load_belebele
 from clcg_pipeline.corpus._build import TRANSLATION_COLUMNS, CorpusTables
-from clcg_pipeline.corpus._coverage import SourceCoverage, source_coverage
+from clcg_pipeline.corpus._coverage import SourceCoverage, source_coverage, study_coverage
 from clcg_pipeline.corpus._errors import CorpusError, CorpusWarning, empty_language_file, where
 from clcg_pipeline.corpus._fertility import FERTILITY_COLUMNS, tokenizer_fertility
 from clcg_pipeline.corpus._flores import flores_code_map, load_flores
@@ -55,6 +55,7 @@ __all__ = [
     "sample_articles",
     "source_coverage",
     "source_signature",
+    "study_coverage",
     "tokenizer_fertility",
     "where",
 ]

@@ -12,7 +12,7 @@ import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
 
-from clcg_pipeline.config import LanguagesConfig, SourceSpec
+from clcg_pipeline.config import ASSEMBLED_SOURCE, LanguagesConfig, ProjectConfig, SourceSpec
 from clcg_pipeline.corpus._flores import flores_code_map
 from clcg_pipeline.corpus._io import filesystem, glob, join
 from clcg_pipeline.corpus._sources import DEMO_FOLDER, DEMO_PACKAGE
@@ -54,6 +54,26 @@ def source_coverage(source: SourceSpec, languages: LanguagesConfig) -> SourceCov
     return SourceCoverage(
         covered=tuple(iso for iso in languages.isos if iso in isos),
         uncovered=tuple(iso for iso in languages.isos if iso not in isos),
+    )
+
+
+def study_coverage(config: ProjectConfig) -> SourceCoverage:
+    """The panel split by whether any source the study reads has a file for the language.
+
+    The corpus source, and the granularity tasks' own long-document corpus when they read one
+    (its languages get tasks, hence partitions, even where the corpus has no article). A
+    language neither covers has no partition: nothing to load, ask or score there, and an
+    empty partition shown as "Materialized" in the UI would claim otherwise (issue 18).
+    """
+    covered = set(source_coverage(config.sources.primary, config.languages).covered)
+    granularity = config.study.granularity
+    if granularity.enabled and granularity.source != ASSEMBLED_SOURCE:
+        # The long-document corpus has the canonical JSONL layout (articles/<iso>.jsonl).
+        long_documents = SourceSpec(name="long_documents", kind="jsonl", path=granularity.source)
+        covered |= set(source_coverage(long_documents, config.languages).covered)
+    return SourceCoverage(
+        covered=tuple(iso for iso in config.languages.isos if iso in covered),
+        uncovered=tuple(iso for iso in config.languages.isos if iso not in covered),
     )
 
 

@@ -13,6 +13,7 @@ from clcg_pipeline.corpus import (
     audit_corpus,
     load_source_cached,
     sample_articles,
+    study_coverage,
     tokenizer_fertility,
 )
 from clcg_pipeline.partitions import language_partitions
@@ -303,7 +304,7 @@ def _tokenizer_fertility_asset() -> dg.AssetsDefinition:
 
 def build_corpus_defs(config: ProjectConfig) -> dg.Definitions:
     # One partitions definition shared by the multi-asset and its checks.
-    by_language = language_partitions(config.languages)
+    by_language = language_partitions(study_coverage(config).covered)
     return dg.Definitions(
         assets=[
             _languages_asset(),

@@ -9,6 +9,7 @@ import pandas as pd
 from clcg_pipeline.calls import CALL_COLUMNS as JUDGE_CALL_COLUMNS
 from clcg_pipeline.calls import CALLS_AHEAD_TAG, CallOptions, call_origin, logged_progress, run_budget
 from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.granularity._asset_parts import DISABLED, GROUP, empty
 from clcg_pipeline.granularity._predict import CALL_COLUMNS as TASK_CALL_COLUMNS
 from clcg_pipeline.granularity._predict import PREDICTION_COLUMNS, partition_paragraphs, predict_tasks
@@ -117,7 +118,7 @@ def task_scores_check(scores: pd.DataFrame, where: str, skipped: str | None = No
 
 def build_task_scoring_defs(config: ProjectConfig) -> dg.Definitions:
     """G2: every task answered per language x model, then scored and judged."""
-    partitions = response_partitions(config.languages)
+    partitions = response_partitions(study_coverage(config).covered)
     return dg.Definitions(assets=[_task_responses_asset(partitions), _task_scoring_asset(partitions)])
 
 

@@ -8,6 +8,7 @@ import pandas as pd
 
 from clcg_pipeline.calls import CALLS_AHEAD_TAG, CallOptions, call_origin, logged_progress, run_budget
 from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.inference import predict_partition, sampled_inputs
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, response_partitions
 from clcg_pipeline.resources import StudyResource
@@ -209,4 +210,6 @@ def _responses_asset(
 
 
 def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
-    return dg.Definitions(assets=[_responses_asset(response_partitions(config.languages), _by_language())])
+    return dg.Definitions(
+        assets=[_responses_asset(response_partitions(study_coverage(config).covered), _by_language())]
+    )

@@ -8,6 +8,7 @@ import dagster as dg
 
 from clcg_pipeline.calls import PROVIDER_TAG
 from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, model_partitions, response_key
 from clcg_pipeline.resources import StudyResource
 
@@ -34,12 +35,15 @@ def sync_model_partitions(instance: dg.DagsterInstance, config: ProjectConfig) -
 
 
 def missing_response_keys(instance: dg.DagsterInstance, config: ProjectConfig) -> list[dg.MultiPartitionKey]:
-    """Language x model partitions of the current config whose scores were never materialized."""
+    """Language x model partitions of the current config whose scores were never materialized.
+
+    Only the languages a source covers have partitions (``corpus.study_coverage``)."""
     done = instance.get_materialized_partitions(dg.AssetKey("scores"))
+    covered = study_coverage(config).covered
     return [
         key
         for model in config.models.evaluated
-        for iso in config.languages.isos
+        for iso in covered
         if (key := response_key(iso, model.id)) not in done
     ]
 

@@ -14,6 +14,7 @@ import dagster as dg
 
 from clcg_pipeline.calls import PROVIDER_TAG
 from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.orchestration._dagster_internals import (
     SINGLETON_REPOSITORY_NAME,
     RegisteredCodeLocationOrigin,
@@ -89,11 +90,12 @@ CODE_LOCATION = "clcg_pipeline"
 
 
 def build_jobs(config: ProjectConfig) -> list[dg.UnresolvedAssetJobDefinition]:
+    covered = study_coverage(config).covered
     return [
         dg.define_asset_job(
             "corpus_job",
             selection=dg.AssetSelection.assets(*CORPUS_ASSETS),
-            partitions_def=language_partitions(config.languages),
+            partitions_def=language_partitions(covered),
             description="Load the corpus and audit it, one language per run.",
         ),
         dg.define_asset_job(
@@ -104,7 +106,7 @@ def build_jobs(config: ProjectConfig) -> list[dg.UnresolvedAssetJobDefinition]:
         dg.define_asset_job(
             "responses_job",
             selection=dg.AssetSelection.assets(*RESPONSE_ASSETS),
-            partitions_def=response_partitions(config.languages),
+            partitions_def=response_partitions(covered),
             description="Ask one model about every article in one language, then score the answers.",
         ),
         dg.define_asset_job(

@@ -14,7 +14,7 @@ from clcg_pipeline.orchestration._jobs import runs_under_code_location
 
 # The console logger stays silent: ``clcg run`` prints its own progress (see above).
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-_INTERRUPTS = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
+INTERRUPTS = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
 
 
 class StudyRunError(RuntimeError):
@@ -71,7 +71,7 @@ def failure_of(result: dg.ExecuteInProcessResult) -> tuple[str, bool, bool]:
         chain = [error]
         while chain[-1].cause is not None:
             chain.append(chain[-1].cause)
-        if any(e.cls_name in _INTERRUPTS for e in chain):
+        if any(e.cls_name in INTERRUPTS for e in chain):
             return "interrupted", False, True
         message, ours = clean_message(chain[-1])
         return message, ours, False

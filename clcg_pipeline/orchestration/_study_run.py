@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import dagster as dg
 
 from clcg_pipeline.config import ProjectConfig, ensure_dagster_home, load_config
-from clcg_pipeline.orchestration._partition_run import StudyRunError
+from clcg_pipeline.corpus import study_coverage
+from clcg_pipeline.orchestration._partition_run import INTERRUPTS, StudyRunError
 from clcg_pipeline.orchestration._plan import select_models
 from clcg_pipeline.orchestration._study_steps import StudyRequest, StudyRun
 from clcg_pipeline.orchestration._summary import RunSummary
@@ -40,6 +44,27 @@ def _check_selection(config: ProjectConfig, languages: Sequence[str] | None) -> 
     return isos
 
 
+def _covered(config: ProjectConfig, isos: list[str]) -> tuple[list[str], list[str]]:
+    """(the selected languages some source has a file for, the others), in selection order.
+
+    The others have no partition (``corpus.study_coverage``): nothing to load or ask there. If
+    no selected language is covered, nothing can run and the request is refused.
+    """
+    uncovered = set(study_coverage(config).uncovered)
+    covered = [iso for iso in isos if iso not in uncovered]
+    if not covered:
+        source = config.sources.primary
+        raise StudyRunError(
+            f"no source has a file for {', '.join(isos)}: the corpus source {source.name!r} "
+            f"({source.path or source.kind}) covers none of the selected languages"
+        )
+    return covered, [iso for iso in isos if iso in uncovered]
+
+
+# Signals that stop a study: Ctrl-C, and SIGTERM, which Dagster points at the same handler.
+_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
 @contextlib.contextmanager
 def _deferred_interrupts() -> Iterator[Callable[[], bool]]:
     """Between Dagster runs, note Ctrl-C instead of raising it wherever the program happens to be.
@@ -47,6 +72,13 @@ def _deferred_interrupts() -> Iterator[Callable[[], bool]]:
     A KeyboardInterrupt raised inside a database finalizer prints a stray traceback; the run
     loop checks the flag at safe points and stops cleanly. Inside a run Dagster installs its own
     handler and fails the run, which ``StudyRun.execute`` turns into the same clean stop.
+
+    Dagster's handler raises wherever the main thread happens to be; inside a garbage
+    collector callback (SQLAlchemy has some) Python prints "Exception ignored" and the run goes
+    on as if nothing happened. The signal's wakeup pipe records every signal at C level,
+    whichever Python handler then runs, so such a Ctrl-C still stops the study at the next
+    safe point; the lost exception's "Exception ignored" traceback is not printed (the one
+    line ``clcg run`` prints says it).
     """
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False
@@ -56,11 +88,35 @@ def _deferred_interrupts() -> Iterator[Callable[[], bool]]:
     def note(_signum: int, _frame: object) -> None:
         received["interrupt"] = True
 
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+
+    def interrupted() -> bool:
+        with contextlib.suppress(BlockingIOError):
+            while chunk := reader.recv(64):
+                received["interrupt"] |= any(signum in _STOP_SIGNALS for signum in chunk)
+        return received["interrupt"]
+
+    previous_hook = sys.unraisablehook
+
+    def quiet_lost_interrupts(unraisable: Any) -> None:
+        if type(unraisable.exc_value).__name__ in INTERRUPTS:
+            received["interrupt"] = True
+            return
+        previous_hook(unraisable)
+
     previous = signal.signal(signal.SIGINT, note)
+    previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    sys.unraisablehook = quiet_lost_interrupts
     try:
-        yield lambda: received["interrupt"]
+        yield interrupted
     finally:
+        sys.unraisablehook = previous_hook
+        signal.set_wakeup_fd(previous_fd)
         signal.signal(signal.SIGINT, previous)
+        reader.close()
+        writer.close()
 
 
 def run_study(
@@ -105,7 +161,7 @@ def run_study(
         model_ids = select_models(config, models)
     except ValueError as exc:
         raise StudyRunError(str(exc)) from None
-    isos = _check_selection(config, languages)
+    isos, uncovered = _covered(config, _check_selection(config, languages))
 
     request = StudyRequest(
         config_dir=config_dir,
@@ -123,6 +179,7 @@ def run_study(
     with _deferred_interrupts() as interrupted, dg.DagsterInstance.get() as instance:
         run = StudyRun(instance, config, request, on_step=on_step, interrupted=interrupted)
         summary = _run_steps(run)
+        summary.uncovered_languages = uncovered
         if run.everything_current():
             # The next run asked the same finds the folder as it is and needs no Dagster at all.
             asked = complete_run_request(

@@ -44,6 +44,9 @@ class RunSummary:
     annotation_files: list[str] = field(default_factory=list)
     #: How many of ``annotation_files`` imported nothing because something is wrong.
     annotation_files_refused: int = 0
+    #: Selected languages no source has a file for: left out, with no partition. ``clcg run``
+    #: names them once, under the results table, among the languages with no data.
+    uncovered_languages: list[str] = field(default_factory=list)
 
     def count(self, kind: str, calls: int, cost_usd: float) -> None:
         self.new_calls += calls

@@ -51,6 +51,9 @@ def _worker_start(ref: Any, pids: Any, nice: int = 0) -> None:
         _WORKER["interrupted"] = True
 
     signal.signal(signal.SIGINT, note)
+    # The parent's wakeup pipe (``_deferred_interrupts``) came along with the fork: it is the
+    # parent's record of its own signals, not a worker's.
+    signal.set_wakeup_fd(-1)
     if nice:
         # Calls sent ahead stream from the parent meanwhile: the workers' CPU work (loading,
         # scoring) yields to it, so a small machine keeps the calls flowing.

@@ -6,6 +6,7 @@ import dagster as dg
 import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.partitions import response_partitions
 from clcg_pipeline.scoring import SemSimUnavailable, score_predictions, semsim_for
 
@@ -34,18 +35,20 @@ def has_scores(
 
 
 def build_scoring_defs(config: ProjectConfig) -> dg.Definitions:
+    by_response = response_partitions(study_coverage(config).covered)
+
     @dg.asset(
         group_name=GROUP,
         kinds={"parquet"},
         owners=["team:clcg"],
-        partitions_def=response_partitions(config.languages),
+        partitions_def=by_response,
         # Checked inside the asset, one result per language x model (an empty one warns).
         check_specs=[
             dg.AssetCheckSpec(
                 "has_scores",
                 asset="scores",
                 description="Warns when the partition has no scored row (language not in the source).",
-                partitions_def=response_partitions(config.languages),
+                partitions_def=by_response,
             )
         ],
     )

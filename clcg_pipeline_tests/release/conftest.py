@@ -1,49 +1,29 @@
-"""One demo study per test session, and its release built with a fake API key in the environment."""
+"""The demo study's release, built once per test session with a fake API key in the environment."""
 
 from __future__ import annotations
 
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
 import pytest
 
-from clcg_pipeline_tests.conftest import DEFAULT_CONFIG, cut_to_demo, run_clcg
+from clcg_pipeline_tests.demo_study import DemoStudy
 
 FAKE_KEY = "clcg-release-test-not-a-key-0d1e2a3d4b5e"
 PSEUDONYM_KEY = "release-test-pseudonym-key"
 
 
-@dataclass(frozen=True)
-class Demo:
-    config_dir: Path
-    data_dir: Path
-
-
 @pytest.fixture(scope="session")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
-    """``clcg run`` on the demo (the default config cut to its languages), once per session."""
-    root = tmp_path_factory.mktemp("release_demo")
-    config_dir = root / "config"
-    shutil.copytree(DEFAULT_CONFIG, config_dir)
-    cut_to_demo(config_dir)
-    env = {**os.environ, "DAGSTER_HOME": str(root / "home")}
-    done = run_clcg("run", "--config", str(config_dir), "--data", str(root / "data"), env=env, cwd=root)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return Demo(config_dir, root / "data")
-
-
-@pytest.fixture(scope="session")
-def release(demo: Demo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def release(demo_study: DemoStudy, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The demo's release, built while a (fake) provider key and the pseudonym key are set."""
     from clcg_pipeline.release import build_release
 
     out = tmp_path_factory.mktemp("release") / "v1"
     with mock.patch.dict(os.environ, {"OPENAI_API_KEY": FAKE_KEY, "CLCG_RELEASE_KEY": PSEUDONYM_KEY}):
-        build_release(demo.data_dir, demo.config_dir, out)
+        build_release(demo_study.data_dir, demo_study.config_dir, out)
     yield out
 
 

@@ -13,20 +13,23 @@ import pytest
 
 from clcg_pipeline.release import ReleaseError, build_release
 from clcg_pipeline.storage import read_all_partitions
-from clcg_pipeline_tests.release.conftest import FAKE_KEY, PSEUDONYM_KEY, Demo
+from clcg_pipeline_tests.demo_study import DemoStudy
+from clcg_pipeline_tests.release.conftest import FAKE_KEY, PSEUDONYM_KEY
 
 HUMAN = ("human_annotations", "human_annotation_revisions", "human_validation_joins")
 
 
-def _needles(demo: Demo) -> dict[str, set[str]]:
+def _needles(demo_study: DemoStudy) -> dict[str, set[str]]:
     """Every redacted text and every identifier of the demo study, by kind."""
-    items = read_all_partitions(demo.data_dir, "items")
-    annotators = {a for t in HUMAN for a in read_all_partitions(demo.data_dir, t)["annotator_id"].dropna()}
-    sample = read_all_partitions(demo.data_dir, "annotation_sample")["annotators"].dropna()
+    items = read_all_partitions(demo_study.data_dir, "items")
+    annotators = {
+        a for t in HUMAN for a in read_all_partitions(demo_study.data_dir, t)["annotator_id"].dropna()
+    }
+    sample = read_all_partitions(demo_study.data_dir, "annotation_sample")["annotators"].dropna()
     annotators |= {name for names in sample for name in names}
     return {
-        "paragraph": set(read_all_partitions(demo.data_dir, "paragraphs")["text"]),
-        "title": set(read_all_partitions(demo.data_dir, "articles")["title"]),
+        "paragraph": set(read_all_partitions(demo_study.data_dir, "paragraphs")["text"]),
+        "title": set(read_all_partitions(demo_study.data_dir, "articles")["title"]),
         "source question": set(items.loc[items["item_source"] == "human", "question"]),
         "annotator id": annotators,
         "secret": {FAKE_KEY, PSEUDONYM_KEY},
@@ -44,16 +47,16 @@ def _cell_strings(path: Path) -> list[str]:
     return out
 
 
-def test_the_demo_needles_are_real(demo: Demo) -> None:
+def test_the_demo_needles_are_real(demo_study: DemoStudy) -> None:
     """The scan below looks for something: the study holds every kind, and the raw bytes hold them."""
-    needles = _needles(demo)
+    needles = _needles(demo_study)
     assert all(needles.values()) and len(needles["paragraph"]) > 300 and len(needles["annotator id"]) > 100
-    paragraphs = b"".join(p.read_bytes() for p in (demo.data_dir / "paragraphs").rglob("*.parquet"))
+    paragraphs = b"".join(p.read_bytes() for p in (demo_study.data_dir / "paragraphs").rglob("*.parquet"))
     assert any(text.encode() in paragraphs for text in needles["paragraph"])  # found where it is
 
 
-def test_no_file_of_the_release_holds_any_of_them(demo: Demo, release: Path) -> None:
-    needles = _needles(demo)
+def test_no_file_of_the_release_holds_any_of_them(demo_study: DemoStudy, release: Path) -> None:
+    needles = _needles(demo_study)
     hits = []
     for path in sorted(p for p in release.rglob("*") if p.is_file()):
         data = path.read_bytes()
@@ -66,21 +69,21 @@ def test_no_file_of_the_release_holds_any_of_them(demo: Demo, release: Path) -> 
     assert hits == []
 
 
-def test_a_leak_stops_the_build(demo: Demo, tmp_path: Path) -> None:
+def test_a_leak_stops_the_build(demo_study: DemoStudy, tmp_path: Path) -> None:
     """A document quoting a paragraph, or a key in a file, is refused: no release is written."""
     data = tmp_path / "data"
-    shutil.copytree(demo.data_dir, data, ignore=shutil.ignore_patterns("cache", "annotations"))
-    paragraph = read_all_partitions(demo.data_dir, "paragraphs")["text"].iloc[5]
+    shutil.copytree(demo_study.data_dir, data, ignore=shutil.ignore_patterns("cache", "annotations"))
+    paragraph = read_all_partitions(demo_study.data_dir, "paragraphs")["text"].iloc[5]
     (data / "notes.json").write_text(json.dumps({"excerpt": f"as the article says: {paragraph}"}))
     with mock.patch.dict(os.environ, {"CLCG_RELEASE_KEY": PSEUDONYM_KEY}):
         with pytest.raises(ReleaseError, match=r"leak 1 thing\(s\).*notes\.json: redacted text"):
-            build_release(data, demo.config_dir, tmp_path / "out")
+            build_release(data, demo_study.config_dir, tmp_path / "out")
         assert not (tmp_path / "out").exists()
         (data / "notes.json").write_text(json.dumps({"key": FAKE_KEY}))
         with (
             mock.patch.dict(os.environ, {"OPENAI_API_KEY": FAKE_KEY}),
             pytest.raises(ReleaseError, match=r"notes\.json: secret"),
         ):
-            build_release(data, demo.config_dir, tmp_path / "out")
+            build_release(data, demo_study.config_dir, tmp_path / "out")
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]

@@ -12,7 +12,7 @@ import pytest
 
 from clcg_pipeline.cli._release import reconstruct_command
 from clcg_pipeline.release import ReleaseError, reconstruct_release
-from clcg_pipeline_tests.release.conftest import Demo
+from clcg_pipeline_tests.demo_study import DemoStudy
 
 # Deidentified in the release for good: what reconstruct cannot (and must not) give back.
 DEIDENTIFIED = {
@@ -31,19 +31,19 @@ def _stable(document: dict) -> str:
 
 
 def test_every_table_comes_back_as_the_study_stored_it(
-    demo: Demo, release: Path, local_corpus: Path, tmp_path: Path
+    demo_study: DemoStudy, release: Path, local_corpus: Path, tmp_path: Path
 ) -> None:
     """Release, take the text away (a reader has only the release and their corpus), rebuild, compare."""
     rebuilt = tmp_path / "rebuilt"
     summary = reconstruct_release(release, rebuilt, source=str(local_corpus))
     assert summary.texts > 400
-    files = sorted(p.relative_to(demo.data_dir) for p in demo.data_dir.rglob("*.parquet"))
+    files = sorted(p.relative_to(demo_study.data_dir) for p in demo_study.data_dir.rglob("*.parquet"))
     compared = 0
     for relative in files:
         if relative.parts[0] in {"cache", "annotations", "annotation_exports", "annotation_imports"}:
             continue
         table = pq.read_table(rebuilt / relative)
-        original = pq.read_table(demo.data_dir / relative)
+        original = pq.read_table(demo_study.data_dir / relative)
         if relative.parts[0] in DEIDENTIFIED:
             original = original.select(table.column_names)
             kept = [c for c in table.column_names if c not in ("annotator_id", "annotation_id", "annotators")]
@@ -53,12 +53,12 @@ def test_every_table_comes_back_as_the_study_stored_it(
         compared += 1
     assert compared > 100
     assert (rebuilt / "study_results.json").read_bytes() == (
-        demo.data_dir / "study_results.json"
+        demo_study.data_dir / "study_results.json"
     ).read_bytes()
 
 
 def test_estimate_on_the_rebuilt_folder_reproduces_the_results(
-    demo: Demo, release: Path, local_corpus: Path, tmp_path: Path
+    demo_study: DemoStudy, release: Path, local_corpus: Path, tmp_path: Path
 ) -> None:
     from clcg_pipeline.cli import main
 
@@ -85,9 +85,9 @@ def test_estimate_on_the_rebuilt_folder_reproduces_the_results(
             [
                 *common,
                 "--config",
-                str(demo.config_dir),
+                str(demo_study.config_dir),
                 "--scores",
-                str(demo.data_dir),
+                str(demo_study.data_dir),
                 "--out",
                 str(tmp_path / "a.json"),
             ]
