@@ -28,6 +28,7 @@ import dagster as dg
 import yaml
 
 from clcg_pipeline.config import load_config
+from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.inference.sensors import sync_model_partitions
 from clcg_pipeline.orchestration import PROJECT_ROOT, LocalDaemon, build_definitions
 from clcg_pipeline.partitions import response_key
@@ -107,7 +108,7 @@ def in_process_baseline(
         start = time.time()
         t0 = time.monotonic()
         sync_model_partitions(instance, config)
-        for iso in config.languages.isos:
+        for iso in study_coverage(config).covered:  # the languages with partitions
             result = defs.resolve_job_def("responses_job").execute_in_process(
                 instance=instance, partition_key=str(response_key(iso, model_id)), run_config=quiet
             )
@@ -168,7 +169,12 @@ def measure(root: Path, args: argparse.Namespace, *, dagster_default_launcher: b
         "Dagster's default (spawn per run)" if dagster_default_launcher else "project's (fork, preloaded)"
     )
     print(f"run launcher: {launcher}")
-    print(f"languages: {args.languages}; replicates: {load_config(config_dir).study.bootstrap_replicates}")
+    config = load_config(config_dir)
+    covered = len(study_coverage(config).covered)
+    print(
+        f"languages: {args.languages} in the panel, {covered} with a corpus file (partitions); "
+        f"replicates: {config.study.bootstrap_replicates}"
+    )
     print(f"study from nothing (daemon only):           {t_nothing:7.1f} s")
     print(f"new model -> study_results.json (daemon):   {t_new:7.1f} s over {len(daemon_overheads)} runs")
     print(f"same work in process (baseline):            {baseline_wall:7.1f} s")

@@ -178,3 +178,21 @@ def test_query_without_a_question_is_still_a_usage_error(tmp_path: Path, capsys)
     captured = capsys.readouterr()
     line = assert_usage_error(code, captured.out, captured.err, "error: ", tmp_path)
     assert line == "error: give a SQL string, --named NAME or --list"
+
+
+def test_only_languages_no_source_covers_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """`--languages quy` on the demo (no quy file): nothing could run, so nothing starts."""
+    from clcg_pipeline.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    monkeypatch.delenv("CLCG_DATA_DIR", raising=False)
+    code = main(["run", "--config", str(DEFAULT_CONFIG), "--languages", "quy,ay"])
+    captured = capsys.readouterr()
+    line = assert_usage_error(code, captured.out, captured.err, "error: --languages: ", tmp_path)
+    assert line == (
+        "error: --languages: no source has a file for quy, ay: the corpus source 'demo' (demo) "
+        "covers none of the selected languages"
+    )

@@ -27,6 +27,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(config_dir)
     check_selection("--models", csv(args.models), [model.id for model in config.models.evaluated])
     check_selection("--languages", csv(args.languages), config.languages.isos)
+    _check_languages_covered(config, csv(args.languages))
     _check_sources_exist(config, config_dir)
     partitions = (
         None
@@ -40,6 +41,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_run_summary(_run_with_progress(args, config_dir, data_dir))
     _print_study_results(data_dir)
     return 0
+
+
+def _check_languages_covered(config: Any, languages: list[str] | None) -> None:
+    """Selected languages that no source has a file for, and nothing else: a usage error."""
+    from clcg_pipeline.orchestration import StudyRunError, covered_languages
+
+    if languages:
+        try:
+            covered_languages(config, languages)
+        except StudyRunError as exc:
+            raise UsageError(f"--languages: {exc}") from None
 
 
 def check_data_folder(data_dir: str) -> None:

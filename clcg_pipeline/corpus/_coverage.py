@@ -9,6 +9,7 @@ empty or mislabelled is still refused by the full load, which reads the records.
 from __future__ import annotations
 
 import importlib.resources
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,9 @@ _LANGUAGE_FILES: dict[str, tuple[tuple[str, ...], ...]] = {
     "belebele": (("*.jsonl",), ("*/*.jsonl",)),
 }
 _NOT_LANGUAGE_FILES = frozenset({"items"})  # the canonical source's English item bank
+# A file stem that names a language: an ISO code (``pt``, ``quy``), a FLORES code
+# (``por_Latn``) or a tag with a region or script (``pt-BR``, ``zh-Hans``).
+_LANGUAGE_NAME = re.compile(r"[a-z]{2,3}(?:[_-][A-Za-z0-9]{2,8})*")
 
 
 @dataclass(frozen=True)
@@ -41,16 +45,22 @@ class SourceCoverage:
 
 
 def source_coverage(source: SourceSpec, languages: LanguagesConfig) -> SourceCoverage:
-    """Panel languages with a file in ``source``; the whole panel when its files cannot be listed.
+    """Panel languages with a file in ``source``; the whole panel when names cannot tell.
 
     A source that cannot be listed here (missing folder, unreachable URL) is left to the full
-    load to refuse with its own error, so coverage never hides that failure.
+    load to refuse with its own error, so coverage never hides that failure. So is one whose
+    files are not all named by language, or whose names miss the reference language: the
+    loaders take a version's language from its records, so names are trusted only when they
+    plainly are language names.
     """
     labels = _file_labels(source)
-    if labels is None:
-        return SourceCoverage(covered=tuple(languages.isos), uncovered=())
     codes = flores_code_map(languages)
-    isos = {codes.get(label, label) for label in labels}
+    isos = {codes.get(label, label) for label in labels or ()}
+    if languages.reference not in isos:
+        # Names that do not even give the reference language are not language names (a
+        # FLORES+ shard, ``articles/part1.jsonl``): the records say which languages are there,
+        # and only the full load reads them.
+        return SourceCoverage(covered=tuple(languages.isos), uncovered=())
     return SourceCoverage(
         covered=tuple(iso for iso in languages.isos if iso in isos),
         uncovered=tuple(iso for iso in languages.isos if iso not in isos),
@@ -96,8 +106,10 @@ def _file_labels(source: SourceSpec) -> set[str] | None:
         for patterns in _LANGUAGE_FILES.get(source.kind, ()):
             files = [f for pattern in patterns for f in glob(fs, join(root, pattern))]
             stems = {f.rsplit("/", 1)[-1].split(".", 1)[0] for f in files} - _NOT_LANGUAGE_FILES
-            if stems:
+            if stems and all(_LANGUAGE_NAME.fullmatch(stem) for stem in stems):
                 return stems
+            if stems:
+                return None  # some file is not named by language: its records decide
     except OSError:
         return None
     return None

@@ -1,5 +1,6 @@
 """Dagster wrappers of the corpus stage: languages, articles, paragraphs, audit, sample, fertility."""
 
+from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
@@ -231,6 +232,21 @@ def _utf8_metadata(invalid: list[str]) -> dict[str, Any]:
     }
 
 
+def _refuse_unpartitioned(tables: CorpusTables, partitions: Sequence[str], source: SourceSpec) -> None:
+    """Refuse records of a panel language that got no partition (``study_coverage`` reads names).
+
+    Coverage trusts file names only when they are language names; a file named for one
+    language holding another's records would otherwise drop those records without a word.
+    """
+    found = sorted(set(tables.articles["language"]) - set(partitions)) if len(tables.articles) else []
+    if found:
+        raise dg.Failure(
+            description=f"source {source.name!r} has records in {', '.join(found)} but no file named "
+            "for those languages, so they have no partition: give each language its own file, named "
+            "by its code (articles/<iso>.jsonl, or the FLORES code)"
+        )
+
+
 def _corpus_asset(by_language: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     @dg.multi_asset(
         group_name=GROUP,
@@ -243,6 +259,7 @@ def _corpus_asset(by_language: dg.PartitionsDefinition) -> dg.AssetsDefinition:
         cfg = study.load()
         language = context.partition_key
         tables = load_corpus(cfg.sources.primary, cfg)
+        _refuse_unpartitioned(tables, by_language.get_partition_keys(), cfg.sources.primary)
         outputs = checked_outputs(language, _language_tables(tables, cfg, language))
         context.log.info(
             f"{language}: {len(outputs['articles'])} articles, {len(outputs['paragraphs'])} paragraphs"

@@ -44,7 +44,7 @@ def _check_selection(config: ProjectConfig, languages: Sequence[str] | None) -> 
     return isos
 
 
-def _covered(config: ProjectConfig, isos: list[str]) -> tuple[list[str], list[str]]:
+def covered_languages(config: ProjectConfig, isos: Sequence[str]) -> tuple[list[str], list[str]]:
     """(the selected languages some source has a file for, the others), in selection order.
 
     The others have no partition (``corpus.study_coverage``): nothing to load or ask there. If
@@ -161,7 +161,7 @@ def run_study(
         model_ids = select_models(config, models)
     except ValueError as exc:
         raise StudyRunError(str(exc)) from None
-    isos, uncovered = _covered(config, _check_selection(config, languages))
+    isos, uncovered = covered_languages(config, _check_selection(config, languages))
 
     request = StudyRequest(
         config_dir=config_dir,

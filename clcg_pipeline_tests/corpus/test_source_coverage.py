@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
 
 from clcg_pipeline.config import LanguagesConfig, SourceSpec
 from clcg_pipeline.corpus import source_coverage
+from clcg_pipeline.corpus.assets import _refuse_unpartitioned
 
 
 def _touch(root: Path, *names: str) -> None:
@@ -73,3 +79,31 @@ def test_flores_plus_files_under_their_split(tmp_path: Path, languages: Language
     _touch(tmp_path, "devtest/eng_Latn.parquet", "devtest/sub/mlt_Latn.parquet")
     coverage = source_coverage(SourceSpec(name="f", kind="flores", path=str(tmp_path)), languages)
     assert coverage.covered == ("en", "mt")
+
+
+def test_files_not_named_by_language_leave_the_whole_panel_to_the_loader(
+    tmp_path: Path, languages: LanguagesConfig
+) -> None:
+    # The loaders read each version's language from its records; these names say nothing.
+    _touch(tmp_path, "articles/en.jsonl", "articles/part-2.jsonl")
+    coverage = source_coverage(SourceSpec(name="s", kind="jsonl", path=str(tmp_path)), languages)
+    assert coverage.covered == tuple(languages.isos)
+    _touch(tmp_path / "plus", "devtest/train-00000-of-00001.parquet")
+    coverage = source_coverage(SourceSpec(name="f", kind="flores", path=str(tmp_path / "plus")), languages)
+    assert coverage.covered == tuple(languages.isos)
+
+
+def test_names_without_the_reference_language_are_not_trusted(
+    tmp_path: Path, languages: LanguagesConfig
+) -> None:
+    _touch(tmp_path, "articles/pt.jsonl", "articles/ka.jsonl")
+    coverage = source_coverage(SourceSpec(name="s", kind="jsonl", path=str(tmp_path)), languages)
+    assert coverage.covered == tuple(languages.isos)
+
+
+def test_records_of_a_language_without_a_partition_are_refused() -> None:
+    tables = types.SimpleNamespace(articles=pd.DataFrame({"language": ["en", "pt", "ka"]}))
+    source = SourceSpec(name="mixed", kind="jsonl", path="/corpus")
+    with pytest.raises(dg.Failure, match=r"source 'mixed' has records in ka, pt but no file named"):
+        _refuse_unpartitioned(tables, ["en"], source)  # type: ignore[arg-type]
+    _refuse_unpartitioned(tables, ["en", "pt", "ka"], source)  # type: ignore[arg-type]
