@@ -21,11 +21,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import glob
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -54,10 +51,10 @@ from clcg_pipeline.calls import (
 )
 from clcg_pipeline.calls.fake_server import Faults, ServerProcess
 from clcg_pipeline.config import ModelSpec
+from clcg_pipeline_tests.pg_server import bin_dir, running_postgres  # the tests' throwaway server
 
 LATENCY_S = 0.1
 BUDGET_SHARE = 0.6  # of the calls' actual cost: the budget binds while both hosts send
-PG_USER = "clcg"
 RUN_CONCURRENCY = 32  # the one-host runs: enough calls in flight that coordination shows
 
 
@@ -77,50 +74,6 @@ def _model(url: str, concurrency: int) -> ModelSpec:
     spec = fake_server_model(url, concurrency=concurrency)
     # Priced, so that the study budget has something to bind.
     return spec.model_copy(update={"price_input_per_mtok": 1.0, "price_output_per_mtok": 4.0})
-
-
-def _pg_bin_dir() -> Path | None:
-    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if Path(candidate, "postgres").exists():
-            return Path(candidate)
-    found = shutil.which("postgres")
-    return Path(found).parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def throwaway_postgres(binaries: Path) -> Iterator[str]:
-    """A server with its data in a temporary folder, stopped and deleted after; yields its URL."""
-    as_root = os.geteuid() == 0  # the server refuses root: run it as nobody, in a folder nobody owns
-    root = Path(tempfile.mkdtemp(prefix="clcg-bench-pg-"))
-    if as_root:
-        shutil.chown(root, user="nobody")
-
-    def run(*args: str) -> None:
-        cmd = [str(binaries / args[0]), *args[1:]]
-        subprocess.run(
-            ["runuser", "-u", "nobody", "--", *cmd] if as_root else cmd,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-
-    port, started = _free_port(), False
-    try:
-        run("initdb", "-D", str(root / "data"), "-U", PG_USER, "--auth=trust", "--no-sync")
-        opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        run("pg_ctl", "-D", str(root / "data"), "-o", opts, "-l", str(root / "log"), "-w", "start")
-        started = True
-        yield f"postgresql://{PG_USER}@127.0.0.1:{port}/postgres"
-    finally:
-        if started:
-            run("pg_ctl", "-D", str(root / "data"), "-m", "immediate", "stop")
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _ops_per_s(step: Callable[[int], None], n: int) -> float:
@@ -373,12 +326,12 @@ def main() -> int:
     url = os.environ.get(COORD_URL_ENV, "").strip()
     if url and url != "files":
         return bench(url, args)
-    binaries = _pg_bin_dir()
+    binaries = bin_dir()
     if binaries is None:
         print(f"skipped: no PostgreSQL server binaries (apt-get install postgresql) and no ${COORD_URL_ENV}")
         return 0
-    with throwaway_postgres(binaries) as throwaway:
-        return bench(throwaway, args)
+    with running_postgres("clcg_bench", binaries) as throwaway:
+        return bench(throwaway.url, args)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@ from clcg_pipeline_tests.conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 
-# Only what a wheel is built from (tests, benchmarks and local state would just slow the copy).
+# Only what a wheel is built from (tests, benchmarks and local state would just slow the copy;
+# ``.venv*`` also covers Label Studio's own 1 GB venv beside the project's).
 _SKIP = shutil.ignore_patterns(
-    ".venv", ".git", "build", "dist", "*.egg-info", "clcg_data", ".dagster_home", "__pycache__", ".*cache",
+    ".venv*", ".git", "build", "dist", "*.egg-info", "clcg_data", ".dagster_home", "__pycache__", ".*cache",
     "clcg_pipeline_tests", "bench", "docs",
 )  # fmt: skip
 
