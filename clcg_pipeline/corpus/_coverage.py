@@ -60,11 +60,8 @@ def source_coverage(source: SourceSpec, languages: LanguagesConfig) -> SourceCov
         # Names that do not even give the reference language are not language names (a
         # FLORES+ shard, ``articles/part1.jsonl``): the records say which languages are there,
         # and only the full load reads them.
-        return SourceCoverage(covered=tuple(languages.isos), uncovered=())
-    return SourceCoverage(
-        covered=tuple(iso for iso in languages.isos if iso in isos),
-        uncovered=tuple(iso for iso in languages.isos if iso not in isos),
-    )
+        return _split(languages, set(languages.isos))
+    return _split(languages, isos)
 
 
 def study_coverage(config: ProjectConfig) -> SourceCoverage:
@@ -81,9 +78,13 @@ def study_coverage(config: ProjectConfig) -> SourceCoverage:
         # The long-document corpus has the canonical JSONL layout (articles/<iso>.jsonl).
         long_documents = SourceSpec(name="long_documents", kind="jsonl", path=granularity.source)
         covered |= set(source_coverage(long_documents, config.languages).covered)
+    return _split(config.languages, covered)
+
+
+def _split(languages: LanguagesConfig, covered: set[str]) -> SourceCoverage:
     return SourceCoverage(
-        covered=tuple(iso for iso in config.languages.isos if iso in covered),
-        uncovered=tuple(iso for iso in config.languages.isos if iso not in covered),
+        covered=tuple(iso for iso in languages.isos if iso in covered),
+        uncovered=tuple(iso for iso in languages.isos if iso not in covered),
     )
 
 

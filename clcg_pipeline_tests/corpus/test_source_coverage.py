@@ -81,23 +81,21 @@ def test_flores_plus_files_under_their_split(tmp_path: Path, languages: Language
     assert coverage.covered == ("en", "mt")
 
 
-def test_files_not_named_by_language_leave_the_whole_panel_to_the_loader(
-    tmp_path: Path, languages: LanguagesConfig
-) -> None:
-    # The loaders read each version's language from its records; these names say nothing.
-    _touch(tmp_path, "articles/en.jsonl", "articles/part-2.jsonl")
-    coverage = source_coverage(SourceSpec(name="s", kind="jsonl", path=str(tmp_path)), languages)
-    assert coverage.covered == tuple(languages.isos)
-    _touch(tmp_path / "plus", "devtest/train-00000-of-00001.parquet")
-    coverage = source_coverage(SourceSpec(name="f", kind="flores", path=str(tmp_path / "plus")), languages)
-    assert coverage.covered == tuple(languages.isos)
+# Names the loaders cannot go by (they read each version's language from its records): files
+# not named by language, or names that miss the reference language.
+UNTRUSTED_NAMES = [
+    ("jsonl", ("articles/en.jsonl", "articles/part-2.jsonl")),
+    ("flores", ("devtest/train-00000-of-00001.parquet",)),
+    ("jsonl", ("articles/pt.jsonl", "articles/ka.jsonl")),
+]
 
 
-def test_names_without_the_reference_language_are_not_trusted(
-    tmp_path: Path, languages: LanguagesConfig
+@pytest.mark.parametrize(("kind", "files"), UNTRUSTED_NAMES, ids=["not-languages", "shard", "no-reference"])
+def test_names_that_cannot_tell_leave_the_whole_panel_to_the_loader(
+    kind: str, files: tuple[str, ...], tmp_path: Path, languages: LanguagesConfig
 ) -> None:
-    _touch(tmp_path, "articles/pt.jsonl", "articles/ka.jsonl")
-    coverage = source_coverage(SourceSpec(name="s", kind="jsonl", path=str(tmp_path)), languages)
+    _touch(tmp_path, *files)
+    coverage = source_coverage(SourceSpec(name="s", kind=kind, path=str(tmp_path)), languages)  # type: ignore[arg-type]
     assert coverage.covered == tuple(languages.isos)
 
 

@@ -25,7 +25,6 @@ the JSONL source (``_long_corpus``), and the configured source's choice (``_buil
 from clcg_pipeline.granularity._documents._assemble import assemble_documents
 from clcg_pipeline.granularity._documents._build import build_long_documents
 from clcg_pipeline.granularity._documents._contract import (
-    ASSEMBLED,
     LONG_DOCUMENT_COLUMNS,
     LONG_PARAGRAPH_COLUMNS,
     THIRDS,
@@ -39,7 +38,6 @@ from clcg_pipeline.granularity._documents._regions import assign_positions, assi
 from clcg_pipeline.granularity._documents._sentences import blank_sentence, sentence_spans, split_sentences
 
 __all__ = [
-    "ASSEMBLED",
     "LONG_DOCUMENT_COLUMNS",
     "LONG_PARAGRAPH_COLUMNS",
     "THIRDS",

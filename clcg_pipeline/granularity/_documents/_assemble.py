@@ -8,11 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from clcg_pipeline.config import GranularityBucket, GranularitySettings
+from clcg_pipeline.config import ASSEMBLED_SOURCE, GranularityBucket, GranularitySettings
 from clcg_pipeline.corpus import count_tokens
 from clcg_pipeline.granularity._documents._alignment import align_pids, alignment_clause
 from clcg_pipeline.granularity._documents._contract import (
-    ASSEMBLED,
     BucketReport,
     LongDocuments,
     frames,
@@ -114,7 +113,7 @@ def assemble_documents(
                         "bucket": bucket.name,
                         "n_tokens": totals[language],
                         "n_paragraphs": len(flat),
-                        "source": ASSEMBLED,
+                        "source": ASSEMBLED_SOURCE,
                         "assembly": assembly,
                         "member_doc_ids": list(members),
                         "summary": None,

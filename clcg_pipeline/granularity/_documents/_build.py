@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from clcg_pipeline.config import GranularitySettings
+from clcg_pipeline.config import ASSEMBLED_SOURCE, GranularitySettings
 from clcg_pipeline.granularity._documents._assemble import assemble_documents
-from clcg_pipeline.granularity._documents._contract import ASSEMBLED, LongDocuments
+from clcg_pipeline.granularity._documents._contract import LongDocuments
 from clcg_pipeline.granularity._documents._long_corpus import load_long_documents
 
 
@@ -23,7 +23,7 @@ def build_long_documents(
     tokenizer: str = "cl100k_base",
 ) -> LongDocuments:
     """The configured source's documents (``assembled`` reads ``paragraphs`` and ``audit``)."""
-    if settings.source == ASSEMBLED:
+    if settings.source == ASSEMBLED_SOURCE:
         return assemble_documents(
             paragraphs, audit, settings, languages=languages, reference=reference, tokenizer=tokenizer
         )

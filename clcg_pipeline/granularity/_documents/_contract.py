@@ -10,11 +10,10 @@ from typing import Any
 
 import pandas as pd
 
-from clcg_pipeline.config import ASSEMBLED_SOURCE, GranularityBucket, GranularitySettings
+from clcg_pipeline.config import GranularityBucket, GranularitySettings
 from clcg_pipeline.corpus import CorpusError
 
 THIRDS: tuple[str, str, str] = ("begin", "middle", "end")
-ASSEMBLED = ASSEMBLED_SOURCE
 
 LONG_DOCUMENT_COLUMNS = [
     "doc_id",
