@@ -7,6 +7,7 @@ model dimension is dynamic so that adding a model to ``models.yaml`` adds its pa
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import dagster as dg
@@ -45,3 +46,49 @@ def model_of_partition(partition_key: str | None) -> str | None:
     if len(parts) != 2:
         return None
     return dict(zip(sorted((LANGUAGE_DIMENSION, MODEL_DIMENSION)), parts, strict=True))[MODEL_DIMENSION]
+
+
+# The asset that sends one model's requests in one stream ahead of that model's language x
+# model partitions (``orchestration/_model_calls.py``), and the metadata entry of its
+# materialization that names the stream (the origin its cache entries were paid for).
+MODEL_CALLS = "model_calls"
+STREAM_TOKEN = "stream_token"
+
+
+def by_dimension(dimension: str) -> dg.MultiToSingleDimensionPartitionMapping:
+    """A language x model partition's ``dimension`` partition of an upstream asset."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)  # beta, but the documented way to map dimensions
+        return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=dimension)
+
+
+def model_calls_dep() -> dg.AssetDep:
+    """What a responses asset declares so that it runs after its model's stream."""
+    return dg.AssetDep(MODEL_CALLS, partition_mapping=by_dimension(MODEL_DIMENSION))
+
+
+def _latest(instance: dg.DagsterInstance, asset: str, partition: str) -> dg.EventLogRecord | None:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1
+    ).records
+    return records[0] if records else None
+
+
+def streamed_token(instance: dg.DagsterInstance, partition_key: str, calls_asset: str) -> str | None:
+    """The token of the model's stream that sent this partition's calls ahead, while unclaimed.
+
+    The latest ``model_calls[model]`` materialization names it. Once ``calls_asset`` (the
+    partition's calls table) has been materialized after that stream, the partition has
+    already recorded those calls as paid, so a rerun gets no token and finds them cached (the
+    IO manager keeps the earlier record of payment).
+    """
+    model = model_of_partition(partition_key)
+    stream = _latest(instance, MODEL_CALLS, model) if model else None
+    materialization = stream.asset_materialization if stream else None
+    entry = materialization.metadata.get(STREAM_TOKEN) if materialization else None
+    if stream is None or entry is None:
+        return None
+    own = _latest(instance, calls_asset, partition_key)
+    if own is not None and own.storage_id > stream.storage_id:
+        return None
+    return str(entry.value)

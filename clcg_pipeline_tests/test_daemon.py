@@ -7,10 +7,12 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+import pandas as pd
 import pytest
 import yaml
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 
+from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import load_config
 from clcg_pipeline.inference.sensors import sync_model_partitions
 from clcg_pipeline.orchestration import (
@@ -25,10 +27,12 @@ from clcg_pipeline.orchestration._jobs import (
     code_location_job_origin,
     runs_under_code_location,
 )
-from clcg_pipeline.partitions import response_key
+from clcg_pipeline.partitions import MODEL_CALLS, response_key
 from clcg_pipeline.storage import query
+from clcg_pipeline_tests.conftest import add_fake_model
 
-FIRST, SECOND = "lexical-reader", "lexical-reader-b"
+FIRST, SECOND = "lexical-reader", "hosted-b"
+KEY_ENV = "CLCG_DAEMON_FAKE_KEY"
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
 # Two languages keep the daemon test short; the chain is the same for 18.
@@ -46,12 +50,13 @@ def small_config(demo_config_dir: Path, edit_yaml: Callable) -> Path:
     return demo_config_dir
 
 
-def _add_second_model(config_dir: Path, edit_yaml: Callable) -> None:
-    def add(doc: dict) -> None:
-        first = next(m for m in doc["models"] if m["id"] == FIRST)
-        doc["models"].append({**first, "id": SECOND, "options": {"threshold": 0.3}})
-
-    edit_yaml(config_dir / "models.yaml", add)
+def _run_ended(instance: dg.DagsterInstance, asset: str, partition: str) -> float:
+    """When the run that last materialized ``asset[partition]`` ended."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1
+    ).records
+    assert records, f"{asset}[{partition}] was never materialized"
+    return instance.get_run_stats(records[0].run_id).end_time or 0.0
 
 
 def _latest(instance: dg.DagsterInstance, asset: str, partition: str | None = None) -> float:
@@ -66,15 +71,17 @@ def _latest(instance: dg.DagsterInstance, asset: str, partition: str | None = No
 
 @pytest.mark.slow
 def test_daemon_builds_the_study_from_nothing_then_follows_a_new_model(
-    small_config: Path, tmp_path: Path, edit_yaml: Callable
+    small_config: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Only `dagster-daemon run` on a fresh instance: corpus -> inputs -> responses -> analysis,
-    then a model added to models.yaml ends up in study_results.json, the report and the catalog."""
-    with LocalDaemon(tmp_path / "run", small_config) as daemon:
+    then a hosted model added to models.yaml ends up in study_results.json, the report and the
+    catalog, its calls sent in one stream (model_calls) ahead of its partitions' runs."""
+    monkeypatch.setenv(KEY_ENV, "fake-daemon-not-real")
+    with FakeServer(Faults(latency_s=0.01)) as server, LocalDaemon(tmp_path / "run", small_config) as daemon:
         # Generous limits: the chain now includes the validation studies and the granularity tasks,
         # and a loaded 2-core machine runs the daemon's ticks and runs slowly; a healthy run is faster.
         daemon.wait_for(f"study_results.json with {FIRST}", lambda: FIRST in daemon.models_in_results(), 420)
-        _add_second_model(small_config, edit_yaml)
+        add_fake_model(small_config, edit_yaml, server.url, KEY_ENV, id=SECOND, concurrency=8, timeout_s=10)
         daemon.wait_for(
             f"study_results.json with {SECOND} (added to models.yaml)",
             lambda: SECOND in daemon.models_in_results(),
@@ -107,9 +114,24 @@ def test_daemon_builds_the_study_from_nothing_then_follows_a_new_model(
             responses = [
                 r for r in runs if dg.AssetKey("predictions") in (r.dagster_run.asset_selection or ())
             ]
-            assert {r.dagster_run.tags[PROVIDER_TAG] for r in responses} == {"offline"}
+            assert {r.dagster_run.tags[PROVIDER_TAG] for r in responses} == {"offline", "openai_compatible"}
             assert len(responses) == 2 * len(PANEL)  # each partition once, never twice
+            # The hosted model's stream ran first; its partitions' runs started after it ended.
+            streamed = _run_ended(instance, MODEL_CALLS, SECOND)
+            for r in responses:
+                if r.dagster_run.tags["dagster/partition"].endswith(f"|{SECOND}"):
+                    assert (instance.get_run_stats(r.dagster_run.run_id).start_time or 0.0) >= streamed
+        sent = dict(server.state.requests)
     assert catalog_built > last_scores, "the DuckDB catalog was not rebuilt after the new model's scores"
+    # Every call sent once, by the stream, and recorded as paid by the partition it was sent for.
+    assert sent and set(sent.values()) == {1}
+    calls = pd.concat(
+        pd.read_parquet(p)
+        for table in ("calls", "task_calls")
+        for p in (daemon.data_dir / table).rglob("*.parquet")
+        if SECOND in str(p)
+    )
+    assert sorted(calls.loc[~calls["cached"].astype(bool), "call_id"]) == sorted(sent)
     models = query(daemon.data_dir / "clcg.duckdb", "select distinct model from scores")["model"]
     assert set(models) == {FIRST, SECOND}
     estimates = duckdb.sql(

@@ -22,8 +22,14 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
     "items": ("items", None, {"articles", "paragraphs", "study_sample"}),
     "item_rejections": ("items", None, {"articles", "paragraphs", "study_sample"}),
     "item_level_audit": ("items", None, {"items", "paragraphs"}),
-    "predictions": ("inference", GRID, {"items", "paragraphs", "study_sample"}),
-    "calls": ("inference", GRID, {"items", "paragraphs", "study_sample"}),
+    # one model's stream of calls, ahead of its language x model partitions (which follow it)
+    "model_calls": (
+        "inference",
+        "model",
+        {"items", "paragraphs", "study_sample", "long_paragraphs", "granularity_tasks"},
+    ),
+    "predictions": ("inference", GRID, {"items", "paragraphs", "study_sample", "model_calls"}),
+    "calls": ("inference", GRID, {"items", "paragraphs", "study_sample", "model_calls"}),
     "scores": ("scoring", GRID, {"items", "predictions"}),
     "estimates": (
         "analysis",
@@ -43,7 +49,8 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
     "granularity_tasks": ("granularity", None, {"long_documents", "long_paragraphs"}),
     "task_rejections": ("granularity", None, {"long_documents", "long_paragraphs"}),
     **dict.fromkeys(
-        ["task_predictions", "task_calls"], ("granularity", GRID, {"granularity_tasks", "long_paragraphs"})
+        ["task_predictions", "task_calls"],
+        ("granularity", GRID, {"granularity_tasks", "long_paragraphs", "model_calls"}),
     ),
     **dict.fromkeys(
         ["task_scores", "task_judgements", "task_judge_calls"],
@@ -123,6 +130,7 @@ EXPECTED_CHECKS = {
 ONCE, FOLLOW, AFTER_ALL = "build_once", "follow_upstream", "after_every_partition"
 EXPECTED_AUTOMATION = {
     **dict.fromkeys(["articles", "paragraphs", "corpus_audit", "item_translations"], ONCE),
+    "model_calls": "build_stream",
     **dict.fromkeys(["predictions", "calls", "scores"], ONCE),
     **dict.fromkeys(
         ["task_predictions", "task_calls", "task_scores", "task_judgements", "task_judge_calls"], ONCE
@@ -156,6 +164,8 @@ def _partitioning(node: dg.AssetSpec | object) -> str | None:
         return None
     if isinstance(partitions, dg.MultiPartitionsDefinition):
         return " x ".join(d.name for d in partitions.partitions_defs)
+    if isinstance(partitions, dg.DynamicPartitionsDefinition):
+        return str(partitions.name)  # the model dimension alone
     return LANGUAGE
 
 
@@ -180,7 +190,14 @@ def test_graph_snapshot(demo_config_dir: Path, tmp_path: Path) -> None:
     }
     assert {s.name for s in defs.schedules or []} == {"missing_partitions_schedule"}
     jobs = {job.name for job in defs.resolve_all_job_defs() if not job.name.startswith("__")}
-    assert jobs == {"corpus_job", "study_inputs_job", "responses_job", "analysis_job", "human_validation_job"}
+    assert jobs == {
+        "corpus_job",
+        "study_inputs_job",
+        "model_calls_job",
+        "responses_job",
+        "analysis_job",
+        "human_validation_job",
+    }
 
 
 def test_language_partitions_follow_the_config(demo_config_dir: Path, tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ EXPECTED_KINDS = {
     "granularity_results": {"json"},
     # Label Studio task files and the crowd CSV
     "annotation_exports": {"json", "csv"},
+    # a model's stream of calls: it stores no table, only the call cache's entries
+    "model_calls": set(),
 }
 
 

@@ -181,16 +181,20 @@ def _term_fit(
         for name, t in zip(("article", "model")[:n_theta], theta[:n_theta], strict=True)
         if t <= 1e-8
     ]
-    converged = bool(best.success and np.isfinite(se) and np.isfinite(fit["crit"]))
+    bounded = bool(np.isfinite(se))
+    if not bounded:
+        # JSON has no NaN: the interval and p are left out, and the fit says why.
+        notes.append("standard error undefined: the fixed effects' covariance is not positive")
+    converged = bool(best.success and bounded and np.isfinite(fit["crit"]))
     vcomp = {"article": float(theta[0] ** 2 * fit["sigma2"])}
     if n_theta == 2:
         vcomp["model"] = float(theta[1] ** 2 * fit["sigma2"])
     return {
         "estimate": estimate,
-        "se": se,
-        "ci_low": estimate - z * se,
-        "ci_high": estimate + z * se,
-        "p": float(2 * norm.sf(abs(estimate / se))) if se > 0 else None,
+        "se": se if bounded else None,
+        "ci_low": estimate - z * se if bounded else None,
+        "ci_high": estimate + z * se if bounded else None,
+        "p": float(2 * norm.sf(abs(estimate / se))) if bounded and se > 0 else None,
         "p_sided": "two-sided (Wald z)",
         "converged": converged,
         "warnings": notes + info,

@@ -45,10 +45,12 @@ from clcg_pipeline.calls._results import (
     REFUSAL_REASONS,
     TRUNCATED_REASONS,
     CallResult,
+    Origin,
     bind,
     call_origin,
     call_row,
     cost_usd,
+    partition_origin,
 )
 from clcg_pipeline.calls._retry import RetryPolicy
 from clcg_pipeline.calls._runner import CallSession, ProviderConfigError, arun_requests, run_requests
@@ -81,6 +83,7 @@ __all__ = [
     "Grant",
     "JudgeTemplate",
     "MissingCredentialsError",
+    "Origin",
     "PgCallClaims",
     "PgSharedSlots",
     "PgSpendLedger",
@@ -103,6 +106,7 @@ __all__ = [
     "lexical_answers",
     "logged_progress",
     "model_key",
+    "partition_origin",
     "render_judge_request",
     "resolve_settings",
     "run_batch",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from clcg_pipeline.calls._budget import Budget
+    from clcg_pipeline.calls._results import Origin
     from clcg_pipeline.calls._retry import RetryPolicy
 
 Progress = Callable[[int, int], None]
@@ -39,7 +40,7 @@ class CallOptions:
     policy: RetryPolicy | None = None
     batch_poll_s: float = 30.0
     batch_max_wait_s: float | None = None
-    origin: str | None = None
+    origin: Origin = None
     progress: Progress | None = None
 
     def __post_init__(self) -> None:

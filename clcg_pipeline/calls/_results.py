@@ -9,13 +9,16 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.calls._requests import ChatRequest, model_key
 from clcg_pipeline.calls._tokens import estimate_input_tokens
 from clcg_pipeline.config import ModelSpec
 from clcg_pipeline.storage import TABLES
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 # Finish reasons that mean the text was cut off (OpenAI, Anthropic, Gemini spellings).
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS", "model_context_window_exceeded"})
@@ -31,9 +34,33 @@ CALLS_AHEAD_TAG = "clcg/calls_ahead"
 PROVIDER_TAG = "clcg/provider"
 
 
+# Whom a list of calls is paid for: one origin, or several when more than one launcher may have
+# sent this partition's calls ahead (``partition_origin``). New cache entries take the first.
+Origin = str | tuple[str, ...] | None
+
+
+def origins(origin: Origin) -> tuple[str, ...]:
+    return (origin,) if isinstance(origin, str) else tuple(origin or ())
+
+
 def call_origin(calls_ahead: str | None, partition: str | None) -> str | None:
     """Whom calls sent ahead for ``partition`` by one ``clcg run`` were paid for (see ``from_cache``)."""
     return f"{calls_ahead}/{partition}" if calls_ahead and partition else None
+
+
+def partition_origin(context: dg.AssetExecutionContext, calls_asset: str) -> Origin:
+    """Whom calls sent ahead for this language x model partition were paid for: ``clcg run``'s
+    token (the run tag), and the token of the model's ``model_calls`` stream while this
+    partition has not claimed it yet (``partitions.streamed_token``): with the daemon and
+    ``clcg run`` both at work, either may have paid. ``calls_asset``: the partition's calls table.
+    """
+    # Imported here: ``partitions`` imports Dagster, which the rest of ``calls`` does without.
+    from clcg_pipeline.partitions import streamed_token
+
+    key = str(context.partition_key)
+    tokens = (context.run.tags.get(CALLS_AHEAD_TAG), streamed_token(context.instance, key, calls_asset))
+    found = tuple(f"{token}/{key}" for token in tokens if token)
+    return found or None
 
 
 @dataclass(frozen=True)
@@ -100,7 +127,7 @@ def call_row(model: ModelSpec, request: ChatRequest, result: CallResult, **keys:
     return row
 
 
-def from_cache(call_id: str, entry: dict[str, Any], origin: str | None = None) -> CallResult:
+def from_cache(call_id: str, entry: dict[str, Any], origin: Origin = None) -> CallResult:
     """A cached result; new (``cached=False``) when the entry was paid for on behalf of ``origin``.
 
     ``clcg run`` sends a partition's calls ahead of its Dagster run (``orchestration/_calls_ahead.py``) and
@@ -118,12 +145,12 @@ def from_cache(call_id: str, entry: dict[str, Any], origin: str | None = None) -
         cost_usd=float(entry.get("cost_usd", 0.0)),
         latency_s=float(entry.get("latency_s", 0.0)),
         attempts=int(entry.get("attempts", 1)),
-        cached=origin is None or entry.get("origin") != origin,
+        cached=entry.get("origin") not in origins(origin),
     )
 
 
 def cache_entry(
-    model: ModelSpec, request: ChatRequest, result: CallResult, origin: str | None = None
+    model: ModelSpec, request: ChatRequest, result: CallResult, origin: Origin = None
 ) -> dict[str, Any]:
     entry = {
         "provider": model.provider,
@@ -142,13 +169,13 @@ def cache_entry(
         "attempts": result.attempts,
         "created": time.time(),
     }
-    if origin is not None:
-        entry["origin"] = origin  # who the call was paid for (see ``from_cache``)
+    if origins(origin):
+        entry["origin"] = origins(origin)[0]  # who the call was paid for (see ``from_cache``)
     return entry
 
 
 def split_cached(
-    bound: Sequence[ChatRequest], cache: CallCache, origin: str | None = None
+    bound: Sequence[ChatRequest], cache: CallCache, origin: Origin = None
 ) -> tuple[dict[str, CallResult], dict[str, ChatRequest]]:
     """Results already in the cache, and the distinct requests still to send (by call id).
 

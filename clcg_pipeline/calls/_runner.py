@@ -33,6 +33,7 @@ from clcg_pipeline.calls._requests import ChatRequest, model_key
 from clcg_pipeline.calls._results import (
     CACHEABLE,
     CallResult,
+    Origin,
     bind,
     cache_entry,
     cost_usd,
@@ -96,7 +97,7 @@ class _Run:
     def _failed(self, call_id: str, outcome: str, error: str | None, attempts: int) -> CallResult:
         return CallResult(call_id, None, None, outcome, error, 0, 0, 0.0, 0.0, attempts, False)
 
-    async def claimed(self, request: ChatRequest, origin: str | None = None) -> CallResult:
+    async def claimed(self, request: ChatRequest, origin: Origin = None) -> CallResult:
         """The call, unless another process is already making it: then its cached result.
 
         ``origin``: whom a call this run makes is paid for (``_calls.from_cache``)."""
@@ -202,7 +203,7 @@ class _Run:
         return output, epoch, time.perf_counter() - started
 
     async def _answered(
-        self, request: ChatRequest, result: CallResult, estimate: float, rid: str | None, origin: str | None
+        self, request: ChatRequest, result: CallResult, estimate: float, rid: str | None, origin: Origin
     ) -> CallResult:
         """Settle a call's budgets with its cost and write it to the cache."""
         self._settle(estimate, result.cost_usd)
@@ -226,7 +227,7 @@ class _Run:
             return self._failed(call_id, "error", error.error_class, attempt)
         return None
 
-    async def call(self, request: ChatRequest, origin: str | None = None) -> CallResult:
+    async def call(self, request: ChatRequest, origin: Origin = None) -> CallResult:
         call_id = request.call_id
         budgeted = self.budget.limit is not None or self.study_budget_usd is not None
         estimate = estimate_cost(self.model, request) if budgeted else 0.0
@@ -314,7 +315,7 @@ class CallSession:
         )
         return self._run
 
-    async def _make(self, run: _Run, request: ChatRequest, origin: str | None) -> CallResult:
+    async def _make(self, run: _Run, request: ChatRequest, origin: Origin) -> CallResult:
         call_id = request.call_id
         making = self._making.get(call_id)
         if making is not None:
@@ -342,7 +343,7 @@ class CallSession:
         requests: Sequence[ChatRequest],
         *,
         progress: Callable[[int, int], None] | None = None,
-        origin: str | None = None,
+        origin: Origin = None,
     ) -> list[CallResult]:
         """Results of ``requests`` in order; only what the cache lacks is sent.
 

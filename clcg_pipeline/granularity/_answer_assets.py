@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 
 from clcg_pipeline.calls import CALL_COLUMNS as JUDGE_CALL_COLUMNS
-from clcg_pipeline.calls import CALLS_AHEAD_TAG, CallOptions, call_origin, logged_progress, run_budget
+from clcg_pipeline.calls import CallOptions, Origin, logged_progress, partition_origin, run_budget
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.granularity._asset_parts import DISABLED, GROUP, empty
@@ -20,7 +20,7 @@ from clcg_pipeline.granularity._scoring import (
     judge_tasks,
     score_tasks,
 )
-from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, response_partitions
+from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, model_calls_dep, response_partitions
 from clcg_pipeline.resources import StudyResource
 
 
@@ -47,7 +47,7 @@ def _call_options(
     config: TaskInferenceConfig,
     *,
     progress: Callable[[int, int], None],
-    origin: str | None = None,
+    origin: Origin = None,
 ) -> CallOptions:
     """The op's calls: the data folder's cache, the study's and this run's budgets, the mode."""
     return CallOptions(
@@ -126,6 +126,8 @@ def _task_responses_asset(partitions: dg.MultiPartitionsDefinition) -> dg.Assets
     @dg.multi_asset(
         group_name=GROUP,
         partitions_def=partitions,
+        # After the model's stream (model_calls), which sends this partition's calls ahead.
+        deps=[model_calls_dep()],
         ins={"long_paragraphs": dg.AssetIn(), "granularity_tasks": dg.AssetIn()},
         outs={
             "task_predictions": dg.AssetOut(
@@ -182,7 +184,7 @@ def _task_responses_asset(partitions: dg.MultiPartitionsDefinition) -> dg.Assets
                 cfg,
                 config,
                 progress=logged_progress(context.log.info, f"{model_id} / {language} tasks"),
-                origin=call_origin(context.run.tags.get(CALLS_AHEAD_TAG), str(context.partition_key)),
+                origin=partition_origin(context, "task_calls"),
             ),
             reference=reference,
             language_name=names.get(language),

@@ -1,16 +1,21 @@
 """Dagster wrappers of the inference stage: one run answers every article of a language x model."""
 
-import warnings
 from typing import Literal
 
 import dagster as dg
 import pandas as pd
 
-from clcg_pipeline.calls import CALLS_AHEAD_TAG, CallOptions, call_origin, logged_progress, run_budget
+from clcg_pipeline.calls import CallOptions, logged_progress, partition_origin, run_budget
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.inference import predict_partition, sampled_inputs
-from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, response_partitions
+from clcg_pipeline.partitions import (
+    LANGUAGE_DIMENSION,
+    MODEL_DIMENSION,
+    by_dimension,
+    model_calls_dep,
+    response_partitions,
+)
 from clcg_pipeline.resources import StudyResource
 
 GROUP = "inference"
@@ -79,13 +84,6 @@ def _counts(series: pd.Series) -> dict[str, int]:
     return {str(k): int(v) for k, v in series.value_counts().items()}
 
 
-def _by_language() -> dg.MultiToSingleDimensionPartitionMapping:
-    """A responses partition's language partition of an upstream asset."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dg.BetaWarning)  # beta, but the documented way to map dimensions
-        return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=LANGUAGE_DIMENSION)
-
-
 def _responses_outs() -> dict[str, dg.AssetOut]:
     return {
         "predictions": dg.AssetOut(
@@ -132,7 +130,7 @@ def _call_options(
         study_budget_usd=cfg.study.budget_usd,
         budget=run_budget(context.run_id, config.budget_usd),
         mode=config.mode,
-        origin=call_origin(context.run.tags.get(CALLS_AHEAD_TAG), str(context.partition_key)),
+        origin=partition_origin(context, "calls"),
         progress=logged_progress(context.log.info, label),
     )
 
@@ -167,6 +165,8 @@ def _responses_asset(
     @dg.multi_asset(
         group_name=GROUP,
         partitions_def=responses_partitions,
+        # After the model's stream (model_calls), which sends this partition's calls ahead.
+        deps=[model_calls_dep()],
         ins={
             "paragraphs": dg.AssetIn(partition_mapping=by_language),
             "items": dg.AssetIn(),
@@ -211,5 +211,9 @@ def _responses_asset(
 
 def build_inference_defs(config: ProjectConfig) -> dg.Definitions:
     return dg.Definitions(
-        assets=[_responses_asset(response_partitions(study_coverage(config).covered), _by_language())]
+        assets=[
+            _responses_asset(
+                response_partitions(study_coverage(config).covered), by_dimension(LANGUAGE_DIMENSION)
+            )
+        ]
     )

@@ -2,9 +2,10 @@
 
 With ``dagster-daemon run`` (``make dev``) on the instance, ``study_automation_sensor``
 evaluates these conditions every few seconds and builds a study from nothing in dependency
-order: corpus per language -> study inputs -> responses per language x model -> analysis,
-report and catalog. A new model in ``models.yaml`` gets its partitions from
-``model_partitions_sensor`` and then follows the same path.
+order: corpus per language -> study inputs -> each model's stream of calls (``model_calls``)
+-> responses per language x model -> analysis, report and catalog. A new model in
+``models.yaml`` gets its partitions from ``model_partitions_sensor`` and then follows the
+same path.
 
 Paid work (model calls) only runs for partitions that were never materialized
 (``build_once``); re-answering after an upstream change stays a deliberate ``clcg run``.
@@ -50,6 +51,18 @@ def build_once() -> dg.AutomationCondition:
     return (
         AC.missing() & _until_requested(_appeared_missing()) & ~AC.any_deps_missing() & _idle()
     ).with_label("build_once")
+
+
+def build_stream() -> dg.AutomationCondition:
+    """For a model's stream (``model_calls``): once per model, when no input is still to come.
+
+    Like ``build_once``, but an input partition that failed (one language's corpus) does not
+    hold back the whole model: its partition is left to call inside its own run.
+    """
+    waiting = AC.any_deps_match(_never_attempted()).with_label("any_deps_never_attempted")
+    return (AC.missing() & _until_requested(_appeared_missing()) & ~waiting & _idle()).with_label(
+        "build_stream"
+    )
 
 
 def follow_upstream() -> dg.AutomationCondition:
@@ -105,7 +118,10 @@ CONDITIONS: dict[str, dg.AutomationCondition] = {
         ),
         follow_upstream(),
     ),
+    # a model's stream, per model: sent once, ahead of its responses partitions
+    "model_calls": build_stream(),
     # responses, per language x model: model calls are paid, so only partitions never answered
+    # (after their model's stream, which they depend on)
     **dict.fromkeys(("predictions", "calls", "scores"), build_once()),
     # granularity tasks per language x model: the answers and the judges are paid calls
     **dict.fromkeys(

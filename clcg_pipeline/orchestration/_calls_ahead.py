@@ -157,14 +157,16 @@ class _Sender:
 
     async def one_model(self, model_id: str, isos: list[str]) -> None:
         session = CallSession(self.config.models.get(model_id), self.options)
-        in_flight: set[asyncio.Task[None]] = set()
+        in_flight: set[asyncio.Future[None]] = set()
+        started: list[asyncio.Future[None]] = []
         try:
             for iso in isos:
                 # Built in a thread: the event loop keeps the previous partition's calls flowing.
                 requests = await asyncio.to_thread(self.inputs.requests, model_id, iso)
                 self.summary.partitions += 1
                 self.summary.requests += len(requests)
-                in_flight.add(asyncio.ensure_future(self._answer(session, model_id, iso, requests)))
+                started.append(asyncio.ensure_future(self._answer(session, model_id, iso, requests)))
+                in_flight.add(started[-1])
                 while len(in_flight) >= _LOOKAHEAD:
                     done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
                     for task in done:
@@ -179,7 +181,8 @@ class _Sender:
         finally:
             for task in in_flight:
                 task.cancel()
-            await asyncio.gather(*in_flight, return_exceptions=True)
+            # Every partition's outcome retrieved, the failed ones too (a refusal fails them all).
+            await asyncio.gather(*started, return_exceptions=True)
             await session.aclose()
 
     async def everything(self, by_model: dict[str, list[str]], interrupted: Callable[[], bool]) -> None:

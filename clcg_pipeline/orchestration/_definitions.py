@@ -19,6 +19,7 @@ from clcg_pipeline.inference.sensors import inference_automation_defs
 from clcg_pipeline.items.assets import build_items_defs
 from clcg_pipeline.orchestration._automation import study_automation_sensor, with_study_automation
 from clcg_pipeline.orchestration._jobs import build_jobs
+from clcg_pipeline.orchestration._model_calls import build_model_calls_defs
 from clcg_pipeline.orchestration._versions import with_code_versions
 from clcg_pipeline.report.assets import report_defs
 from clcg_pipeline.resources import StudyResource
@@ -43,6 +44,7 @@ def build_definitions(
             build_corpus_defs(config),
             build_items_defs(config),
             build_inference_defs(config),
+            build_model_calls_defs(config),
             build_scoring_defs(config),
             build_analysis_defs(config),
             build_validation_defs(config),

@@ -21,7 +21,7 @@ from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.orchestration._dagster_internals import CODE_VERSION_TAG
 from clcg_pipeline.orchestration._summary import PARTITION_CALL_TABLES, UNFINISHED_OUTCOMES
 from clcg_pipeline.orchestration._versions import code_versions, version_for
-from clcg_pipeline.partitions import LANGUAGE_DIMENSION
+from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_CALLS
 from clcg_pipeline.storage import read_frame, read_records
 
 # How many of a partition's latest materializations to look through for one stored in this
@@ -195,6 +195,8 @@ class Freshness:
         for parent_key in node.parent_keys:
             parent = self.graph.get(parent_key)
             name = parent_key.to_user_string()
+            if name == MODEL_CALLS:
+                continue  # orders the runs only: its answers are read from the call cache
             if parent.partitions_def is None:
                 parents.append((name, None))
             elif parent.partitions_def == node.partitions_def:

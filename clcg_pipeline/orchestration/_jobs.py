@@ -22,9 +22,11 @@ from clcg_pipeline.orchestration._dagster_internals import (
     RemoteRepositoryOrigin,
 )
 from clcg_pipeline.partitions import (
+    MODEL_CALLS,
     MODEL_DIMENSION,
     language_partitions,
     model_of_partition,
+    model_partitions,
     response_partitions,
 )
 
@@ -104,6 +106,12 @@ def build_jobs(config: ProjectConfig) -> list[dg.UnresolvedAssetJobDefinition]:
             description="Language panel, article sample, item bank and tokenizer fertility.",
         ),
         dg.define_asset_job(
+            "model_calls_job",
+            selection=dg.AssetSelection.assets(MODEL_CALLS),
+            partitions_def=model_partitions,
+            description="Send one model's pending requests in one stream, ahead of its responses runs.",
+        ),
+        dg.define_asset_job(
             "responses_job",
             selection=dg.AssetSelection.assets(*RESPONSE_ASSETS),
             partitions_def=response_partitions(covered),
@@ -127,10 +135,11 @@ def provider_tags(config: ProjectConfig, run_tags: Mapping[str, str]) -> dict[st
 
     Reads the model from the run's partition tags, whichever way the run was launched.
     """
-    model_id = run_tags.get(f"dagster/partition/{MODEL_DIMENSION}") or model_of_partition(
-        run_tags.get("dagster/partition")
-    )
+    partition = run_tags.get("dagster/partition")
     known = {m.id: m.provider for m in config.models.models}
+    model_id = run_tags.get(f"dagster/partition/{MODEL_DIMENSION}") or model_of_partition(partition)
+    if model_id is None and partition in known:
+        model_id = partition  # a model_calls run: partitioned by model alone
     return {PROVIDER_TAG: known[model_id]} if model_id in known else {}
 
 

@@ -292,3 +292,23 @@ def test_fast_mixed_fit_matches_statsmodels():
     assert fast["se"] == pytest.approx(slow["se"], rel=1e-3)
     for name in ("article", "model"):
         assert fast["variance_components"][name] == pytest.approx(slow["variance_components"][name], rel=1e-2)
+
+
+def test_an_exact_fit_has_no_interval_and_stays_json() -> None:
+    """One model scoring every cell alike (a rule-based reader on a synthetic corpus): the
+    fixed effects' covariance is 0, so no standard error exists. The fit says so
+    and leaves se, the interval and p out; the NaN it used to give failed study_results.json."""
+    cells = pd.DataFrame(
+        {
+            "doc_id": [f"d{i}" for i in range(12) for _ in (0, 1)],
+            "model": "m",
+            "english": [1, 0] * 12,
+            "y": 1.0,
+        }
+    )
+    fit = fit_crossed(cells, "y ~ english", "english")
+    assert fit["estimate"] == pytest.approx(0.0)
+    assert fit["se"] is None and fit["ci_low"] is None and fit["ci_high"] is None and fit["p"] is None
+    assert not fit["converged"]
+    assert any("standard error undefined" in w for w in fit["warnings"])
+    json.dumps(jsonable(fit), allow_nan=False)
