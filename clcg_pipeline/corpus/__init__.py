@@ -7,7 +7,7 @@ from clcg_pipeline.corpus._coverage import SourceCoverage, source_coverage, stud
 from clcg_pipeline.corpus._errors import CorpusError, CorpusWarning, empty_language_file, where
 from clcg_pipeline.corpus._fertility import FERTILITY_COLUMNS, tokenizer_fertility
 from clcg_pipeline.corpus._flores import flores_code_map, load_flores
-from clcg_pipeline.corpus._io import filesystem, glob, join, read_jsonl
+from clcg_pipeline.corpus._io import filesystem, glob, join, layout_files, read_jsonl
 from clcg_pipeline.corpus._jsonl import HUMAN_LEVEL, load_jsonl
 from clcg_pipeline.corpus._records import (
     ArticleRecord,
@@ -45,6 +45,7 @@ __all__ = [
     "glob",
     "incomplete_versions",
     "join",
+    "layout_files",
     "load_belebele",
     "load_flores",
     "load_jsonl",

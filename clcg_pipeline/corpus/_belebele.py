@@ -24,7 +24,7 @@ from clcg_pipeline.corpus._build import (
 )
 from clcg_pipeline.corpus._errors import CorpusError, empty_language_file, language_file, where
 from clcg_pipeline.corpus._flores import file_language, flores_code_map
-from clcg_pipeline.corpus._io import file_size, filesystem, glob, join, read_jsonl
+from clcg_pipeline.corpus._io import file_size, filesystem, layout_files, read_jsonl
 
 FIELDS = (
     "link",
@@ -91,9 +91,7 @@ def _passage_keys(file: str, rows: list[tuple[int, dict[str, Any]]]) -> list[tup
 
 def _files(fs: Any, root: str, path: str) -> list[str]:
     """``root`` itself when it is a file, else its ``*.jsonl`` files (or those one folder down)."""
-    files = (
-        [root] if fs.isfile(root) else glob(fs, join(root, "*.jsonl")) or glob(fs, join(root, "*", "*.jsonl"))
-    )
+    files = [root] if fs.isfile(root) else layout_files(fs, root, "belebele")
     if not files:
         raise CorpusError(f"{path}: no Belebele *.jsonl files")
     return files

@@ -15,22 +15,11 @@ from pathlib import Path
 
 from clcg_pipeline.config import ASSEMBLED_SOURCE, LanguagesConfig, ProjectConfig, SourceSpec
 from clcg_pipeline.corpus._flores import flores_code_map
-from clcg_pipeline.corpus._io import filesystem, glob, join
+from clcg_pipeline.corpus._io import LAYOUTS, filesystem, layout_files
 from clcg_pipeline.corpus._sources import DEMO_FOLDER, DEMO_PACKAGE
 
-# Per source kind, the globs (under the source folder) of its per-language files; the first
-# pattern with any match is the layout in use, as in the loaders.
-_LANGUAGE_FILES: dict[str, tuple[tuple[str, ...], ...]] = {
-    "demo": (("articles/*.jsonl",), ("*.jsonl",)),
-    "jsonl": (("articles/*.jsonl",), ("*.jsonl",)),
-    "flores": (
-        ("*/*.dev", "*/*.devtest"),
-        ("*/**/*.jsonl", "*/**/*.parquet"),
-        ("*.jsonl", "*.parquet"),
-    ),
-    "belebele": (("*.jsonl",), ("*/*.jsonl",)),
-}
-_NOT_LANGUAGE_FILES = frozenset({"items"})  # the canonical source's English item bank
+# The demo is a JSONL source.
+_LAYOUT_OF = {"demo": "jsonl"}
 # A file stem that names a language: an ISO code (``pt``, ``quy``), a FLORES code
 # (``por_Latn``) or a tag with a region or script (``pt-BR``, ``zh-Hans``).
 _LANGUAGE_NAME = re.compile(r"[a-z]{2,3}(?:[_-][A-Za-z0-9]{2,8})*")
@@ -104,13 +93,11 @@ def _file_labels(source: SourceSpec) -> set[str] | None:
         fs, root = filesystem(root_path)
         if fs.isfile(root):
             return None  # a single-file source: its languages are inside, not in names
-        for patterns in _LANGUAGE_FILES.get(source.kind, ()):
-            files = [f for pattern in patterns for f in glob(fs, join(root, pattern))]
-            stems = {f.rsplit("/", 1)[-1].split(".", 1)[0] for f in files} - _NOT_LANGUAGE_FILES
-            if stems and all(_LANGUAGE_NAME.fullmatch(stem) for stem in stems):
-                return stems
-            if stems:
-                return None  # some file is not named by language: its records decide
+        kind = _LAYOUT_OF.get(source.kind, source.kind)
+        files = layout_files(fs, root, kind) if kind in LAYOUTS else []
     except OSError:
         return None
-    return None
+    stems = {f.rsplit("/", 1)[-1].split(".", 1)[0] for f in files}
+    if stems and all(_LANGUAGE_NAME.fullmatch(stem) for stem in stems):
+        return stems
+    return None  # no file, or some file not named by language: its records decide

@@ -31,6 +31,33 @@ def glob(fs: AbstractFileSystem, pattern: str) -> list[str]:
     return sorted(p for p in fs.glob(pattern) if fs.isfile(p))
 
 
+# Per source kind, the layouts of its per-language files under the source folder, each a set
+# of globs; the first layout with a file is the one in use. The loaders find their files with
+# ``layout_files`` and corpus coverage reads the languages off the same names. FLORES reads
+# one split's files within these layouts (``_flores``), so only coverage uses its entry.
+LAYOUTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "jsonl": (("articles/*.jsonl",), ("*.jsonl",)),
+    "belebele": (("*.jsonl",), ("*/*.jsonl",)),
+    "flores": (
+        ("*/*.dev", "*/*.devtest"),
+        ("*/**/*.jsonl", "*/**/*.parquet"),
+        ("*.jsonl", "*.parquet"),
+    ),
+}
+# Not a language's file wherever it lies: the canonical source's English item bank.
+NOT_LANGUAGE_FILES = frozenset({"items.jsonl"})
+
+
+def layout_files(fs: AbstractFileSystem, root: str, kind: str) -> list[str]:
+    """The files of the first layout of ``kind`` (``LAYOUTS``) that has any under ``root``."""
+    for patterns in LAYOUTS[kind]:
+        found = {f for pattern in patterns for f in glob(fs, join(root, pattern))}
+        files = sorted(f for f in found if f.rsplit("/", 1)[-1] not in NOT_LANGUAGE_FILES)
+        if files:
+            return files
+    return []
+
+
 def decode(raw: bytes) -> str:
     """UTF-8 text; invalid bytes survive as lone surrogates so the audit can count them."""
     try:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 from clcg_pipeline.config import LanguagesConfig
 from clcg_pipeline.corpus._build import CorpusTables, Version, build_tables, items_frame, keep_panel
 from clcg_pipeline.corpus._errors import CorpusError, empty_language_file, language_file, where
-from clcg_pipeline.corpus._io import file_size, filesystem, glob, join, read_jsonl
+from clcg_pipeline.corpus._io import file_size, filesystem, join, layout_files, read_jsonl
 from clcg_pipeline.corpus._records import ArticleRecord, ItemRecord, QuestionRecord
 
 # Human questions carry no L-level unless the source gives one; "H" keeps them out of every
@@ -34,9 +34,7 @@ def load_jsonl(path: str, *, source: str, languages: LanguagesConfig) -> CorpusT
     fs, root = filesystem(path)
     if not fs.isdir(root):
         raise CorpusError(f"{path}: source folder not found")
-    files = glob(fs, join(root, "articles", "*.jsonl"))
-    if not files:
-        files = [f for f in glob(fs, join(root, "*.jsonl")) if not f.endswith("/items.jsonl")]
+    files = layout_files(fs, root, "jsonl")
     if not files:
         raise CorpusError(f"{path}: no article files (expected articles/<lang>.jsonl)")
 

@@ -14,8 +14,10 @@ from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import load_config
 from clcg_pipeline.inference.sensors import sync_model_partitions
 from clcg_pipeline.orchestration import build_definitions
-from clcg_pipeline.orchestration._jobs import provider_tags
+from clcg_pipeline.orchestration._freshness import Freshness
+from clcg_pipeline.orchestration._jobs import RESPONSE_ASSETS, provider_tags
 from clcg_pipeline.orchestration._model_calls import OFFLINE
+from clcg_pipeline.orchestration._versions import code_versions
 from clcg_pipeline.partitions import MODEL_CALLS, STREAM_TOKEN, response_key
 from clcg_pipeline_tests.conftest import add_fake_model
 
@@ -108,12 +110,17 @@ def test_the_stream_sends_every_call_and_the_partitions_record_them_as_theirs(
         assert sorted(kept["call_id"]) == sorted(paid["call_id"])
         assert set(kept["paid_run"]) == set(paid["paid_run"])
 
-        # The stream again: every partition is answered, so it has nothing to send.
+        # The stream again: every partition is answered, so it has nothing to send, and
+        # `clcg run` still finds the partitions up to date (the stream only orders the runs).
         assert streams.execute_in_process(
             instance=instance, partition_key="fake-gpt", run_config=_QUIET
         ).success
         assert _stream(instance, "fake-gpt").metadata["languages"].value == []
         assert dict(server.state.requests) == sent
+        fresh = Freshness(instance, defs, str(data), code_versions(load_config(two_languages)))
+        for iso in LANGUAGES:
+            key = str(response_key(iso, "fake-gpt"))
+            assert fresh.up_to_date(RESPONSE_ASSETS, key, list(LANGUAGES)), iso
 
 
 def test_an_offline_model_streams_nothing(two_languages: Path, tmp_path: Path) -> None:

@@ -16,8 +16,7 @@ from clcg_pipeline.corpus import (
     count_tokens,
     empty_language_file,
     filesystem,
-    glob,
-    join,
+    layout_files,
     read_jsonl,
     where,
 )
@@ -56,7 +55,7 @@ def read_long_corpus(path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     fs, root = filesystem(path)
     if not fs.isdir(root):
         raise DocumentError(f"{path}: long-document source folder not found")
-    files = glob(fs, join(root, "articles", "*.jsonl")) or glob(fs, join(root, "*.jsonl"))
+    files = layout_files(fs, root, "jsonl")
     if not files:
         raise DocumentError(f"{path}: no document files (expected articles/<lang>.jsonl)")
     versions: list[dict[str, Any]] = []
