@@ -208,6 +208,7 @@ def send_calls_ahead(
     partitions: Sequence[tuple[str, str]],
     *,
     token: str,
+    budget_usd: float | None = None,
     interrupted: Callable[[], bool] = lambda: False,
     progress: Callable[[str], None] | None = None,
     answered_partition: Callable[[str, str], None] | None = None,
@@ -221,6 +222,8 @@ def send_calls_ahead(
     can start while later partitions are still calling.
     Ctrl-C (``interrupted``) stops after the calls in flight are written, then raises
     ``KeyboardInterrupt``: what was answered stays cached, so nothing is paid twice.
+    ``budget_usd`` caps what this sending may spend (the study budget binds it as well); a
+    call it stops is left to the partition's run.
     """
     summary = CallsAhead(token=token)
     by_model: dict[str, list[str]] = {}
@@ -229,7 +232,9 @@ def send_calls_ahead(
     if not by_model:
         return summary
     cache_dir = str(UPath(data_dir) / "cache" / "calls")
-    options = CallOptions(cache_dir=cache_dir, study_budget_usd=config.study.budget_usd)
+    options = CallOptions(
+        cache_dir=cache_dir, budget_usd=budget_usd, study_budget_usd=config.study.budget_usd
+    )
     sender = _Sender(config, _Inputs(config, data_dir), options, summary, progress, answered_partition)
     started = time.monotonic()
     try:

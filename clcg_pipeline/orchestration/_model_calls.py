@@ -55,6 +55,12 @@ def _every(seconds: float, log: Callable[[str], None]) -> Callable[[str], None]:
     return progress
 
 
+class ModelCallsConfig(dg.Config):
+    budget_usd: float | None = None
+    """Stop sending before this run's spend would exceed it; the study budget binds as well.
+    What it stops is left to the partitions' runs, under their own budgets."""
+
+
 def _inputs(config: ProjectConfig) -> list[dg.AssetDep]:
     # Every language's paragraphs: the stream builds every pending partition's requests.
     inputs = [dg.AssetDep("paragraphs", partition_mapping=dg.AllPartitionMapping())]
@@ -74,7 +80,9 @@ def build_model_calls_defs(config: ProjectConfig) -> dg.Definitions:
         description="Sends one model's requests for every language not answered yet in one "
         "stream, ahead of its language x model partitions (which record the calls as theirs).",
     )
-    def model_calls(context: dg.AssetExecutionContext, study: StudyResource) -> dg.MaterializeResult:
+    def model_calls(
+        context: dg.AssetExecutionContext, config: ModelCallsConfig, study: StudyResource
+    ) -> dg.MaterializeResult:
         """One call session for every pending partition of the model: no drain between them."""
         cfg = study.load()
         model_id = str(context.partition_key)
@@ -87,11 +95,17 @@ def build_model_calls_defs(config: ProjectConfig) -> dg.Definitions:
             study.data_dir,
             [(model_id, iso) for iso in languages],
             token=context.run_id,
+            budget_usd=config.budget_usd,
             progress=_every(_LOG_EVERY_S, context.log.info),
         )
         if sent.refused:
             # Its partitions would meet the same error: said once, here, before any of them runs.
             raise dg.Failure(description=f"{model_id}: {sent.refused[model_id]}")
+        if sent.failed:
+            context.log.warning(
+                f"{model_id}: {sent.failed:,} calls not answered (errors, or a budget reached): "
+                "the partitions' runs try them again, under their own budgets"
+            )
         context.log.info(
             f"{model_id}: {sent.requests:,} requests of {len(languages)} partitions, "
             f"{sent.sent:,} new calls, {sent.failed:,} failed, in {sent.seconds:.1f}s"
@@ -106,6 +120,7 @@ def build_model_calls_defs(config: ProjectConfig) -> dg.Definitions:
                 # errors and budget stops: the partitions' runs try them again
                 "failed": sent.failed,
                 "seconds": round(sent.seconds, 2),
+                "budget_usd": config.budget_usd,
                 "calls_per_s": round(sent.sent / sent.seconds, 1) if sent.seconds else 0.0,
             }
         )

@@ -72,6 +72,14 @@ def test_the_stream_sends_every_call_and_the_partitions_record_them_as_theirs(
         assert inputs.execute_in_process(instance=instance, run_config=_QUIET).success
 
         streams = defs.resolve_job_def("model_calls_job")
+        # A budget of 0 for the stream's run: nothing is sent, and the stream says so.
+        no_spend = {**_QUIET, "ops": {MODEL_CALLS: {"config": {"budget_usd": 0.0}}}}
+        assert streams.execute_in_process(
+            instance=instance, partition_key="fake-gpt", run_config=no_spend
+        ).success
+        stopped = _stream(instance, "fake-gpt").metadata
+        assert not server.state.requests
+        assert stopped["failed"].value > 0 and stopped["new_calls"].value == 0  # left to the runs
         stream = streams.execute_in_process(instance=instance, partition_key="fake-gpt", run_config=_QUIET)
         assert stream.success
         sent = dict(server.state.requests)
