@@ -7,6 +7,7 @@ model dimension is dynamic so that adding a model to ``models.yaml`` adds its pa
 
 from __future__ import annotations
 
+import datetime as dt
 import warnings
 from collections.abc import Sequence
 
@@ -74,21 +75,30 @@ def _latest(instance: dg.DagsterInstance, asset: str, partition: str) -> dg.Even
     return records[0] if records else None
 
 
-def streamed_token(instance: dg.DagsterInstance, partition_key: str, calls_asset: str) -> str | None:
-    """The token of the model's stream that sent this partition's calls ahead, while unclaimed.
+# Runs of one model's stream looked at, newest first: far more than a partition ever waits for.
+_STREAM_RUNS = 50
 
-    The latest ``model_calls[model]`` materialization names it. Once ``calls_asset`` (the
-    partition's calls table) has been materialized after that stream, the partition has
-    already recorded those calls as paid, so a rerun gets no token and finds them cached (the
-    IO manager keeps the earlier record of payment).
+
+def streamed_tokens(instance: dg.DagsterInstance, partition_key: str, calls_asset: str) -> tuple[str, ...]:
+    """The tokens of the model's streams that may have paid for this partition's calls, unclaimed.
+
+    A ``model_calls`` run's token is its run id, so a stream killed or failed half-way still
+    names what it paid for. Streams started before ``calls_asset`` (the partition's calls
+    table) was last written were claimed by that write: a rerun finds those calls cached, and
+    the IO manager keeps the earlier record of payment.
     """
     model = model_of_partition(partition_key)
-    stream = _latest(instance, MODEL_CALLS, model) if model else None
-    materialization = stream.asset_materialization if stream else None
-    entry = materialization.metadata.get(STREAM_TOKEN) if materialization else None
-    if stream is None or entry is None:
-        return None
+    if model is None:
+        return ()
     own = _latest(instance, calls_asset, partition_key)
-    if own is not None and own.storage_id > stream.storage_id:
-        return None
-    return str(entry.value)
+    since = dt.datetime.fromtimestamp(own.timestamp, tz=dt.UTC) if own else None
+    runs = instance.get_run_records(
+        dg.RunsFilter(tags={"dagster/partition": model}, created_after=since), limit=_STREAM_RUNS
+    )
+    stream = dg.AssetKey(MODEL_CALLS)
+    return tuple(
+        record.dagster_run.run_id
+        for record in runs
+        if record.dagster_run.job_name == "model_calls_job"
+        or stream in (record.dagster_run.asset_selection or ())
+    )

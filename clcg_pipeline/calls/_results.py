@@ -50,17 +50,17 @@ def call_origin(calls_ahead: str | None, partition: str | None) -> str | None:
 
 def partition_origin(context: dg.AssetExecutionContext, calls_asset: str) -> Origin:
     """Whom calls sent ahead for this language x model partition were paid for: ``clcg run``'s
-    token (the run tag), and the token of the model's ``model_calls`` stream while this
-    partition has not claimed it yet (``partitions.streamed_token``): with the daemon and
-    ``clcg run`` both at work, either may have paid. ``calls_asset``: the partition's calls table.
+    token (the run tag), and the tokens of the model's ``model_calls`` streams this partition
+    has not claimed yet (``partitions.streamed_tokens``): with the daemon and ``clcg run`` both
+    at work, either may have paid. ``calls_asset``: the partition's calls table.
     """
     # Imported here: ``partitions`` imports Dagster, which the rest of ``calls`` does without.
-    from clcg_pipeline.partitions import streamed_token
+    from clcg_pipeline.partitions import streamed_tokens
 
     key = str(context.partition_key)
-    tokens = (context.run.tags.get(CALLS_AHEAD_TAG), streamed_token(context.instance, key, calls_asset))
-    found = tuple(f"{token}/{key}" for token in tokens if token)
-    return found or None
+    tag = context.run.tags.get(CALLS_AHEAD_TAG)
+    tokens = ((tag,) if tag else ()) + streamed_tokens(context.instance, key, calls_asset)
+    return tuple(f"{token}/{key}" for token in tokens) or None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from clcg_pipeline.calls import CALLS_AHEAD_TAG, PROVIDER_TAG
 from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import load_config
 from clcg_pipeline.inference.sensors import sync_model_partitions
-from clcg_pipeline.orchestration import build_definitions
+from clcg_pipeline.orchestration import _model_calls, build_definitions
 from clcg_pipeline.orchestration._freshness import Freshness
 from clcg_pipeline.orchestration._jobs import RESPONSE_ASSETS, provider_tags
 from clcg_pipeline.orchestration._model_calls import OFFLINE
@@ -175,3 +175,46 @@ def test_a_stream_run_gets_its_provider_tag(two_languages: Path) -> None:
     config = load_config(two_languages)
     assert provider_tags(config, {"dagster/partition": "lexical-reader"}) == {PROVIDER_TAG: "offline"}
     assert provider_tags(config, {"dagster/partition": "en"}) == {}
+
+
+def test_what_a_stream_paid_before_it_died_is_recorded_by_the_partitions(
+    two_languages: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream that dies after its calls were answered (a kill, a crash) never materializes;
+    the partitions still record its calls as theirs, paid, and ask nothing again."""
+    monkeypatch.setenv(KEY_ENV, "fake-stream-not-real")
+    real = _model_calls.send_calls_ahead
+
+    def then_die(*args: object, **kwargs: object) -> object:
+        real(*args, **kwargs)  # type: ignore[arg-type]
+        raise RuntimeError("the stream's process died here")
+
+    monkeypatch.setattr(_model_calls, "send_calls_ahead", then_die)
+    data = tmp_path / "data"
+    with FakeServer(Faults(latency_s=0.01)) as server, dg.instance_for_test() as instance:
+        add_fake_model(two_languages, edit_yaml, server.url, KEY_ENV, concurrency=8, timeout_s=10)
+        defs = build_definitions(two_languages, data)
+        sync_model_partitions(instance, load_config(two_languages))
+        for iso in LANGUAGES:
+            job = defs.resolve_job_def("corpus_job")
+            assert job.execute_in_process(instance=instance, partition_key=iso, run_config=_QUIET).success
+        assert (
+            defs.resolve_job_def("study_inputs_job")
+            .execute_in_process(instance=instance, run_config=_QUIET)
+            .success
+        )
+        died = defs.resolve_job_def("model_calls_job").execute_in_process(
+            instance=instance, partition_key="fake-gpt", run_config=_QUIET, raise_on_error=False
+        )
+        assert not died.success
+        sent = dict(server.state.requests)
+        assert sent
+        responses = defs.resolve_job_def("responses_job")
+        for iso in LANGUAGES:
+            key = str(response_key(iso, "fake-gpt"))
+            assert responses.execute_in_process(
+                instance=instance, partition_key=key, run_config=_QUIET
+            ).success
+        assert dict(server.state.requests) == sent
+    tables = _calls(data)
+    assert sorted(tables.loc[~tables["cached"].astype(bool), "call_id"]) == sorted(sent)
