@@ -45,6 +45,15 @@ def _stream(instance: dg.DagsterInstance, model: str) -> dg.AssetMaterialization
     return records[0].asset_materialization
 
 
+def _materialize_inputs(defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
+    """The corpus of both languages and the study inputs: what a model's stream reads."""
+    for iso in LANGUAGES:
+        job = defs.resolve_job_def("corpus_job")
+        assert job.execute_in_process(instance=instance, partition_key=iso, run_config=_QUIET).success
+    inputs = defs.resolve_job_def("study_inputs_job")
+    assert inputs.execute_in_process(instance=instance, run_config=_QUIET).success
+
+
 @pytest.fixture
 def two_languages(demo_config_dir: Path, edit_yaml: Callable) -> Path:
     edit_yaml(
@@ -65,11 +74,7 @@ def test_the_stream_sends_every_call_and_the_partitions_record_them_as_theirs(
         add_fake_model(two_languages, edit_yaml, server.url, KEY_ENV, concurrency=8, timeout_s=10)
         defs = build_definitions(two_languages, data)
         sync_model_partitions(instance, load_config(two_languages))
-        for iso in LANGUAGES:
-            job = defs.resolve_job_def("corpus_job")
-            assert job.execute_in_process(instance=instance, partition_key=iso, run_config=_QUIET).success
-        inputs = defs.resolve_job_def("study_inputs_job")
-        assert inputs.execute_in_process(instance=instance, run_config=_QUIET).success
+        _materialize_inputs(defs, instance)
 
         streams = defs.resolve_job_def("model_calls_job")
         # A budget of 0 for the stream's run: nothing is sent, and the stream says so.
@@ -153,12 +158,7 @@ def test_a_model_without_its_key_fails_the_stream_naming_the_variable(
     defs = build_definitions(two_languages, data)
     with dg.instance_for_test() as instance:
         sync_model_partitions(instance, load_config(two_languages))
-        for iso in LANGUAGES:
-            job = defs.resolve_job_def("corpus_job")
-            assert job.execute_in_process(instance=instance, partition_key=iso, run_config=_QUIET).success
-        assert defs.resolve_job_def("study_inputs_job").execute_in_process(
-            instance=instance, run_config=_QUIET
-        )
+        _materialize_inputs(defs, instance)
         cache = data / "cache" / "calls"
         cached_before = sorted(cache.rglob("*"))
         failed = defs.resolve_job_def("model_calls_job").execute_in_process(
@@ -195,14 +195,7 @@ def test_what_a_stream_paid_before_it_died_is_recorded_by_the_partitions(
         add_fake_model(two_languages, edit_yaml, server.url, KEY_ENV, concurrency=8, timeout_s=10)
         defs = build_definitions(two_languages, data)
         sync_model_partitions(instance, load_config(two_languages))
-        for iso in LANGUAGES:
-            job = defs.resolve_job_def("corpus_job")
-            assert job.execute_in_process(instance=instance, partition_key=iso, run_config=_QUIET).success
-        assert (
-            defs.resolve_job_def("study_inputs_job")
-            .execute_in_process(instance=instance, run_config=_QUIET)
-            .success
-        )
+        _materialize_inputs(defs, instance)
         died = defs.resolve_job_def("model_calls_job").execute_in_process(
             instance=instance, partition_key="fake-gpt", run_config=_QUIET, raise_on_error=False
         )
