@@ -19,8 +19,6 @@ partition.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import itertools
 import os
 import shutil
 import signal
@@ -33,7 +31,7 @@ import dagster as dg
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runner_study import BARE_CALLS, CONCURRENCY, KEY_ENV, LATENCY_S, ROOT, _bare_loop, _config
+from runner_study import CONCURRENCY, KEY_ENV, LATENCY_S, ROOT, CallingPhase, _config
 from synthetic_corpus import LANGUAGES, write_corpus
 
 from clcg_pipeline.calls.fake_server import Faults, ServerProcess
@@ -100,29 +98,16 @@ def main() -> int:
                 _models(config_dir, keep_hosted=True, hosted=hosted)
                 daemon.wait_for(f"{HOSTED} scored", lambda: _scored(daemon, HOSTED), args.timeout)
                 t_new = time.monotonic() - edited
-                stats = server.stats()
                 stream = _stream_metadata(daemon)
-            calls = stats["total_requests"]
-            server.set_faults(Faults(latency_s=LATENCY_S))
-            bare_n = min(max(calls, 1), BARE_CALLS)
-            bare_s = asyncio.run(_bare_loop(server.url, bare_n))
+            phase = CallingPhase.measure(server)  # the daemon stopped: the bare loop has the CPU
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    span, busy = stats["calling_span_s"], stats["busy_s"]
-    departures = sorted(stats["departures_s"])
-    longest = max((b - a for a, b in itertools.pairwise(departures)), default=0.0)
-    bare_rate = bare_n / bare_s
-    rate = calls / span if span else 0.0
-    ratio = rate / bare_rate
+    ratio = phase.ratio
     print(f"daemon path: {args.articles} articles x {len(LANGUAGES)} languages, latency {LATENCY_S}s, ")
     print(f"  concurrency {CONCURRENCY}; first study ({OFFLINE}) built by the daemon in {t_first:.1f}s")
     print(f"  {HOSTED} added to models.yaml -> every partition scored: {t_new:.1f}s")
-    print(f"  calls sent              {calls} (max in flight {stats['max_in_flight']})")
     print(f"  sent by the stream      {stream.get('new_calls')} of {stream.get('requests')} requests")
-    print(f"  calling phase           {span:.1f}s first request to last response; gaps {span - busy:.1f}s")
-    print(f"  longest wait for an answer within it {longest:.2f}s (latency {LATENCY_S}s)")
-    print(f"  bare asyncio loop       {bare_rate:8.1f} calls/s ({bare_n} calls in {bare_s:.1f}s)")
-    print(f"  daemon over the phase   {rate:8.1f} calls/s = {ratio:.2f} of the bare loop")
+    print("\n".join(phase.lines("daemon over the phase")))
     print("PASS" if ratio >= 0.9 else "FAIL", "(target: >= 0.9 of the bare loop over the calling phase)")
     return 0 if ratio >= 0.9 else 1
 

@@ -30,7 +30,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import yaml
@@ -62,6 +64,61 @@ async def _bare_loop(url: str, n: int) -> float:
         start = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(n)))
         return time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class CallingPhase:
+    """The fake server's calling phase, against a bare loop run on the same server right after."""
+
+    stats: dict[str, Any]
+    bare_n: int
+    bare_s: float
+
+    @classmethod
+    def measure(cls, server: ServerProcess) -> CallingPhase:
+        """Read the server's figures, then time the bare loop over as many calls (at most BARE_CALLS)."""
+        stats = server.stats()
+        server.set_faults(Faults(latency_s=LATENCY_S))  # resets the counts
+        bare_n = min(max(stats["total_requests"], 1), BARE_CALLS)
+        return cls(stats, bare_n, asyncio.run(_bare_loop(server.url, bare_n)))
+
+    @property
+    def calls(self) -> int:
+        return int(self.stats["total_requests"])
+
+    @property
+    def busy(self) -> float:
+        return float(self.stats["busy_s"])
+
+    @property
+    def bare_rate(self) -> float:
+        return self.bare_n / self.bare_s
+
+    @property
+    def rate(self) -> float:
+        span = self.stats["calling_span_s"]
+        return self.calls / span if span else 0.0
+
+    @property
+    def ratio(self) -> float:
+        return self.rate / self.bare_rate
+
+    def lines(self, who: str, wall: float | None = None) -> list[str]:
+        """The figures, one per line; ``who`` names the caller in the rate line."""
+        span, busy = self.stats["calling_span_s"], self.busy
+        departures = sorted(self.stats["departures_s"])
+        longest = max((b - a for a, b in itertools.pairwise(departures)), default=0.0)
+        lines = [f"  calls sent              {self.calls} (max in flight {self.stats['max_in_flight']})"]
+        if wall is not None:
+            lines.append(f"  calling share of wall   {busy / wall:6.1%}  (busy {busy:.1f}s of {wall:.1f}s)")
+        bare = f"{self.bare_rate:8.1f} calls/s ({self.bare_n} calls in {self.bare_s:.1f}s)"
+        return [
+            *lines,
+            f"  calling phase           {span:.1f}s first request to last response; gaps {span - busy:.1f}s",
+            f"  longest wait for an answer within it {longest:.2f}s (latency {LATENCY_S}s)",
+            f"  bare asyncio loop       {bare}",
+            f"  {who:<24}{self.rate:8.1f} calls/s = {self.ratio:.2f} of the bare loop",
+        ]
 
 
 def _config(folder: Path, corpus: Path, url: str) -> None:
@@ -132,32 +189,15 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             finished, tail = False, f"stopped after {args.timeout:.0f}s"
         wall = time.perf_counter() - t0
-        stats = server.stats()
-        calls = stats["total_requests"]
-        server.set_faults(Faults(latency_s=LATENCY_S))
-        bare_n = min(max(calls, 1), BARE_CALLS)
-        bare_s = asyncio.run(_bare_loop(server.url, bare_n))
-    span, busy = stats["calling_span_s"], stats["busy_s"]
-    departures = sorted(stats["departures_s"])
-    longest = max((b - a for a, b in itertools.pairwise(departures)), default=0.0)
-    bare_rate = bare_n / bare_s
-    phase_rate = calls / span if span else 0.0
+        phase = CallingPhase.measure(server)
     how = "inside each partition's run" if args.no_calls_ahead else "sent ahead"
     print(f"clcg run ({how}): {args.articles} articles x {len(LANGUAGES)} languages, latency {LATENCY_S}s, ")
     print(f"  concurrency {CONCURRENCY}: {'finished' if finished else 'DID NOT FINISH'} in {wall:.1f}s")
-    print(f"  calls sent              {calls} (max in flight {stats['max_in_flight']})")
-    print(f"  calling share of wall   {busy / wall:6.1%}  (busy {busy:.1f}s of {wall:.1f}s)")
-    print(f"  calling phase           {span:.1f}s first request to last response; gaps {span - busy:.1f}s")
-    print(f"  longest wait for an answer within it {longest:.2f}s (latency {LATENCY_S}s)")
-    print(f"  bare asyncio loop       {bare_rate:8.1f} calls/s ({bare_n} calls in {bare_s:.1f}s)")
-    print(
-        f"  runner over the phase   {phase_rate:8.1f} calls/s = {phase_rate / bare_rate:.2f} of the bare loop"
-    )
-    print(
-        f"  runner over busy time   {calls / busy if busy else 0:8.1f} calls/s = "
-        f"{(calls / busy if busy else 0) / bare_rate:.2f} of the bare loop"
-    )
-    ratio = phase_rate / bare_rate
+    print("\n".join(phase.lines("runner over the phase", wall)))
+    over_busy = phase.calls / phase.busy if phase.busy else 0
+    share = over_busy / phase.bare_rate
+    print(f"  runner over busy time   {over_busy:8.1f} calls/s = {share:.2f} of the bare loop")
+    ratio = phase.ratio
     if not finished:
         # The calling figures above stand when every call was sent; what failed is shown as is.
         print(tail)

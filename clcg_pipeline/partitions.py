@@ -53,6 +53,7 @@ def model_of_partition(partition_key: str | None) -> str | None:
 # model partitions (``orchestration/_model_calls.py``), and the metadata entry of its
 # materialization that names the stream (the origin its cache entries were paid for).
 MODEL_CALLS = "model_calls"
+MODEL_CALLS_JOB = "model_calls_job"  # the job that runs it alone (``orchestration/_jobs.py``)
 STREAM_TOKEN = "stream_token"
 
 
@@ -99,6 +100,6 @@ def streamed_tokens(instance: dg.DagsterInstance, partition_key: str, calls_asse
     return tuple(
         record.dagster_run.run_id
         for record in runs
-        if record.dagster_run.job_name == "model_calls_job"
+        if record.dagster_run.job_name == MODEL_CALLS_JOB
         or stream in (record.dagster_run.asset_selection or ())
     )

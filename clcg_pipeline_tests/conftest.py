@@ -54,6 +54,18 @@ def add_fake_model(config_dir: Path, edit_yaml: Callable, url: str, key_env: str
     edit_yaml(config_dir / "models.yaml", lambda doc: doc["models"].append(model))
 
 
+def partition_call_rows(data: Path, model: str = "fake-gpt") -> Any:
+    """Every row of ``model``'s partitions of the calls and task_calls tables in ``data``."""
+    import pandas as pd
+
+    return pd.concat(
+        pd.read_parquet(path)
+        for table in ("calls", "task_calls")
+        for path in (data / table).rglob("*.parquet")
+        if model in str(path)
+    )
+
+
 def record_chat_spans(
     monkeypatch: pytest.MonkeyPatch, clock: Callable[[], float]
 ) -> list[tuple[str, float, float]]:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
-import pandas as pd
 import pytest
 import yaml
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
@@ -29,7 +28,7 @@ from clcg_pipeline.orchestration._jobs import (
 )
 from clcg_pipeline.partitions import MODEL_CALLS, response_key
 from clcg_pipeline.storage import query
-from clcg_pipeline_tests.conftest import add_fake_model
+from clcg_pipeline_tests.conftest import add_fake_model, partition_call_rows
 
 FIRST, SECOND = "lexical-reader", "hosted-b"
 KEY_ENV = "CLCG_DAEMON_FAKE_KEY"
@@ -125,12 +124,7 @@ def test_daemon_builds_the_study_from_nothing_then_follows_a_new_model(
     assert catalog_built > last_scores, "the DuckDB catalog was not rebuilt after the new model's scores"
     # Every call sent once, by the stream, and recorded as paid by the partition it was sent for.
     assert sent and set(sent.values()) == {1}
-    calls = pd.concat(
-        pd.read_parquet(p)
-        for table in ("calls", "task_calls")
-        for p in (daemon.data_dir / table).rglob("*.parquet")
-        if SECOND in str(p)
-    )
+    calls = partition_call_rows(daemon.data_dir, SECOND)
     assert sorted(calls.loc[~calls["cached"].astype(bool), "call_id"]) == sorted(sent)
     models = query(daemon.data_dir / "clcg.duckdb", "select distinct model from scores")["model"]
     assert set(models) == {FIRST, SECOND}

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
-import pandas as pd
 import pytest
 
 from clcg_pipeline.calls import fake_server
@@ -22,7 +21,12 @@ from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import load_config
 from clcg_pipeline.orchestration._calls_ahead import _Inputs
 from clcg_pipeline.orchestration._study_run import run_study
-from clcg_pipeline_tests.conftest import add_fake_model, assert_interrupted_in_one_line, record_chat_spans
+from clcg_pipeline_tests.conftest import (
+    add_fake_model,
+    assert_interrupted_in_one_line,
+    partition_call_rows,
+    record_chat_spans,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -41,15 +45,6 @@ def _responses_runs(home: Path) -> list[tuple[dg.DagsterRun, float]]:
             for run in instance.get_runs()
             if run.job_name == "responses_job"
         ]
-
-
-def _calls(data: Path) -> pd.DataFrame:
-    return pd.concat(
-        pd.read_parquet(p)
-        for table in ("calls", "task_calls")
-        for p in (data / table).rglob("*.parquet")
-        if "fake-gpt" in str(p)
-    )
 
 
 def _hold_each_partitions_first_call(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
@@ -111,7 +106,7 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
         )
         requests = dict(server.state.requests)
         max_in_flight = server.state.max_in_flight
-        tables = _calls(data)
+        tables = partition_call_rows(data)
         runs = _responses_runs(tmp_path / "home")
         # Run again, forced: nothing sent, and every call is now an old one.
         again = run_study(
@@ -169,7 +164,7 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
     assert again.calls_ahead is not None and again.calls_ahead.sent == 0
     assert again.response_calls + again.task_calls == 0
     # The tables still say who paid for each call: the first run, not the forced one.
-    stored = _calls(data)
+    stored = partition_call_rows(data)
     assert sorted(stored.loc[~stored["cached"].astype(bool), "call_id"]) == sorted(new["call_id"])
     assert set(stored["paid_run"].dropna()) == set(new["paid_run"].dropna())
 

@@ -39,7 +39,7 @@ PROVIDER_TAG = "clcg/provider"
 Origin = str | tuple[str, ...] | None
 
 
-def origins(origin: Origin) -> tuple[str, ...]:
+def _origins(origin: Origin) -> tuple[str, ...]:
     return (origin,) if isinstance(origin, str) else tuple(origin or ())
 
 
@@ -145,7 +145,7 @@ def from_cache(call_id: str, entry: dict[str, Any], origin: Origin = None) -> Ca
         cost_usd=float(entry.get("cost_usd", 0.0)),
         latency_s=float(entry.get("latency_s", 0.0)),
         attempts=int(entry.get("attempts", 1)),
-        cached=entry.get("origin") not in origins(origin),
+        cached=entry.get("origin") not in _origins(origin),
     )
 
 
@@ -169,8 +169,8 @@ def cache_entry(
         "attempts": result.attempts,
         "created": time.time(),
     }
-    if origins(origin):
-        entry["origin"] = origins(origin)[0]  # who the call was paid for (see ``from_cache``)
+    if _origins(origin):
+        entry["origin"] = _origins(origin)[0]  # who the call was paid for (see ``from_cache``)
     return entry
 
 

@@ -23,6 +23,7 @@ from clcg_pipeline.orchestration._dagster_internals import (
 )
 from clcg_pipeline.partitions import (
     MODEL_CALLS,
+    MODEL_CALLS_JOB,
     MODEL_DIMENSION,
     language_partitions,
     model_of_partition,
@@ -106,7 +107,7 @@ def build_jobs(config: ProjectConfig) -> list[dg.UnresolvedAssetJobDefinition]:
             description="Language panel, article sample, item bank and tokenizer fertility.",
         ),
         dg.define_asset_job(
-            "model_calls_job",
+            MODEL_CALLS_JOB,
             selection=dg.AssetSelection.assets(MODEL_CALLS),
             partitions_def=model_partitions,
             description="Send one model's pending requests in one stream, ahead of its responses runs.",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
-import pandas as pd
 import pytest
 
 from clcg_pipeline.calls import CALLS_AHEAD_TAG, PROVIDER_TAG
@@ -19,22 +19,13 @@ from clcg_pipeline.orchestration._jobs import RESPONSE_ASSETS, provider_tags
 from clcg_pipeline.orchestration._model_calls import OFFLINE
 from clcg_pipeline.orchestration._versions import code_versions
 from clcg_pipeline.partitions import MODEL_CALLS, STREAM_TOKEN, response_key
-from clcg_pipeline_tests.conftest import add_fake_model
+from clcg_pipeline_tests.conftest import add_fake_model, partition_call_rows
 
 pytestmark = pytest.mark.slow
 
 KEY_ENV = "CLCG_STREAM_FAKE_KEY"
 LANGUAGES = ("en", "pt")
 _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-
-
-def _calls(data: Path) -> pd.DataFrame:
-    return pd.concat(
-        pd.read_parquet(p)
-        for table in ("calls", "task_calls")
-        for p in (data / table).rglob("*.parquet")
-        if "fake-gpt" in str(p)
-    )
 
 
 def _stream(instance: dg.DagsterInstance, model: str) -> dg.AssetMaterialization:
@@ -54,6 +45,19 @@ def _materialize_inputs(defs: dg.Definitions, instance: dg.DagsterInstance) -> N
     assert inputs.execute_in_process(instance=instance, run_config=_QUIET).success
 
 
+@contextmanager
+def _hosted_study(
+    config_dir: Path, edit_yaml: Callable, data: Path
+) -> Iterator[tuple[FakeServer, dg.DagsterInstance, dg.Definitions]]:
+    """The fake hosted model added, on a fresh instance with the stream's inputs materialized."""
+    with FakeServer(Faults(latency_s=0.01)) as server, dg.instance_for_test() as instance:
+        add_fake_model(config_dir, edit_yaml, server.url, KEY_ENV, concurrency=8, timeout_s=10)
+        defs = build_definitions(config_dir, data)
+        sync_model_partitions(instance, load_config(config_dir))
+        _materialize_inputs(defs, instance)
+        yield server, instance, defs
+
+
 @pytest.fixture
 def two_languages(demo_config_dir: Path, edit_yaml: Callable) -> Path:
     edit_yaml(
@@ -70,12 +74,7 @@ def test_the_stream_sends_every_call_and_the_partitions_record_them_as_theirs(
     without any tag of `clcg run`. The runs send nothing; their calls tables say they paid."""
     monkeypatch.setenv(KEY_ENV, "fake-stream-not-real")
     data = tmp_path / "data"
-    with FakeServer(Faults(latency_s=0.01)) as server, dg.instance_for_test() as instance:
-        add_fake_model(two_languages, edit_yaml, server.url, KEY_ENV, concurrency=8, timeout_s=10)
-        defs = build_definitions(two_languages, data)
-        sync_model_partitions(instance, load_config(two_languages))
-        _materialize_inputs(defs, instance)
-
+    with _hosted_study(two_languages, edit_yaml, data) as (server, instance, defs):
         streams = defs.resolve_job_def("model_calls_job")
         # A budget of 0 for the stream's run: nothing is sent, and the stream says so.
         no_spend = {**_QUIET, "ops": {MODEL_CALLS: {"config": {"budget_usd": 0.0}}}}
@@ -107,7 +106,7 @@ def test_the_stream_sends_every_call_and_the_partitions_record_them_as_theirs(
             assert run.success
             first_runs[iso] = run.run_id
         assert dict(server.state.requests) == sent, "a partition's run called the model again"
-        tables = _calls(data)
+        tables = partition_call_rows(data)
         paid = tables[~tables["cached"].astype(bool)]
         # Every call of the stream is recorded as paid exactly once, by the partition it was sent for.
         assert sorted(paid["call_id"]) == sorted(sent)
@@ -118,7 +117,7 @@ def test_the_stream_sends_every_call_and_the_partitions_record_them_as_theirs(
         key = str(response_key("en", "fake-gpt"))
         assert responses.execute_in_process(instance=instance, partition_key=key, run_config=_QUIET).success
         assert dict(server.state.requests) == sent
-        again = _calls(data)
+        again = partition_call_rows(data)
         kept = again[~again["cached"].astype(bool)]
         assert sorted(kept["call_id"]) == sorted(paid["call_id"])
         assert set(kept["paid_run"]) == set(paid["paid_run"])
@@ -191,11 +190,7 @@ def test_what_a_stream_paid_before_it_died_is_recorded_by_the_partitions(
 
     monkeypatch.setattr(_model_calls, "send_calls_ahead", then_die)
     data = tmp_path / "data"
-    with FakeServer(Faults(latency_s=0.01)) as server, dg.instance_for_test() as instance:
-        add_fake_model(two_languages, edit_yaml, server.url, KEY_ENV, concurrency=8, timeout_s=10)
-        defs = build_definitions(two_languages, data)
-        sync_model_partitions(instance, load_config(two_languages))
-        _materialize_inputs(defs, instance)
+    with _hosted_study(two_languages, edit_yaml, data) as (server, instance, defs):
         died = defs.resolve_job_def("model_calls_job").execute_in_process(
             instance=instance, partition_key="fake-gpt", run_config=_QUIET, raise_on_error=False
         )
@@ -209,5 +204,5 @@ def test_what_a_stream_paid_before_it_died_is_recorded_by_the_partitions(
                 instance=instance, partition_key=key, run_config=_QUIET
             ).success
         assert dict(server.state.requests) == sent
-    tables = _calls(data)
+    tables = partition_call_rows(data)
     assert sorted(tables.loc[~tables["cached"].astype(bool), "call_id"]) == sorted(sent)
