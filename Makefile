@@ -69,11 +69,13 @@ dev: setup
 bench: setup
 	$(BIN)/python bench/run_all.py
 
-# Style, then the architecture: import-linter's contracts (pyproject.toml, drawn in
-# docs/ARCHITECTURE.md) over the package, and the same private-modules rule over bench/.
+# Style, types (mypy over the package, [tool.mypy] in pyproject.toml), then the architecture:
+# import-linter's contracts (pyproject.toml, drawn in docs/ARCHITECTURE.md) over the package, and
+# the same private-modules rule over bench/.
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m lint.bench_imports
 

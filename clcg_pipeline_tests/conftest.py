@@ -243,6 +243,8 @@ def s3_env(s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
         "HOME": str(tmp_path / "home"),
+        # One host: file locks may coordinate its s3:// cache (calls._coord.check_coordination).
+        "CLCG_ALLOW_LOCAL_COORD": "1",
     }
     (tmp_path / "home").mkdir()
     for name, value in env.items():

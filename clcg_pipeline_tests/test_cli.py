@@ -45,7 +45,7 @@ def test_bad_config_is_one_clear_line(config_dir: Path, tmp_path: Path) -> None:
         env=env,
         cwd=tmp_path,
     )
-    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert unknown.returncode == 2 and unknown.stdout == ""  # a usage error
     assert unknown.stderr.startswith("error: --models: unknown nope")
 
 
@@ -270,7 +270,7 @@ def test_errors_name_the_problem_not_the_class() -> None:
 def test_unknown_model_in_plan_is_one_line(config_dir: Path, tmp_path: Path, capsys) -> None:
     from clcg_pipeline.cli import main
 
-    assert main(["plan", "--config", str(config_dir), "--data", str(tmp_path), "--models", "nope"]) == 1
+    assert main(["plan", "--config", str(config_dir), "--data", str(tmp_path), "--models", "nope"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith("error: --models: unknown nope")
 

@@ -75,5 +75,30 @@ def test_plan_power_from_the_scores_at_hand(demo_config_dir: Path, tmp_path: Pat
     assert plan["status"] == "ok" and plan["pilot_articles"] == 12 and plan["articles_needed"] >= 2
     assert main(base) == 2  # --power needs --effect
     assert "--effect" in capsys.readouterr().err
-    assert main([*base, "--effect", "0.02", "--compare-models", "lexical-reader,nope"]) == 1
-    assert "unknown model(s) nope" in capsys.readouterr().err
+    assert main([*base, "--effect", "0.02", "--compare-models", "lexical-reader,nope"]) == 2  # usage
+    assert "--compare-models: unknown nope" in capsys.readouterr().err
+
+
+def test_compare_two_scores_files_names_what_one_run_alone_has(
+    demo_config_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """Two scores files (the old command failed on them with a utf-8 decode error); run B adds a
+    model: said on its own line, and every row without an interval says why in the table."""
+    from clcg_pipeline.cli import main
+
+    scores = _band_scores(demo_config_dir, "lexical-reader", LANGUAGES)
+    both = pd.concat([scores, scores.assign(model="reader-2")], ignore_index=True)
+    paths = {"a": tmp_path / "a.parquet", "b": tmp_path / "b.parquet"}
+    scores.to_parquet(paths["a"])
+    both.to_parquet(paths["b"])
+    out = tmp_path / "compare.json"
+    args = ["compare", str(paths["a"]), str(paths["b"]), "--config", str(demo_config_dir), "--json", str(out)]
+    assert main(args) == 0, capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "only in run B: models reader-2" in captured.err and "only in run A: nothing" in captured.err
+    assert "p: paired rows: two-sided bootstrap p" in captured.err
+    rows = json.loads(out.read_text())["rows"]
+    new = next(r for r in rows if r["estimand"] == "h1_micro_model" and r["group"] == "reader-2")
+    assert new["reason"] == "only in run B: model reader-2 is not in run A" and new["b_estimate"] is not None
+    assert all(r["reason"] for r in rows if r["difference_ci_low"] is None)
+    assert captured.out.count("none:") == sum(r["difference_ci_low"] is None for r in rows) > 0

@@ -62,9 +62,7 @@ def test_a_bad_number_is_one_argparse_line(
     with pytest.raises(SystemExit) as stopped:
         main([*argv, "--config", str(tmp_path / "no-config")])
     captured = capsys.readouterr()
-    line = assert_usage_error(
-        stopped.value.code, captured.out, captured.err, f"clcg {argv[0]}: error: ", tmp_path
-    )
+    line = assert_usage_error(stopped.value.code, captured.out, captured.err, "error: argument ", tmp_path)
     assert says in line and f"clcg {argv[0]} --help" in line
 
 
@@ -90,7 +88,7 @@ def test_the_reported_cases_as_typed(tmp_path: Path) -> None:
     env = _env(tmp_path)
     for option, value in (("--parallel", "0"), ("--budget", "-1")):
         ran = run_clcg("run", "--config", str(DEFAULT_CONFIG), option, value, env=env, cwd=tmp_path)
-        line = assert_usage_error(ran.returncode, ran.stdout, ran.stderr, "clcg run: error: ", tmp_path)
+        line = assert_usage_error(ran.returncode, ran.stdout, ran.stderr, "error: argument ", tmp_path)
         assert f"argument {option}" in line and repr(value) in line
 
 

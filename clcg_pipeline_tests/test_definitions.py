@@ -80,7 +80,7 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
             "validation",
             None,
             {"human_annotations", "annotation_sample", "predictions", "scores", "diagnostic_sample"}
-            | {"error_judgements"},
+            | {"error_judgements", "task_judgements"},  # issue 36: the granularity judges' error overlap
         ),
     ),
     "annotation_sample": (

@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.storage import query, read_frame
+from clcg_pipeline.orchestration import build_definitions
+from clcg_pipeline.resources import StudyResource
+from clcg_pipeline.storage import query, read_frame, run_named_query
 from clcg_pipeline_tests.conftest import run_clcg
 from clcg_pipeline_tests.demo_study import DemoStudy
 
@@ -153,3 +155,54 @@ def test_run_then_query(demo_study: DemoStudy, tmp_path: Path) -> None:
 
     # The second `clcg run`, with nothing changed, called nothing.
     assert "0 new model calls" in demo_study.second.stdout
+
+
+def test_judge_error_overlap_on_the_demo(finished_study: dict) -> None:
+    """Issue 36: the judges' error overlap is in study_results.json, the report and a named query,
+    its 6 demo articles (< study.min_articles) give no interval, and the offline judges are marked."""
+    data: Path = finished_study["data_dir"]
+    block = json.loads((data / "study_results.json").read_text(encoding="utf-8"))["human_validation"]
+    pairs, effective = block["judge_error_correlation"], block["judge_effective_number"]
+    assert {r["family"] for r in pairs} == {"error_taxonomy", "granularity"}
+    assert {r["by"] for r in effective} == {"all", "language", "script"}
+    for record in (*pairs, *effective):
+        assert record["rule_based"] is True and record["ci_low"] is None and record["identifiable"] is False
+    pooled = next(r for r in effective if r["by"] == "all" and r["family"] == "error_taxonomy")
+    assert pooled["reason"] == "too few articles: 6 < study.min_articles = 10" and pooled["k"] == 2
+    assert any("rule-based offline judges (simulated" in c for c in block["caveats"])
+    report = (data / "report.html").read_text(encoding="utf-8")
+    assert "Judge error overlap" in report and "rule-based offline stand-ins, simulated; not LLMs" in report
+    named = run_named_query(data / "clcg.duckdb", "judge_error_overlap", {}, data_dir=data)
+    assert len(named) == len(pairs) + len(effective) and named["rule_based_judges"].all()
+    assert named["ci_low"].isna().all()
+
+
+def test_the_daemon_has_nothing_to_do_after_clcg_run(finished_study: dict) -> None:
+    """Issue 32: `make dev` after `make run` showed model_calls as never materialized, and its
+    daemon launched the stream and the annotation import again (two runs, 27 files rewritten,
+    nothing changed). Every tick the daemon would make first, on the instance `clcg run` left:
+    the automation conditions and each sensor with a fresh cursor request nothing."""
+    study: DemoStudy = finished_study["study"]
+    defs = build_definitions(study.config_dir, study.data_dir)
+    resources = {"study": StudyResource(config_dir=str(study.config_dir), data_dir=str(study.data_dir))}
+    with dg.DagsterInstance.from_config(str(study.home)) as instance:
+        graph = defs.resolve_asset_graph()
+        never = [
+            key.to_user_string()
+            for key in graph.materializable_asset_keys
+            if instance.get_latest_materialization_event(key) is None
+        ]
+        assert never == []
+        stream = instance.get_latest_materialization_event(dg.AssetKey("model_calls"))
+        assert stream is not None and stream.asset_materialization is not None
+        recorded = {name: entry.value for name, entry in stream.asset_materialization.metadata.items()}
+        assert recorded["launched_by"] == "clcg run" and recorded["streamed"] is False  # offline
+        ticks = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        requested = {r.key.to_user_string(): ticks.get_num_requested(r.key) for r in ticks.results}
+        assert ticks.total_requested == 0, {key: n for key, n in requested.items() if n}
+        for sensor in defs.sensors or ():
+            if isinstance(sensor, dg.AutomationConditionSensorDefinition):
+                continue  # evaluated above
+            context = dg.build_sensor_context(instance=instance, resources=resources)
+            tick = defs.resolve_sensor_def(sensor.name).evaluate_tick(context)
+            assert not tick.run_requests, (sensor.name, tick.run_requests)

@@ -10,6 +10,7 @@ replicates at once.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,12 +62,19 @@ class ClusterTable:
 
 
 def cluster_table(
-    frame: pd.DataFrame, cell_cols: list[str], *, value_col: str = "y", cluster_col: str = "doc_id"
+    frame: pd.DataFrame,
+    cell_cols: list[str],
+    *,
+    value_col: str = "y",
+    cluster_col: str = "doc_id",
+    presorted: bool = False,
 ) -> ClusterTable:
     """Reduce rows to per-article sums and counts for every combination of ``cell_cols``.
 
     Rows are sorted by (cell, value) before summing so that floating-point sums are
     independent of input row order (bit-for-bit reproducible from any file layout).
+    ``presorted``: the rows already come in an order fixed by their content (the suite's
+    canonical order, or any subset of it), so they are summed in that order without the sort.
     """
     if frame.empty:
         cells = pd.DataFrame({c: pd.Series([], dtype=object) for c in cell_cols})
@@ -82,8 +90,12 @@ def cluster_table(
     n_a, n_c = len(articles), len(cell_index)
     flat = art_codes.astype(np.int64) * n_c + cell_codes
     values = frame[value_col].to_numpy(dtype=np.float64)
-    order = np.lexsort((values, flat))
-    flat, values = flat[order], values[order]
+    # bincount adds each bin's rows in input order; visiting the rows by ascending value makes
+    # every bin's sum the sum of its values in ascending order (the (cell, value) sort's order),
+    # at the cost of one sort of the values. Equal values are interchangeable, so no stable sort.
+    if not presorted:
+        order = np.argsort(values)
+        flat, values = flat[order], values[order]
     sums = np.bincount(flat, weights=values, minlength=n_a * n_c).reshape(n_a, n_c)
     counts = np.bincount(flat, minlength=n_a * n_c).reshape(n_a, n_c).astype(np.float64)
     return ClusterTable(np.asarray(articles, dtype=object), cell_index.reset_index(drop=True), sums, counts)
@@ -105,6 +117,8 @@ def sorted_factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     dictionaries is order of appearance; sorting the strings makes codes independent of how
     the column was stored.
     """
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return _sorted_categorical(series)
     codes, uniques = pd.factorize(series)
     uniq = np.asarray(uniques, dtype=object)
     order = np.argsort(uniq.astype(str), kind="stable")
@@ -112,6 +126,26 @@ def sorted_factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     rank[order] = np.arange(len(order))
     codes = np.asarray(codes, dtype=np.int64)
     return np.where(codes >= 0, rank[np.maximum(codes, 0)], -1), uniq[order]
+
+
+def _sorted_categorical(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sorted_factorize` of a categorical from its codes: no hashing of every row.
+
+    The categories present (a count per category) sorted by their string form; a category
+    without rows is left out, as factorizing the values leaves it out.
+    """
+    codes = series.cat.codes.to_numpy()
+    categories = np.asarray(series.cat.categories, dtype=object)
+    missing = codes < 0
+    has_missing = bool(missing.any())
+    present = np.flatnonzero(
+        np.bincount(codes[~missing] if has_missing else codes, minlength=len(categories))
+    )
+    uniq = categories[present]
+    order = np.argsort(uniq.astype(str), kind="stable")
+    rank = np.full(len(categories) + 1, -1, dtype=np.int64)  # the last slot: a missing value
+    rank[present[order]] = np.arange(len(order))
+    return rank[np.where(missing, len(categories), codes) if has_missing else codes], uniq[order]
 
 
 def _factorize_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
@@ -124,13 +158,28 @@ def _factorize_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, p
     combined = np.zeros(len(frame), dtype=np.int64)
     for (codes, _), size in zip(per_col, sizes, strict=True):
         combined = combined * size + codes
-    used, cell_codes = np.unique(combined, return_inverse=True)
+    used, cell_codes = dense_unique(combined, math.prod(sizes))
     parts: dict[str, np.ndarray] = {}
     rest = used.copy()
     for col, (_, uniques), size in reversed(list(zip(cols, per_col, sizes, strict=True))):
         parts[col] = np.asarray(uniques, dtype=object)[rest % size]
         rest = rest // size
     return cell_codes.astype(np.int64), pd.DataFrame({c: parts[c] for c in cols})
+
+
+def dense_unique(codes: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` for codes in ``range(space)``.
+
+    When the code space is small (the cells of a table: models x languages x a few levels) the
+    used codes are found by one counting pass instead of a sort of every row.
+    """
+    if space > max(4 * len(codes), 1 << 20):
+        used, inverse = np.unique(codes, return_inverse=True)
+        return used, inverse.ravel()
+    present = np.bincount(codes, minlength=space) > 0
+    used = np.flatnonzero(present)
+    rank = np.cumsum(present) - 1
+    return used, rank[codes]
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,12 @@ class SuiteContext:
         n: int | None = None,
         n_articles: int | None = None,
         p: float | None = None,
-        sided: str = "one-sided",
+        sided: str | None = "one-sided",
     ) -> dict[str, Any]:
-        """One bootstrapped estimand from a point-first vector, with its counts and caveats."""
+        """One bootstrapped estimand from a point-first vector, with its counts and caveats.
+
+        ``sided=None``: p is not a bootstrap p (see :meth:`qualify`).
+        """
         low, high = percentile_ci(vec[1:], self.confidence)
         out: dict[str, Any] = {"estimate": finite(vec[0]), "ci_low": finite(low), "ci_high": finite(high)}
         if p is not None:
@@ -143,7 +146,10 @@ class SuiteContext:
         )
 
     def panel(self, rows: pd.DataFrame, cell_cols: list[str]) -> tuple[GapPanel, np.ndarray]:
-        return build_panel(rows, self.roles, cell_cols=cell_cols, replicates=self.replicates, seed=self.seed)
+        """The panel of suite rows: always in the suite's canonical order (``cluster_table``'s presorted)."""
+        return build_panel(
+            rows, self.roles, cell_cols=cell_cols, replicates=self.replicates, seed=self.seed, presorted=True
+        )
 
 
 def class_map(ctx: SuiteContext, sensitivity: bool) -> dict[int, list[str]]:

@@ -108,13 +108,14 @@ def build_panel(
     replicates: int,
     seed: int,
     weights: np.ndarray | None = None,
+    presorted: bool = False,
 ) -> tuple[GapPanel, np.ndarray]:
     """Aggregate ``rows`` (with ``y``) per article x cell and bootstrap over its articles.
 
     Returns the panel and the article ids it resampled (sorted). ``weights`` may be passed to
     reuse a multiplicity matrix drawn for the same article list.
     """
-    table = cluster_table(rows, cell_cols)
+    table = cluster_table(rows, cell_cols, presorted=presorted)
     if weights is None:
         weights = draw_multiplicities(len(table.articles), replicates, seed)
     return GapPanel(replicate(table, weights), roles, table.counts), table.articles

@@ -50,8 +50,12 @@ def h1_core(
     seed: int | None = None,
     rule: Rule = "A",
     rows: pd.DataFrame | None = None,
+    presorted: bool = False,
 ) -> H1Core:
-    """Compute the H1 family; ``rows`` may pass already-prepared band rows (with ``y``)."""
+    """Compute the H1 family; ``rows`` may pass already-prepared band rows (with ``y``).
+
+    ``presorted``: ``rows`` are in the suite's canonical order (see ``cluster_table``).
+    """
     b = int(replicates if replicates is not None else study.bootstrap_replicates)
     s = int(seed if seed is not None else study.seed)
     conf = study.confidence
@@ -59,8 +63,12 @@ def h1_core(
     if rows is None:
         rows = band_rows(scores, study, rule)
     panel_langs = [roles.reference, roles.baseline, *roles.targets]
-    rows = rows.loc[rows["language"].isin(panel_langs).to_numpy()]
-    panel, articles = build_panel(rows, roles, cell_cols=["model", "language"], replicates=b, seed=s)
+    in_panel = rows["language"].isin(panel_langs).to_numpy()
+    if not in_panel.all():  # the suite passes panel rows only: no copy of them then
+        rows = rows.loc[in_panel]
+    panel, articles = build_panel(
+        rows, roles, cell_cols=["model", "language"], replicates=b, seed=s, presorted=presorted
+    )
 
     vectors: dict[str, np.ndarray] = {}
     vectors["h1_micro"] = panel.micro()

@@ -7,6 +7,7 @@ counts process start in its time budget; the full suite imports scipy/statsmodel
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,13 @@ def read_scores(
         if hasattr(column.type, "value_type"):
             column = column.cast(column.type.value_type)
         table = table.filter(pc.is_in(column, value_set=_array(allowed)))
-    frame = table.to_pandas()
+    # self_destruct frees each Arrow column as it is converted: the frame and the whole table
+    # are never both held (the read's peak memory, which grows with every model of the panel).
+    frame = table.to_pandas(split_blocks=True, self_destruct=True)
+    del table
+    # Arrow's allocator keeps the freed decode buffers; hand them back before the suite's
+    # NumPy arrays are allocated beside them (about half the read's memory otherwise stays held).
+    pa.default_memory_pool().release_unused()
     _check_rows(frame, path, metrics[0])
     return frame
 
@@ -68,7 +75,8 @@ def _check_rows(frame: pd.DataFrame, path: str, metric: str) -> None:
     """
     if frame.empty:
         return
-    bad_status = ~frame["status"].astype(str).isin(_STATUSES).to_numpy()
+    # isin on the column itself (its categories, for Arrow dictionaries): no string per row.
+    bad_status = ~frame["status"].isin(_STATUSES).to_numpy()
     if bad_status.any():
         first = int(bad_status.argmax())
         raise ValueError(
@@ -76,16 +84,17 @@ def _check_rows(frame: pd.DataFrame, path: str, metric: str) -> None:
             f"not one of {list(_STATUSES)} ({int(bad_status.sum())} such rows)"
         )
     values = frame[metric].to_numpy(dtype=np.float64, na_value=np.nan)
-    field = np.full(len(frame), metric, dtype=object)
-    if metric != "accuracy" and "accuracy" in frame.columns:
+    by_accuracy = metric != "accuracy" and "accuracy" in frame.columns
+    if by_accuracy:
         is_l0 = (frame["level"] == "L0").to_numpy()
         values = np.where(is_l0, frame["accuracy"].to_numpy(dtype=np.float64, na_value=np.nan), values)
-        field[is_l0] = "accuracy"
     unscored = (frame["status"] == "ok").to_numpy() & ~np.isfinite(values)
     if unscored.any():
         first = int(unscored.argmax())
+        # The field named only for the reported row: no per-row array of field names.
+        field = "accuracy" if by_accuracy and is_l0[first] else metric
         raise ValueError(
-            f"{path}: record {_record(frame, first)}: field {field[first]!r} is missing or not a number "
+            f"{path}: record {_record(frame, first)}: field {field!r} is missing or not a number "
             f"on a row with status 'ok' ({int(unscored.sum())} such rows)"
         )
 
@@ -161,7 +170,8 @@ def _estimate(
     articles_path: str | None,
     fertility_path: str | None = None,
     replication_path: str | None = None,
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
+    """The H1 family's dict or, with ``full``, the suite's ``study_results.json`` document."""
     study = config.study
     if not full:
         band = study.band
@@ -174,23 +184,22 @@ def _estimate(
                 "level": list(band.levels),
             },
         )
-        result = estimate_h1(scores, config.languages, study, replicates=replicates, seed=seed)
-        result["settings"]["config_hash"] = config.config_hash
-        result["settings"]["scores_path"] = str(scores_path)
-    else:
-        from clcg_pipeline.analysis._suite import run_suite
+        h1 = estimate_h1(scores, config.languages, study, replicates=replicates, seed=seed)
+        h1["settings"]["config_hash"] = config.config_hash
+        h1["settings"]["scores_path"] = str(scores_path)
+        return h1
+    from clcg_pipeline.analysis._suite import suite_owning
 
-        scores = read_scores(scores_path)
-        articles = read_articles(articles_path) if articles_path else None
-        fertility = pq.read_table(fertility_path).to_pandas() if fertility_path else None
-        replication = read_scores(replication_path) if replication_path else None
-        result = run_suite(
-            scores,
-            config,
-            articles=articles,
-            fertility=fertility,
-            replication_scores=replication,
-            replicates=replicates,
-            seed=seed,
-        ).results
-    return result
+    articles = read_articles(articles_path) if articles_path else None
+    fertility = pq.read_table(fertility_path).to_pandas() if fertility_path else None
+    replication = read_scores(replication_path) if replication_path else None
+    # Handed over in a list, so the suite can free the raw frame once it has its own copy.
+    return suite_owning(
+        [read_scores(scores_path)],
+        config,
+        articles=articles,
+        fertility=fertility,
+        replication_scores=replication,
+        replicates=replicates,
+        seed=seed,
+    ).results

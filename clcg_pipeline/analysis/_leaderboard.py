@@ -36,6 +36,12 @@ LEADERBOARD_COLUMNS: list[str] = [
 ]
 
 
+def _mapping_at(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``parent[key]`` when it is a mapping, else an empty one (an older or partial document)."""
+    value = parent.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def _interval(prefix: str, block: object) -> dict[str, float | None]:
     entry = block if isinstance(block, Mapping) else {}
     return {
@@ -47,7 +53,7 @@ def _interval(prefix: str, block: object) -> dict[str, float | None]:
 
 def _row(model: str, gaps: Mapping[str, Any], block: Mapping[str, Any]) -> dict[str, Any]:
     """One model's row; a missing piece (an older document) stays empty, never invented."""
-    micro = gaps.get("h1_micro") if isinstance(gaps.get("h1_micro"), Mapping) else {}
+    micro = _mapping_at(gaps, "h1_micro")
     ranks = block.get("ranks", {}).get(model, {})
     english = block.get("english_score", {}).get(model, {})
     row: dict[str, Any] = {"model": model}
@@ -70,10 +76,8 @@ def leaderboard(results: Mapping[str, Any]) -> pd.DataFrame:
     Reads ``h1.by_model`` and ``model_contrasts``; a results document without models gives
     an empty frame with the columns.
     """
-    h1 = results.get("h1") if isinstance(results.get("h1"), Mapping) else {}
-    by_model = h1.get("by_model") if isinstance(h1.get("by_model"), Mapping) else {}
-    raw_block = results.get("model_contrasts")
-    block: Mapping[str, Any] = raw_block if isinstance(raw_block, Mapping) else {}
+    by_model = _mapping_at(_mapping_at(results, "h1"), "by_model")
+    block = _mapping_at(results, "model_contrasts")
     rows = [
         _row(str(model), gaps if isinstance(gaps, Mapping) else {}, block) for model, gaps in by_model.items()
     ]
@@ -99,7 +103,7 @@ def write_leaderboard(results: Mapping[str, Any], folder: str | os.PathLike[str]
     text = io.StringIO()
     frame.to_csv(text, index=False, lineterminator="\n")
     write_bytes_atomic(csv_path, text.getvalue().encode("utf-8"))
-    block = results.get("model_contrasts") if isinstance(results.get("model_contrasts"), Mapping) else {}
+    block = _mapping_at(results, "model_contrasts")
     document = {
         "columns": LEADERBOARD_COLUMNS,
         "status": block.get("status", "no model_contrasts block in the results"),

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from clcg_pipeline.analysis._prepare import as_str
+
 AGGREGATION = "cell means per article x model x condition (unweighted)"
 RANDOM = "crossed intercepts: article (doc_id), model"
 
@@ -251,8 +253,8 @@ def mixed_h1(rows: pd.DataFrame, reference: str, targets: list[str], confidence:
         rows["language"].isin([reference, *targets]).to_numpy(), ["doc_id", "model", "language", "y"]
     ]
     sub = sub.assign(
-        doc_id=sub["doc_id"].astype(str),
-        model=sub["model"].astype(str),
+        doc_id=as_str(sub["doc_id"]),
+        model=as_str(sub["model"]),
         english=(sub["language"] == reference).astype(int).to_numpy(),
     )
     cells = cell_means(sub, ["doc_id", "model", "english"])
@@ -265,8 +267,8 @@ def mixed_h2(rows: pd.DataFrame, reference: str, targets: list[str], confidence:
         rows["language"].isin([reference, *targets]).to_numpy(), ["doc_id", "model", "language", "memo", "y"]
     ]
     sub = sub.assign(
-        doc_id=sub["doc_id"].astype(str),
-        model=sub["model"].astype(str),
+        doc_id=as_str(sub["doc_id"]),
+        model=as_str(sub["model"]),
         english=(sub["language"] == reference).astype(int).to_numpy(),
         memorizable=(sub["memo"] == "memorizable").astype(int).to_numpy(),
     )

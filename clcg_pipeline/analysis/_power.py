@@ -6,6 +6,11 @@ scores at hand. Its standard error scales as one over the square root of the art
 which gives the articles needed in closed form; resampling that many articles from the pilot
 (the effect put in place of the pilot's estimate) then checks the power the formula promised.
 No library does power from a cluster bootstrap of a ratio-of-sums estimand, so it is here.
+
+Two rules keep the plan one the pipeline will analyse: a difference between two models is planned
+on the (language, article, item) units both models answered, as the model contrast pairs them;
+and no plan recommends fewer articles than ``study.min_articles``, below which every interval is
+withheld (the plan says when that minimum, not the power, sets the number).
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from clcg_pipeline.analysis._bootstrap import cluster_table, draw_multiplicities
 from clcg_pipeline.analysis._gaps import GapPanel
 from clcg_pipeline.analysis._h1 import band_rows, roles_of
 from clcg_pipeline.config import ProjectConfig
+
+#: What the model contrast pairs two models on (its units).
+UNIT_COLUMNS = ["language", "doc_id", "item_id"]
 
 Sided = Literal["one-sided", "two-sided"]
 
@@ -95,11 +103,9 @@ def _critical(question: PowerQuestion) -> float:
 def power_from_pilot(scores: pd.DataFrame, config: ProjectConfig, question: PowerQuestion) -> dict[str, Any]:
     """Articles needed for ``question`` from the pilot ``scores``, with the resampled check."""
     rows = band_rows(scores, config.study, "A")
+    common: int | None = None
     if question.models is not None:
-        missing = [m for m in question.models if m not in set(rows["model"].astype(str))]
-        if missing:
-            raise ValueError(f"no primary-band scores for model(s) {missing}: cannot plan their difference")
-        rows = rows[rows["model"].astype(str).isin(question.models)]
+        rows, common = _common_units(rows, question.models, config)
     table = cluster_table(rows, ["model", "language"])
     n_pilot = len(table.articles)
     base: dict[str, Any] = {
@@ -110,6 +116,8 @@ def power_from_pilot(scores: pd.DataFrame, config: ProjectConfig, question: Powe
         "power": question.power,
         "sided": question.sided,
         "pilot_articles": n_pilot,
+        "pilot_common_items": common,
+        "min_articles": config.study.min_articles,
     }
     if n_pilot < 2:
         return {**base, "status": f"not identifiable: {n_pilot} pilot article(s); resampling needs 2 or more"}
@@ -125,7 +133,9 @@ def power_from_pilot(scores: pd.DataFrame, config: ProjectConfig, question: Powe
     from scipy import stats
 
     z = _critical(question) + float(stats.norm.ppf(question.power))
-    needed = max(2, math.ceil(n_pilot * (z * se / question.effect) ** 2))
+    for_power = max(2, math.ceil(n_pilot * (z * se / question.effect) ** 2))
+    # Fewer articles than the analysis needs would be a study whose intervals are all withheld.
+    needed = max(for_power, config.study.min_articles)
     caveat = (
         f"the pilot has {n_pilot} articles (< study.min_articles = {config.study.min_articles}): "
         "its standard error, and so the articles needed, are themselves rough"
@@ -139,8 +149,45 @@ def power_from_pilot(scores: pd.DataFrame, config: ProjectConfig, question: Powe
         "pilot_estimate": float(vector[0]),
         "pilot_se": se,
         "articles_needed": needed,
+        "articles_for_power": for_power,
+        "minimum_binds": needed > for_power,
+        "note": _minimum_note(config.study.min_articles, for_power),
         "simulated_power": _simulated_power(table, config, question, needed, float(vector[0])),
         "method": f"article-cluster bootstrap SE ({len(replicates)} replicates) scaled by "
         f"sqrt(pilot articles / articles); checked by resampling {needed} articles "
         f"{question.simulations} times with the effect in place of the pilot estimate",
     }
+
+
+def _minimum_note(minimum: int, for_power: int) -> str | None:
+    """Say that ``study.min_articles``, not the power asked for, sets the articles needed."""
+    if for_power >= minimum:
+        return None
+    return (
+        f"study.min_articles = {minimum} binds: the power asked for needs only {for_power} articles, "
+        f"but below {minimum} articles the analysis withholds every interval; plan {minimum}"
+    )
+
+
+def _common_units(
+    rows: pd.DataFrame, models: tuple[str, str], config: ProjectConfig
+) -> tuple[pd.DataFrame, int]:
+    """The two models' panel rows on the (language, article, item) units both answered, and their count.
+
+    The model contrast compares two models on exactly these units (an item one model skipped or
+    never got enters neither side), so the difference is planned from the same pairing.
+    """
+    present = set(rows["model"].astype(str))
+    missing = [m for m in models if m not in present]
+    if missing:
+        raise ValueError(f"no primary-band scores for model(s) {missing}: cannot plan their difference")
+    roles = roles_of(config.languages)
+    panel = [roles.reference, roles.baseline, *roles.targets]
+    rows = rows[rows["model"].astype(str).isin(models) & rows["language"].isin(panel)]
+    answered_by = rows.groupby(UNIT_COLUMNS, observed=True, sort=False)["model"].transform("nunique")
+    paired = rows[(answered_by == 2).to_numpy()]
+    if paired.empty:
+        raise ValueError(
+            f"models {models[0]} and {models[1]} answered no item in common: no difference to plan"
+        )
+    return paired, len(paired[UNIT_COLUMNS].drop_duplicates())

@@ -49,7 +49,8 @@ def apply_rule(frame: pd.DataFrame, values: np.ndarray, rule: Rule) -> pd.DataFr
     else:
         raise ValueError(f"rule must be 'A' or 'B', got {rule!r}")
     keep = np.isfinite(y)
-    out = frame.loc[keep].copy()
+    # One copy of the rows (not a filtered copy and then its copy) when every row is kept.
+    out = frame.copy() if keep.all() else frame.loc[keep].copy()
     out["y"] = y[keep]
     return out
 
@@ -92,6 +93,20 @@ def analysis_rows(
         scores, levels=levels, item_source=item_source, context_scope=context_scope, languages=languages
     )
     return apply_rule(sub, score_values(sub, metric), rule)
+
+
+def as_str(series: pd.Series) -> pd.Series:
+    """``series.astype(str)``, with one ``str`` per distinct value rather than one per row.
+
+    A column of millions of rows has a few hundred distinct models, languages or articles;
+    converting each row (as ``astype(str)`` does, even on a categorical) dominated the sections.
+    Missing values fall back to ``astype(str)`` so they read exactly as it writes them.
+    """
+    codes, uniques = pd.factorize(series)
+    if (codes < 0).any():
+        return series.astype(str)
+    labels = np.array([str(u) for u in uniques], dtype=object)
+    return pd.Series(labels[codes], index=series.index, name=series.name, dtype=object)
 
 
 def check_columns(scores: pd.DataFrame, needed: Iterable[str], *, source: str = "scores") -> None:

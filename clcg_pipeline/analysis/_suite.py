@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -61,10 +61,37 @@ def run_suite(
     seed: int | None = None,
 ) -> StudyResults:
     """Run every estimator and test (docs/ESTIMANDS.md) on a ``scores`` frame."""
+    return suite_owning(
+        [scores],
+        config,
+        articles=articles,
+        fertility=fertility,
+        replication_scores=replication_scores,
+        replicates=replicates,
+        seed=seed,
+    )
+
+
+def suite_owning(
+    holder: list[pd.DataFrame],
+    config: ProjectConfig,
+    *,
+    articles: pd.DataFrame | None = None,
+    fertility: pd.DataFrame | None = None,
+    replication_scores: pd.DataFrame | None = None,
+    replicates: int | None = None,
+    seed: int | None = None,
+) -> StudyResults:
+    """:func:`run_suite` on the one frame in ``holder``, which it takes out of the list.
+
+    A caller that read the frame only for the suite (``estimate_file``) passes it this way,
+    so the raw frame is freed as soon as its canonically ordered copy exists: one copy of
+    every scored row less at the suite's peak.
+    """
     ctx = _suite_context(config, replicates, seed)
     timer = _Timer()
     with timer("prepare"):
-        rows = _prepare(ctx, scores)
+        rows = _prepare(ctx, holder)
     results = _sections(ctx, rows, timer, articles, fertility, replication_scores)
     with_data, without_data = language_coverage(config, rows.scores)
     results["settings"] = suite_settings(ctx, rows.scores, rows.band_a, with_data, without_data)
@@ -78,8 +105,10 @@ def run_suite(
     metric = config.study.band.metric
     results["definitions"] = definitions_for(list(estimates["estimand"]), metric)
     results["estimands"] = _estimand_index(estimates, metric)
-    results = {"settings": results.pop("settings"), **results}
-    return StudyResults(results=results, estimates=estimates, timings=timer.seconds)
+    # cast: the sections are filled in key by key under the document's own key names; mypy
+    # cannot check a dict built that way against the TypedDict.
+    document = cast(StudyResultsDocument, {"settings": results.pop("settings"), **results})
+    return StudyResults(results=document, estimates=estimates, timings=timer.seconds)
 
 
 class _Timer:
@@ -117,15 +146,30 @@ def _suite_context(config: ProjectConfig, replicates: int | None, seed: int | No
     )
 
 
-def _prepare(ctx: SuiteContext, scores: pd.DataFrame) -> _Rows:
-    """Panel languages only, in canonical row order, with rule A applied and the band selected."""
+def _prepare(ctx: SuiteContext, holder: list[pd.DataFrame]) -> _Rows:
+    """Panel languages only, in canonical row order, with rule A applied and the band selected.
+
+    The frame is taken out of ``holder``, so this is its last reference once reordered.
+    """
     band = ctx.config.study.band
-    scores = usable(scores, band.metric)
+    scores = usable(holder.pop(), band.metric)
     panel_langs = [ctx.roles.reference, ctx.roles.baseline, *ctx.roles.targets]
-    scores = _canonical_order(scores.loc[scores["language"].isin(panel_langs).to_numpy()], band.metric)
-    rows_a = apply_rule(scores, score_values(scores, band.metric), "A")
+    in_panel = scores["language"].isin(panel_langs).to_numpy()
+    # The usual file holds panel languages only: no filtered copy of every row then.
+    scores = _canonical_order(scores if in_panel.all() else scores.loc[in_panel], band.metric)
+    values = score_values(scores, band.metric)
     band_sel = {"levels": band.levels, "item_source": band.item_source, "context_scope": band.context_scope}
-    return _Rows(scores, rows_a, select_rows(rows_a, **band_sel), select_rows(scores, **band_sel))
+    band_raw = select_rows(scores, **band_sel)
+    y = np.where((scores["status"] != "ok").to_numpy(), 0.0, values)  # rule A (apply_rule)
+    if not np.isfinite(y).all():  # rule A drops rows (an ok row without a score): its own copies
+        rows_a = apply_rule(scores, values, "A")
+        return _Rows(scores, rows_a, select_rows(rows_a, **band_sel), band_raw)
+    # Every row kept: the rule-A frames share the columns of the frames they extend (the suite
+    # never writes into a frame) instead of copying every scored row twice more.
+    rows_a, band_a = scores.copy(deep=False), band_raw.copy(deep=False)
+    rows_a["y"] = y
+    band_a["y"] = y[scores.index.get_indexer(band_raw.index)]
+    return _Rows(scores, rows_a, band_a, band_raw)
 
 
 def _sections(
@@ -142,7 +186,13 @@ def _sections(
     results: dict[str, Any] = {}
     with timed("h1"):
         core = h1_core(
-            rows.scores, config.languages, study, replicates=ctx.replicates, seed=ctx.seed, rows=band_a
+            rows.scores,
+            config.languages,
+            study,
+            replicates=ctx.replicates,
+            seed=ctx.seed,
+            rows=band_a,
+            presorted=True,
         )
         results["h1"] = core.result
         p_h1 = sec_h1.h1_estimates(ctx, core)
@@ -319,18 +369,47 @@ def _canonical_order(scores: pd.DataFrame, metric: str) -> pd.DataFrame:
         sorted_factorize(scores[c])[0] for c in ("model", "language", "doc_id", "item_id", "context_scope")
     ]
     keys.append(sorted_factorize(scores["status"])[0])
-    reps, rep_codes = np.unique(scores["rep"].to_numpy(), return_inverse=True)
-    keys.append(rep_codes.astype(np.int64))
+    reps, rep_codes = _sorted_codes(scores["rep"].to_numpy())
+    keys.append(rep_codes)
     sizes = [int(k.max()) + 1 for k in keys[:-1]] + [len(reps)]
     values = scores[metric].to_numpy(dtype=np.float64, na_value=np.nan)
     if math.prod(sizes) < 2**62:
         combined = np.zeros(len(scores), dtype=np.int64)
         for k, size in zip(keys, sizes, strict=True):
             combined = combined * size + k
-        order = np.lexsort((values, combined))
+        order = _key_order(combined, values)
     else:  # too many distinct keys to fold into one integer
         order = np.lexsort([values, *keys[::-1]])
-    return scores.iloc[order].reset_index(drop=True)
+    if (order == np.arange(len(order))).all():
+        return scores.reset_index(drop=True)
+    # A new index on the reordered frame, not reset_index: that would copy every column again.
+    out = scores.iloc[order]
+    out.index = pd.RangeIndex(len(out))
+    return out
+
+
+def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` by hashing: a few distinct values, many rows."""
+    codes, uniques = pd.factorize(values)
+    if (codes < 0).any():  # a missing value: np.unique's own placement of NaN
+        reps, inverse = np.unique(values, return_inverse=True)
+        return reps, inverse.ravel().astype(np.int64)
+    order = np.argsort(uniques, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return np.asarray(uniques)[order], rank[codes]
+
+
+def _key_order(combined: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.lexsort((values, combined))``: by key, then by value among rows sharing a key.
+
+    Keys are nearly always unique (one row per model, language, item, scope and repetition);
+    then one unstable sort of the keys gives the same permutation, several times faster.
+    """
+    order = np.argsort(combined)
+    if len(order) < 2 or (np.diff(combined[order]) > 0).all():
+        return order
+    return np.lexsort((values, combined))
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:

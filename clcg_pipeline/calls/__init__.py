@@ -11,11 +11,16 @@ from clcg_pipeline.calls._batch import BATCH_PROVIDERS, run_batch
 from clcg_pipeline.calls._budget import Budget, Grant, run_budget
 from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.calls._coord import (
+    ALLOW_LOCAL_ENV,
     COORD_URL_ENV,
+    COORDINATION_TAG,
     WAIT,
     CallClaims,
+    CoordinationRefused,
     SharedSlots,
     SpendLedger,
+    check_coordination,
+    coordination_tags,
 )
 from clcg_pipeline.calls._coord_postgres import PgCallClaims, PgSharedSlots, PgSpendLedger, settings_from_url
 from clcg_pipeline.calls._credentials import MissingCredentialsError, check_credentials
@@ -57,9 +62,11 @@ from clcg_pipeline.calls._runner import CallSession, ProviderConfigError, arun_r
 from clcg_pipeline.calls._tokens import TOKENIZER, count_tokens, estimate_input_tokens, estimate_output_tokens
 
 __all__ = [
+    "ALLOW_LOCAL_ENV",
     "BATCH_PROVIDERS",
     "CALLS_AHEAD_TAG",
     "CALL_COLUMNS",
+    "COORDINATION_TAG",
     "COORD_URL_ENV",
     "NOT_STATED",
     "OPTIONS_HINT",
@@ -80,6 +87,7 @@ __all__ = [
     "CallResult",
     "CallSession",
     "ChatRequest",
+    "CoordinationRefused",
     "Grant",
     "JudgeTemplate",
     "MissingCredentialsError",
@@ -96,8 +104,10 @@ __all__ = [
     "bind",
     "call_origin",
     "call_row",
+    "check_coordination",
     "check_credentials",
     "content_words",
+    "coordination_tags",
     "cost_usd",
     "count_tokens",
     "estimate_input_tokens",

@@ -18,19 +18,28 @@ give them with one interface (docs/DEPLOY.md, section 3):
    dagster.postgres.yaml does): the same database, its ``{env: ...}`` settings resolved;
 4. file locks under ``<cache>/_coord`` (a folder of this host for an ``s3://`` cache).
 
-Every :class:`Coordinator` logs the choice (never the password).
+Every :class:`Coordinator` logs the choice (never the password); ``clcg run`` says it once
+(:meth:`CoordBackend.line`) and every run carries it as the ``clcg/coordination`` tag.
+
+File locks cannot coordinate hosts that share an ``s3://`` cache, nor a host with the runs of
+a PostgreSQL instance: :func:`check_coordination` refuses such a cache before any call (a
+PostgreSQL-coordinated run marks its cache, ``_meta/coordination.json``), unless
+``CLCG_ALLOW_LOCAL_COORD=1`` accepts the risk of paying for a call twice.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
+from upath import UPath
 
 from clcg_pipeline.calls._coord_files import (
     COORD_ENV,
@@ -51,6 +60,8 @@ from clcg_pipeline.calls._coord_postgres import (
 )
 
 __all__ = [
+    "ALLOW_LOCAL_ENV",
+    "COORDINATION_TAG",
     "COORD_ENV",
     "COORD_URL_ENV",
     "WAIT",
@@ -58,13 +69,16 @@ __all__ = [
     "Claim",
     "Claims",
     "CoordBackend",
+    "CoordinationRefused",
     "Coordinator",
     "Ledger",
     "SharedSlots",
     "Slots",
     "SpendLedger",
+    "check_coordination",
     "coord_backend",
     "coord_root",
+    "coordination_tags",
     "open_ledger",
 ]
 
@@ -72,6 +86,16 @@ log = logging.getLogger(__name__)
 
 COORD_URL_ENV = "CLCG_COORD_URL"
 FILES = "files"  # CLCG_COORD_URL=files: file locks even when dagster.yaml uses PostgreSQL
+# Opting in to file locks on a shared cache (s3://, or one a PostgreSQL-coordinated run wrote).
+ALLOW_LOCAL_ENV = "CLCG_ALLOW_LOCAL_COORD"
+COORDINATION_TAG = "clcg/coordination"  # the run tag: "postgresql" or "files"
+MARKER = "_meta/coordination.json"  # in the cache (beside its side records): by PostgreSQL runs
+_MARKED: set[str] = set()  # caches this process has marked (one write each)
+_MARK_LOCK = threading.Lock()
+
+
+class CoordinationRefused(RuntimeError):
+    """The cache is shared, but this process would coordinate through local file locks."""
 
 
 class Claims(Protocol):
@@ -117,6 +141,79 @@ class CoordBackend:
         if self.pg is not None:
             return f"PostgreSQL {self.pg.describe()} for cache {self.scope} ({self.reason})"
         return f"file locks in {self.root} ({self.reason})"
+
+    @property
+    def kind(self) -> str:
+        """``postgresql`` or ``files``: the value of the ``clcg/coordination`` run tag."""
+        return "postgresql" if self.pg is not None else FILES
+
+    def line(self) -> str:
+        """The one line a run says about how it coordinates."""
+        if self.pg is not None:
+            return f"coordination: the PostgreSQL instance {self.pg.describe()} (from {self.reason})"
+        return f"coordination: local file locks in {self.root} ({self.reason}; one host only)"
+
+
+def _remote(cache_dir: str) -> bool:
+    return "://" in cache_dir and not cache_dir.startswith("file://")
+
+
+def _marker_of(cache_dir: str) -> dict[str, Any] | None:
+    """The cache's coordination marker, if a PostgreSQL-coordinated run wrote one."""
+    path = UPath(cache_dir) / MARKER
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CoordinationRefused(f"{path}: unreadable coordination marker ({exc})") from None
+    return found if isinstance(found, dict) else None
+
+
+def _mark(backend: CoordBackend) -> None:
+    """Say in the cache that its runs coordinate through PostgreSQL (once per process and cache)."""
+    assert backend.pg is not None
+    with _MARK_LOCK:
+        if backend.scope in _MARKED:
+            return
+        path = UPath(backend.cache_dir) / MARKER
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            marker = {"coordination": "postgresql", "database": backend.pg.describe()}
+            path.write_text(json.dumps(marker), encoding="utf-8")
+        _MARKED.add(backend.scope)
+
+
+def _shared(backend: CoordBackend) -> str | None:
+    """Why file locks cannot coordinate this cache's runs, or None when they can."""
+    if _remote(backend.cache_dir):
+        return f"the call cache {backend.cache_dir} is shared (a remote URL)"
+    marker = _marker_of(backend.cache_dir)
+    if marker is not None and marker.get("coordination") == "postgresql":
+        database = marker.get("database", "a PostgreSQL instance")
+        return f"the call cache {backend.cache_dir} was written by runs coordinated through {database}"
+    return None
+
+
+def check_coordination(cache_dir: str) -> CoordBackend:
+    """The backend for a cache, refusing file locks on a shared cache unless opted in.
+
+    A PostgreSQL backend marks the cache, so a later host with file locks is refused too.
+    """
+    backend = coord_backend(cache_dir)
+    if backend.pg is not None:
+        _mark(backend)
+        return backend
+    why = _shared(backend)
+    if why is not None and os.environ.get(ALLOW_LOCAL_ENV, "") not in ("1", "true", "yes"):
+        raise CoordinationRefused(
+            f"{why}, but this host coordinates through local file locks ({backend.reason}), so "
+            "two hosts could pay for one call twice: give every host the shared PostgreSQL "
+            "instance (DAGSTER_HOME holding dagster.postgres.yaml as dagster.yaml, or "
+            f"{COORD_URL_ENV}=postgresql://...), or set {ALLOW_LOCAL_ENV}=1 if only this host "
+            "uses it (docs/DEPLOY.md)"
+        )
+    return backend
 
 
 def _resolve(value: Any, path: Path, where: str) -> str:
@@ -179,6 +276,12 @@ def coord_backend(cache_dir: str) -> CoordBackend:
     return CoordBackend(cache_dir, coord_root(cache_dir), None, "default")
 
 
+def coordination_tags(cache_dir: str = "") -> dict[str, str]:
+    """``{clcg/coordination: postgresql | files}``: how this host's runs coordinate (the
+    environment and ``DAGSTER_HOME`` decide; the cache only moves the folder of the locks)."""
+    return {COORDINATION_TAG: coord_backend(cache_dir).kind}
+
+
 def open_ledger(cache_dir: str) -> Ledger | None:
     """The study's spend ledger for a cache, in the backend :func:`coord_backend` chooses."""
     backend = coord_backend(cache_dir)
@@ -191,7 +294,7 @@ class Coordinator:
     """Claims, shared slots and the spend ledger of one cache, or a no-op when unavailable."""
 
     def __init__(self, cache_dir: str, *, model_key: str, concurrency: int) -> None:
-        self.backend = coord_backend(cache_dir)
+        self.backend = check_coordination(cache_dir)  # refused here, before any call
         self.root = self.backend.root
         self.claims: Claims | None = None
         self.slots: Slots | None = None
@@ -205,7 +308,7 @@ class Coordinator:
             return
         if self.root is None:
             return
-        if "://" in cache_dir and not cache_dir.startswith("file://") and not os.environ.get(COORD_ENV):
+        if _remote(cache_dir) and not os.environ.get(COORD_ENV):
             log.info(
                 "cache %s is remote: runs are coordinated on this host only (in %s); set %s to a "
                 "folder every host shares, or %s to a PostgreSQL database, to coordinate several hosts",

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from clcg_pipeline.calls._cache import CallCache
-from clcg_pipeline.calls._coord import SpendLedger
+from clcg_pipeline.calls._coord import Ledger
 
 Settle = tuple[str | None, float, str, str]  # SpendLedger.settle_many: reservation id, usd, model, call id
 _Record = tuple[str, dict[str, Any] | None, Settle | None, asyncio.Future[None]]
@@ -21,7 +21,7 @@ class Persister:
     released only once its own batch is written, so nothing is reported done before it is on disk.
     """
 
-    def __init__(self, cache: CallCache, ledger: SpendLedger | None) -> None:
+    def __init__(self, cache: CallCache, ledger: Ledger | None) -> None:
         self.cache = cache
         self.ledger = ledger
         self._pending: list[_Record] = []

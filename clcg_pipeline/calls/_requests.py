@@ -11,10 +11,10 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from clcg_pipeline.config import ConditionSettings, ModelSpec
+from clcg_pipeline.config import ConditionSettings, ContextScope, ModelSpec
 
 # The responses' prompt versions: the offline reader routes these prompt families to itself.
-PROMPT_VERSIONS: dict[str, str] = {
+PROMPT_VERSIONS: dict[ContextScope, str] = {
     "full_body": "full_body-v1",
     "closed_book": "closed_book-v1",
     "item_grounded": "item_grounded-v1",

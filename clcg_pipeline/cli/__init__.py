@@ -15,10 +15,19 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, overload
 
 from clcg_pipeline.cli._annotations import add_annotation_parsers
-from clcg_pipeline.cli._common import UsageError, check_selection, console, csv, dirs, say
+from clcg_pipeline.cli._common import (
+    UsageError,
+    check_selection,
+    console,
+    csv,
+    dirs,
+    error_line,
+    say,
+    say_error,
+)
 from clcg_pipeline.cli._compare import add_compare_parser, add_power_options, cmd_compare, cmd_plan_power
 from clcg_pipeline.cli._release import add_release_parsers
 from clcg_pipeline.cli._run import UP_TO_DATE, check_data_folder, cmd_run
@@ -36,16 +45,47 @@ __all__ = [
     "cmd_query",
     "cmd_report",
     "cmd_run",
+    "error_line",
     "error_message",
     "main",
 ]
 
 
+# RST/Markdown backticks (``clcg``, `clcg run`) in docstrings and help strings; --help shows plain text.
+_BACKTICKS = re.compile(r"`+([^`]*)`+")
+
+
+class _PlainFormatter(argparse.HelpFormatter):
+    """argparse's help with the backticks of our docstrings and help strings taken out."""
+
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(_BACKTICKS.sub(r"\1", text))
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return _BACKTICKS.sub(r"\1", super()._expand_help(action))
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse's errors as one line (its default adds the whole usage above it)."""
+    """argparse's errors as the one ``error:`` line of every other error (its default adds the
+    whole usage above it, and the prefix ``clcg run: error:``); subcommand parsers are made of
+    this class too, so every subcommand's help is plain."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _PlainFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, error_line(f"{message} (see {self.prog} --help)") + "\n")
+
+
+def _version() -> str:
+    """The installed package's version, from its metadata (the one pyproject.toml gives)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("clcg-pipeline")
+    except PackageNotFoundError:  # imported from a checkout that was never installed
+        return "unknown (not installed)"
 
 
 def _at_least(kind: type[int] | type[float], least: int, what: str) -> Callable[[str], int | float]:
@@ -83,10 +123,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     if args.power:
+        _check_power_models(args)
         return cmd_plan_power(args)
 
     from clcg_pipeline.config import load_config
-    from clcg_pipeline.orchestration import plan_granularity, plan_study
+    from clcg_pipeline.orchestration import plan_granularity, plan_spent, plan_study
 
     config_dir, data_dir = dirs(args)
     config = load_config(config_dir)
@@ -99,7 +140,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
         console.print(plan_tables(tasks, "Planned granularity task calls (nothing has been called)"))
     for note in notes:
         console.print(Text(f"note: {note}"))
+    # The actual beside the estimate: what the calls tables record as paid (the call_spend view).
+    spent = plan_spent(data_dir=data_dir, models=csv(args.models))
+    if len(spent):
+        console.print(Text("Already paid (clcg query --named call_costs has the detail)", style="bold"))
+        console.print(frame_table(spent))
     return 0
+
+
+def _check_power_models(args: argparse.Namespace) -> None:
+    """An unknown id in ``--compare-models`` is a usage error, as in ``--models``."""
+    from clcg_pipeline.config import load_config
+
+    models = csv(args.compare_models)
+    if models:
+        config_dir, _ = dirs(args)
+        check_selection("--compare-models", models, [m.id for m in load_config(config_dir).models.evaluated])
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -151,24 +207,29 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             "fertility_path": _local_file(args.fertility, work / "fertility.parquet"),
             "replication_path": _local_file(args.replication, work / "replication.parquet"),
         }
-        if scores.is_dir():
-            scores_file = _data_folder_scores(scores, config, work, extra, full=args.full)
-        else:
-            scores_file = _local_file(args.scores, work / "scores.parquet")
         out = UPath(args.out)
         local_out = str(Path(out.path)) if is_local(out) else str(work / "out.json")
-        result = estimate_file(
-            str(scores_file),
-            local_out,
-            config,
-            replicates=args.replicates,
-            seed=args.seed,
-            full=args.full,
-            **extra,
-        )
-        # Name what the user gave, not the temporary copy the estimators read.
-        if isinstance(result.get("settings"), dict) and "scores_path" in result["settings"]:
-            result["settings"]["scores_path"] = str(args.scores)
+        if scores.is_dir() and args.full:
+            # The study's own document, every section, from the folder (results.derive_study_results).
+            result = _derived_from_folder(scores, config, args, extra)
+        else:
+            scores_file: Path | str
+            if scores.is_dir():
+                scores_file = _data_folder_scores(scores, config, work)
+            else:
+                scores_file = _local_file(args.scores, work / "scores.parquet")
+            result = estimate_file(
+                str(scores_file),
+                local_out,
+                config,
+                replicates=args.replicates,
+                seed=args.seed,
+                full=args.full,
+                **extra,
+            )
+            # Name what the user gave, not the temporary copy the estimators read.
+            if isinstance(result.get("settings"), dict) and "scores_path" in result["settings"]:
+                result["settings"]["scores_path"] = str(args.scores)
         payload = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
         write_bytes_atomic(out if not is_local(out) else Path(local_out), payload.encode("utf-8"))
     h1 = result.get("h1", result)
@@ -187,6 +248,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+@overload
+def _local_file(location: str, copy: Path) -> str: ...
+@overload
+def _local_file(location: str | None, copy: Path) -> str | None: ...
 def _local_file(location: str | None, copy: Path) -> str | None:
     """A local path for a Parquet file given as a path or URL (remote files are copied to ``copy``)."""
     from upath import UPath
@@ -206,21 +271,65 @@ def _local_file(location: str | None, copy: Path) -> str | None:
     return str(copy)
 
 
-def _data_folder_scores(
-    folder: Any, config: Any, work: Path, extra: dict[str, str | None], *, full: bool
-) -> Path:
-    """Every scores partition of a data folder, filtered as the ``analysis`` asset does.
+def _data_root(folder: Any) -> Any:
+    """The data folder itself, given as itself or as its scores/ subfolder."""
+    from clcg_pipeline.storage import stored_tables
+
+    return folder.parent if folder.name == "scores" and "scores" not in stored_tables(folder) else folder
+
+
+def _derived_from_folder(
+    folder: Any, config: Any, args: argparse.Namespace, extra: dict[str, str | None]
+) -> dict[str, Any]:
+    """study_results.json re-derived from a data folder, as the ``analysis`` asset writes it (run
+    metadata aside): the panel's reasons, the versions left out, the drill-down and the studies.
+
+    ``--replicates``/``--seed``/``--replication`` stand in for study.yaml's settings, for every
+    section; ``--articles``/``--fertility`` for the folder's tables of the same name."""
+    from clcg_pipeline.results import as_written, derive_study_results, sections_from_documents
+
+    study = {
+        "bootstrap_replicates": args.replicates,
+        "seed": args.seed,
+        "replication_scores": extra["replication_path"],
+    }
+    changed = {key: value for key, value in study.items() if value is not None}
+    if changed:
+        config = config.model_copy(update={"study": config.study.model_copy(update=changed)})
+    given = {"articles": ("doc_id", "published"), "fertility": ("language", "fertility")}
+    tables = {
+        name: _parquet_columns(extra[f"{name}_path"], columns, f"--{name}")
+        for name, columns in given.items()
+        if extra[f"{name}_path"]
+    }
+    root = _data_root(folder)
+    for key, reason in sections_from_documents(str(root)).items():
+        say(f"note: {key}: taken from the released document: {reason}")
+    derived = derive_study_results(str(root), config, **tables)
+    return dict(as_written(derived.results))
+
+
+def _parquet_columns(path: Any, columns: Sequence[str], option: str) -> Any:
+    """``columns`` of a Parquet file, or an error naming the option, the file and what is missing."""
+    import pyarrow.parquet as pq
+
+    missing = [c for c in columns if c not in pq.read_schema(path).names]
+    if missing:
+        raise ValueError(f"{option} {path}: missing required column(s) {', '.join(missing)}")
+    return pq.read_table(path, columns=list(columns)).to_pandas()
+
+
+def _data_folder_scores(folder: Any, config: Any, work: Path) -> Path:
+    """Every scores partition of a data folder, filtered as the ``analysis`` asset does (for the
+    H1 family without ``--full``; with it, the folder's whole document is re-derived).
 
     Partitions of models or languages not in the config are left out, and so are the article x
-    language versions the corpus audit marks incomplete. With ``--full``, the folder's
-    reference-language articles and tokenizer fertility feed H2 and the nomological network
-    unless given explicitly.
+    language versions the corpus audit marks incomplete.
     """
     from clcg_pipeline.results import drop_incomplete_versions
-    from clcg_pipeline.storage import read_all_partitions, stored_tables
+    from clcg_pipeline.storage import read_all_partitions
 
-    # Accept the data folder itself or its scores/ subfolder.
-    root = folder.parent if folder.name == "scores" and "scores" not in stored_tables(folder) else folder
+    root = _data_root(folder)
     scores = read_all_partitions(root, "scores")
     if scores.empty:
         raise ValueError(
@@ -238,17 +347,6 @@ def _data_folder_scores(
         say(f"note: {len(excluded)} article x language version(s) below the completeness threshold left out")
     path = work / "scores.parquet"
     scores.to_parquet(path, index=False)
-    if full and extra["articles_path"] is None:
-        articles = read_all_partitions(root, "articles")
-        if not articles.empty:
-            reference = articles[articles["language"] == config.languages.reference]
-            extra["articles_path"] = str(work / "articles.parquet")
-            reference[["doc_id", "published"]].to_parquet(extra["articles_path"], index=False)
-    if full and extra["fertility_path"] is None:
-        fertility = read_all_partitions(root, "tokenizer_fertility_by_language")
-        if not fertility.empty:
-            extra["fertility_path"] = str(work / "fertility.parquet")
-            fertility.to_parquet(extra["fertility_path"], index=False)
     return path
 
 
@@ -261,11 +359,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     _, data_dir = dirs(args)
     results_path = UPath(data_dir) / "study_results.json"
     if not results_path.exists():
-        say(f"error: {results_path}: not found - run `clcg run` first")
+        say_error(f"{results_path}: not found - run `clcg run` first")
         return 1
     estimates_path = partition_dir(data_dir, "estimates", None) / "data.parquet"
     if not estimates_path.exists():
-        say(f"error: {estimates_path}: not found - run `clcg run` first")
+        say_error(f"{estimates_path}: not found - run `clcg run` first")
         return 1
     estimates = read_frame(estimates_path)
     out = UPath(args.out) if args.out else UPath(data_dir) / "report.html"
@@ -276,6 +374,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="clcg", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -414,6 +513,6 @@ def _fail(exc: Exception, args: argparse.Namespace) -> int:
 
     expected = (ConfigError, OSError, ValueError, RuntimeError)
     if isinstance(exc, expected) and not getattr(args, "debug", False):
-        say(f"error: {error_message(exc)}")
+        say_error(error_message(exc))
         return 2 if isinstance(exc, UsageError) else 1
     raise exc

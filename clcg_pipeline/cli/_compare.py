@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from clcg_pipeline.cli._common import UsageError, console, csv, dirs, say
 from clcg_pipeline.cli._tables import frame_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def cmd_plan_power(args: argparse.Namespace) -> int:
@@ -46,10 +50,26 @@ def cmd_plan_power(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interval_cells(table: pd.DataFrame) -> list[str]:
+    """B - A's interval, or why there is none (every missing interval says its reason)."""
+    return [
+        f"[{row['difference_ci_low']:.4f}, {row['difference_ci_high']:.4f}]"
+        if row["difference_ci_low"] is not None and row["difference_ci_high"] is not None
+        else f"none: {row['reason'] or 'not given'}"
+        for row in table.to_dict("records")
+    ]
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run B minus run A per estimand, paired on the items both answered; table, JSON, HTML."""
     from clcg_pipeline.config import load_config
-    from clcg_pipeline.results import compare_runs, load_run, write_comparison_html, write_comparison_json
+    from clcg_pipeline.results import (
+        compare_runs,
+        comparison_lines,
+        load_run,
+        write_comparison_html,
+        write_comparison_json,
+    )
 
     config_dir, _ = dirs(args)
     config = load_config(config_dir)
@@ -61,19 +81,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.html:
         write_comparison_html(table, info, args.html)
         say(f"comparison page written: {args.html}")
-    paired = (
-        f"H1 paired on {info['common_rows']:,} common rows of {info['common_articles']} articles"
-        if info.get("paired")
-        else "nothing paired (no common items, or a study_results.json given): every row is unpaired"
-    )
-    say(f"A: {a.label}\nB: {b.label}\n{paired}")
-    shown = table[["estimand", "group", "a_estimate", "b_estimate", "difference"]].assign(
-        interval=[
-            "" if lo != lo or lo is None else f"[{lo:.4f}, {hi:.4f}]"
-            for lo, hi in zip(table["difference_ci_low"], table["difference_ci_high"], strict=True)
-        ],
+    say("\n".join([f"A: {a.label}", f"B: {b.label}", *comparison_lines(info)]))
+    numbers = ["a_estimate", "b_estimate", "difference", "p"]
+    shown = table[["estimand", "group", *numbers[:3]]].assign(
+        interval=_interval_cells(table),
+        p=table["p"],
         pairing=table["pairing"],
+        source=table["source"],
     )
+    # Numbers as numbers (right-aligned; a missing one blank), whatever the table's dtype.
+    shown[numbers] = shown[numbers].astype(float)
     console.print(frame_table(shown))
     return 0
 
@@ -81,8 +98,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def add_compare_parser(sub: argparse._SubParsersAction, common: object) -> None:
     cmp = sub.add_parser("compare", help="two runs side by side: B - A per estimand, paired where it can")
     common(cmp)  # type: ignore[operator]
-    cmp.add_argument("run_a", help="run A: a data folder or its study_results.json")
-    cmp.add_argument("run_b", help="run B: a data folder or its study_results.json")
+    cmp.add_argument("run_a", help="run A: a data folder, a scores Parquet file or a study_results.json")
+    cmp.add_argument("run_b", help="run B: a data folder, a scores Parquet file or a study_results.json")
     cmp.add_argument("--json", help="also write the comparison as JSON to this file")
     cmp.add_argument("--html", help="also write it as one offline HTML page")
     cmp.set_defaults(func=cmd_compare)

@@ -9,7 +9,18 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clcg_pipeline.cli._common import UsageError, check_selection, console, csv, dirs
+from rich.markup import escape
+
+from clcg_pipeline.cli._common import (
+    UsageError,
+    check_config_in_reach,
+    check_selection,
+    console,
+    csv,
+    dirs,
+    outside_project,
+    say,
+)
 
 if TYPE_CHECKING:
     from clcg_pipeline.orchestration import RunSummary
@@ -22,6 +33,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from clcg_pipeline.config import load_config
 
     config_dir, data_dir = dirs(args)
+    check_config_in_reach(args, config_dir)
     check_data_folder(data_dir)
     # Bad config or an unknown model/language is reported before any progress bar is drawn.
     config = load_config(config_dir)
@@ -29,6 +41,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_selection("--languages", csv(args.languages), config.languages.isos)
     _check_languages_covered(config, csv(args.languages))
     _check_sources_exist(config, config_dir)
+    if outside_project(args):
+        _say_where(config_dir, data_dir)
     partitions = (
         None
         if args.force or args.regenerate_items
@@ -38,9 +52,34 @@ def cmd_run(args: argparse.Namespace) -> int:
         # The folder is as the last complete run for this request left it: no Dagster needed.
         console.print(UP_TO_DATE.format(partitions=partitions))
     else:
+        _say_coordination(data_dir)
         _print_run_summary(_run_with_progress(args, config_dir, data_dir))
     _print_study_results(data_dir)
     return 0
+
+
+def _say_coordination(data_dir: str) -> None:
+    """Say once how this run's calls coordinate; a shared cache with local file locks is a
+    usage error here, before any run or call (``calls.check_coordination``)."""
+    from upath import UPath
+
+    from clcg_pipeline.calls import CoordinationRefused, check_coordination
+
+    try:
+        backend = check_coordination(str(UPath(data_dir) / "cache" / "calls"))
+    except CoordinationRefused as exc:
+        raise UsageError(str(exc)) from None
+    console.print(backend.line(), markup=False, highlight=False, soft_wrap=True)
+
+
+def _say_where(config_dir: str, data_dir: str) -> None:
+    """Outside a project, name the config, data folder and Dagster instance the run will use."""
+    from clcg_pipeline.config import ensure_dagster_home
+
+    say(
+        f"note: no assets_config/ in {Path.cwd()} and no --config or $CLCG_CONFIG_DIR: using the "
+        f"config {config_dir}, the data folder {data_dir} and the Dagster instance {ensure_dagster_home()}"
+    )
 
 
 def _check_languages_covered(config: Any, languages: list[str] | None) -> None:
@@ -146,8 +185,8 @@ def _run_with_progress(args: argparse.Namespace, config_dir: str, data_dir: str)
 
 def _print_run_summary(summary: RunSummary) -> None:
     """What ran, what was up to date, the new calls and their cost, and budget stops."""
-    for line in summary.annotation_files:
-        console.print(f"annotation import: {line}", markup=False, highlight=False)
+    for note in summary.annotation_files:
+        console.print(f"annotation import: {note}", markup=False, highlight=False)
     if summary.annotation_files_refused:
         console.print(
             f"[yellow]{summary.annotation_files_refused} annotation file(s) not imported "
@@ -160,8 +199,10 @@ def _print_run_summary(summary: RunSummary) -> None:
         f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "
         f"{summary.new_calls} new model calls ({summary.response_calls} responses, "
         f"{summary.task_calls} granularity tasks, {summary.judge_calls} judges and writers) "
-        f"costing ${summary.new_cost_usd:.4f}"
+        f"costing ${summary.new_cost_usd:.4f} (paid by this run)"
     )
+    if total := summary.study_total_line():
+        console.print(total, markup=False, highlight=False)
     ahead = summary.calls_ahead
     if ahead is not None and ahead.sent:
         console.print(
@@ -171,11 +212,8 @@ def _print_run_summary(summary: RunSummary) -> None:
     if ahead is not None and ahead.refused:
         for model_id, reason in ahead.refused.items():
             console.print(f"[yellow]{model_id}: calls not sent ahead: {reason}[/yellow]")
-    if summary.budget_exhausted:
-        console.print(
-            "[yellow]budget reached: the calls and partitions past it were not run "
-            "(partial results kept; the next run resumes them)[/yellow]"
-        )
+    if line := summary.budget_line():
+        console.print(f"[yellow]{escape(line)}[/yellow]")
 
 
 def _print_study_results(data_dir: str) -> None:
@@ -190,7 +228,12 @@ def _print_study_results(data_dir: str) -> None:
     languages = results.get("languages")
     for line in new_model_lines(results):  # the model just added first: what its owner asks next
         console.print(line, highlight=False)
-    console.print(format_h1_table(results["h1"], languages, results=results))
+    table = format_h1_table(results["h1"], languages, results=results)
+    # The caption goes under the table as whole lines: inside it, it wrapped at the table's width.
+    caption, table.caption = table.caption, None
+    console.print(table)
+    if isinstance(caption, str):
+        console.print(caption, highlight=False)
     console.print(f"data:    {data_dir}")
     console.print(f"report:  {root / 'report.html'}")
     console.print(f"results: {root / 'study_results.json'}")

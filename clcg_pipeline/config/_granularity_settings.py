@@ -40,6 +40,11 @@ def _default_buckets() -> list[GranularityBucket]:
 ASSEMBLED_SOURCE = "assembled"
 
 
+def _both_contexts() -> list[Literal["full", "none"]]:
+    # A named factory, not a lambda: mypy infers a lambda's list as list[str] inside Field().
+    return ["full", "none"]
+
+
 class GranularitySettings(_Strict):
     """The granularity- and position-aware task family (docs/GRANULARITY.md)."""
 
@@ -79,7 +84,7 @@ class GranularitySettings(_Strict):
     seed: int = 42
     # Task inference and scoring (G2, granularity/_predict.py and _scoring.py).
     contexts: list[Literal["full", "none"]] = Field(
-        default_factory=lambda: ["full", "none"],
+        default_factory=_both_contexts,
         min_length=1,
         description="full = the document is given; none = the no-context ablation (document withheld).",
     )

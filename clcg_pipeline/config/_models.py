@@ -195,10 +195,15 @@ class ModelsConfig(_Strict):
         raise KeyError(f"model {model_id!r} is not in models.yaml")
 
 
+def _primary_levels() -> list[Level]:
+    # A named factory, not a lambda: mypy infers a lambda's list as list[str] inside Field().
+    return ["L3", "L4", "L5"]
+
+
 class Band(_Strict):
     """The primary analysis band (docs/ESTIMANDS.md)."""
 
-    levels: list[Level] = Field(default_factory=lambda: ["L3", "L4", "L5"])
+    levels: list[Level] = Field(default_factory=_primary_levels)
     item_source: str = "llm"
     context_scope: ContextScope = "full_body"
     metric: Literal["token_f1", "exact_match", "rouge_l", "accuracy"] = "token_f1"
@@ -272,6 +277,10 @@ class ErrorTaxonomySettings(_Strict):
     )
 
 
+def _quality_weights() -> dict[Literal["LOW", "MID", "HIGH"], float]:
+    return {"LOW": 0.4, "MID": 0.3, "HIGH": 0.3}
+
+
 class HumanValidationSettings(_Strict):
     """The human-validation study (docs/HUMAN_VALIDATION.md): sample, export, import, QC, agreement."""
 
@@ -302,7 +311,7 @@ class HumanValidationSettings(_Strict):
         default=(1 / 3, 2 / 3), description="Token-F1 cut points LOW|MID and MID|HIGH."
     )
     quality_weights: dict[Literal["LOW", "MID", "HIGH"], float] = Field(
-        default_factory=lambda: {"LOW": 0.4, "MID": 0.3, "HIGH": 0.3},
+        default_factory=_quality_weights,
         description="Share of each cell's quota drawn from each Token-F1 bin.",
     )
     items_per_form: int = Field(
@@ -367,7 +376,12 @@ class ReleaseSettings(_Strict):
         "only); leave out a column whose licence allows redistribution.",
     )
     quote_min_chars: int = Field(
-        default=20, ge=1, description="A redacted text this long is also hashed where other columns quote it."
+        default=20,
+        ge=1,
+        description=(
+            "A run of this many characters copied from a redacted text is replaced by a reference "
+            "(paragraph hash and offsets) wherever else it appears: tables and the study's documents."
+        ),
     )
     drop: list[str] = Field(
         default_factory=lambda: [
@@ -397,14 +411,16 @@ class ReleaseSettings(_Strict):
     citation: str | None = Field(default=None, description="How to cite the study; in the card.")
 
 
+def _default_conditions() -> dict[ContextScope, ConditionSettings]:
+    return {"full_body": ConditionSettings(temperature=0.2, seed=42)}
+
+
 class StudyConfig(_Strict):
     seed: int = 42
     bootstrap_replicates: int = Field(default=2000, ge=1)
     confidence: float = Field(default=0.95, gt=0, lt=1)
     band: Band = Band()
-    conditions: dict[ContextScope, ConditionSettings] = Field(
-        default_factory=lambda: {"full_body": ConditionSettings(temperature=0.2, seed=42)}
-    )
+    conditions: dict[ContextScope, ConditionSettings] = Field(default_factory=_default_conditions)
     repetitions: Repetitions = Repetitions()
     sampling: Sampling = Sampling()
     completeness_threshold: float = Field(default=0.9, ge=0, le=1)

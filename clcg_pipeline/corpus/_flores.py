@@ -281,13 +281,6 @@ def _plus_file(
 
 
 def _text(value: Any) -> str | None:
-    """A metadata cell as text (FLORES+ Parquet may hold numbers; None and NaN stay null)."""
-    if value is None or (isinstance(value, float) and value != value):
-        return None
-    return str(value)
-
-
-def _text(value: Any) -> str | None:
     """A metadata cell as text (FLORES+ Parquet may hold numbers); None and NaN stay null."""
     if value is None or (isinstance(value, float) and value != value):
         return None

@@ -7,6 +7,11 @@ and analysed by granularity, region and position across languages.
 """
 
 from clcg_pipeline.granularity._analysis import EXTRA_METRICS, POSITIONS, analyse_granularity
+from clcg_pipeline.granularity._analysis_inputs import (
+    GRANULARITY_TABLES,
+    current_rows,
+    granularity_from_tables,
+)
 from clcg_pipeline.granularity._documents import build_long_documents, split_sentences
 from clcg_pipeline.granularity._predict import partition_paragraphs, plan_task_calls, plan_tasks
 from clcg_pipeline.granularity._scoring import fill_subjects, rouge_l
@@ -14,13 +19,16 @@ from clcg_pipeline.granularity._tasks import WORD_QUESTION_TEMPLATE, BoundWriter
 
 __all__ = [
     "EXTRA_METRICS",
+    "GRANULARITY_TABLES",
     "POSITIONS",
     "WORD_QUESTION_TEMPLATE",
     "BoundWriter",
     "analyse_granularity",
     "build_long_documents",
     "build_tasks",
+    "current_rows",
     "fill_subjects",
+    "granularity_from_tables",
     "judge_writer",
     "partition_paragraphs",
     "plan_task_calls",

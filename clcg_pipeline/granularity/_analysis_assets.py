@@ -1,5 +1,6 @@
 """G3 Dagster wrapper: the granularity analysis over every stored task_scores partition (issue 11)."""
 
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -7,13 +8,13 @@ import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus.assets import checked_outputs
-from clcg_pipeline.granularity._analysis import analyse_granularity, human_fill_totals
+from clcg_pipeline.granularity._analysis_inputs import GRANULARITY_TABLES, granularity_from_tables
 from clcg_pipeline.granularity._asset_parts import GROUP
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import read_all_partitions
 
 
-def granularity_results_check(doc: dict[str, Any]) -> dg.AssetCheckResult:
+def granularity_results_check(doc: Mapping[str, Any]) -> dg.AssetCheckResult:
     """WARN when the analysis is skipped or empty, or no interval could be given (too few documents)."""
     status = doc["status"]
     settings = doc.get("settings", {})
@@ -53,7 +54,7 @@ def granularity_results_check(doc: dict[str, Any]) -> dg.AssetCheckResult:
 DIMENSION_KEYS = ("length", "sentence_position", "roles")
 
 
-def exclusion_warnings(doc: dict[str, Any]) -> list[str]:
+def exclusion_warnings(doc: Mapping[str, Any]) -> list[str]:
     """One line per document and language that lost paragraphs to the alignment, and one per
     task x language x model whose rows had no reference (left out of the means, not zeros)."""
     lost: dict[tuple[str, str], list[str]] = {}
@@ -126,33 +127,11 @@ def _granularity_analysis_asset() -> dg.AssetsDefinition:
     ):
         """Accuracy/score by task x granularity x region x position x language x model, the paired
         cross-lingual gap, the position curve and the judges' agreement (docs/GRANULARITY.md)."""
-        cfg = study.load()
-        evaluated = [m.id for m in cfg.models.evaluated]
-
-        def stored(table: str, *, by_model: bool = True) -> pd.DataFrame:
-            frame = read_all_partitions(study.data_dir, table)
-            # Partitions of models or languages removed from the config stay on disk; leave them out.
-            if len(frame) and "language" in frame.columns:
-                keep = frame["language"].isin(cfg.languages.isos)
-                if by_model and "model" in frame.columns:
-                    keep &= frame["model"].isin(evaluated)
-                frame = frame[keep]
-            return frame.reset_index(drop=True)
-
-        # A judge call's ``model`` is the judge (not an evaluated model): filtered by language only.
-        calls = pd.concat(
-            [stored("task_calls"), stored("task_judge_calls", by_model=False)], ignore_index=True
-        )
-        result = analyse_granularity(
-            stored("task_scores"),
-            cfg,
-            documents=long_documents,
-            judgements=stored("task_judgements"),
-            calls=calls,
-            human=human_fill_totals(
-                read_all_partitions(study.data_dir, "human_annotations"),
-                read_all_partitions(study.data_dir, "annotation_sample"),
-            ),
+        # The same function re-derives the section from a data folder (results.derive_study_results).
+        result = granularity_from_tables(
+            study.load(),
+            long_documents,
+            {table: read_all_partitions(study.data_dir, table) for table in GRANULARITY_TABLES},
         )
         doc = result.results
         if doc["status"] != "ok":

@@ -79,9 +79,9 @@ def parse_cloze(text: str, n_blanks: int, options: Sequence[str]) -> list[tuple[
     letters: dict[int, Any] = {}
     if isinstance(value, dict):
         for key, letter in value.items():
-            number = re.search(r"\d+", str(key))
-            if number:
-                letters[int(number.group())] = letter
+            found = re.search(r"\d+", str(key))
+            if found:
+                letters[int(found.group())] = letter
     elif isinstance(value, list) and len(value) == n_blanks:
         letters = dict(enumerate(value, start=1))
     out: list[tuple[str | None, Status]] = []

@@ -110,7 +110,7 @@ def _where(row: Mapping[str, Any]) -> str:
 def _sentence_index(row: Mapping[str, Any], pid: str, english: Mapping[str, str]) -> int:
     """The blanked sentence's index in its paragraph: the task's ``sentence_index`` when the
     builder recorded it, else the gold sentence's place in the English paragraph."""
-    recorded = row.get("sentence_index")
+    recorded: Any = row.get("sentence_index")  # a table cell: None, NaN or a number
     if _present(recorded):
         return int(recorded)
     text = english.get(pid)
@@ -246,7 +246,7 @@ def _single(
     factor: float = 1.0,
 ) -> list[TaskSlot]:
     task, task_id = str(row["task"]), str(row["task_id"])
-    base_cap = row.get("max_output_tokens")
+    base_cap: Any = row.get("max_output_tokens")  # a table cell: None, NaN or a number
     scaled_cap = base_cap
     if task in _TEXT_TASKS and _present(base_cap):
         # Caps are set in English tokens; a reply written in this language takes ``factor`` times

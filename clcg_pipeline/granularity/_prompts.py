@@ -22,7 +22,7 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import pydantic
 
@@ -316,8 +316,11 @@ FILL_DIMENSIONS: tuple[str, ...] = (
 MAIN_CLASSES: tuple[str, ...] = ("M1", "M2", "M3")
 SECONDARY_TAGS: tuple[str, ...] = ("S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8")
 
-_Score = pydantic.conint(ge=0, le=20, strict=True)  # type: ignore[valid-type]
-_Quotes = pydantic.conlist(str, min_length=1, max_length=6)  # type: ignore[valid-type]
+# Constrained types as Annotated aliases (pydantic's recommended form; conint()/conlist() are
+# calls, which a type checker cannot read as a type).
+_Score = Annotated[int, pydantic.Field(ge=0, le=20, strict=True)]
+_Total = Annotated[int, pydantic.Field(ge=0, le=100, strict=True)]
+_Quotes = Annotated[list[str], pydantic.Field(min_length=1, max_length=6)]
 
 
 class FillJudgement(pydantic.BaseModel):
@@ -330,7 +333,7 @@ class FillJudgement(pydantic.BaseModel):
     entity_consistency: _Score
     instruction_following: _Score
     format_compliance: _Score
-    total: pydantic.conint(ge=0, le=100, strict=True)  # type: ignore[valid-type]
+    total: _Total
     evidence: _Quotes
     reasons: str
 

@@ -24,8 +24,8 @@ from clcg_pipeline.calls import (
     resolve_settings,
     run_requests,
 )
-from clcg_pipeline.config import ConditionSettings, ModelSpec
-from clcg_pipeline.inference._parse import parse_answers
+from clcg_pipeline.config import ConditionSettings, ContextScope, ModelSpec
+from clcg_pipeline.inference._parse import Status, parse_answers
 from clcg_pipeline.inference._prompts import Question, is_polar, render_request
 from clcg_pipeline.storage import TABLES
 
@@ -89,7 +89,7 @@ def _plan(
     paragraphs: pd.DataFrame,
     items: pd.DataFrame,
     reps: Mapping[str, int],
-    conditions: Mapping[str, ConditionSettings],
+    conditions: Mapping[ContextScope, ConditionSettings],
 ) -> list[_Slot]:
     _require(paragraphs, _PARAGRAPH_COLUMNS, "paragraphs")
     _require(items, _ITEM_COLUMNS, "items")
@@ -149,7 +149,7 @@ def _plan(
                         slots.append(_Slot(request, doc_id, scope, rep, (question.item_id,)))
                 else:
                     request = render_request(
-                        scope,  # type: ignore[arg-type]
+                        scope,
                         questions=questions,
                         paragraphs=passages[doc_id] if scope == "full_body" else (),
                         settings=settings,
@@ -176,7 +176,7 @@ def partition_requests(
     paragraphs: pd.DataFrame,
     items: pd.DataFrame,
     reps: Mapping[str, int],
-    conditions: Mapping[str, ConditionSettings],
+    conditions: Mapping[ContextScope, ConditionSettings],
 ) -> list[ChatRequest]:
     """Every request :func:`predict_partition` sends for these inputs, in order; calls nothing."""
     slots = _plan(
@@ -192,7 +192,7 @@ def plan_partition(
     paragraphs: pd.DataFrame,
     items: pd.DataFrame,
     reps: Mapping[str, int],
-    conditions: Mapping[str, ConditionSettings],
+    conditions: Mapping[ContextScope, ConditionSettings],
     cache_dir: str,
     planned: set[str] | None = None,
 ) -> pd.DataFrame:
@@ -272,6 +272,7 @@ def rows_from_results(
     calls: list[dict[str, Any]] = []
     for slot, result in zip(slots, results, strict=True):
         n = len(slot.item_ids)
+        parsed: list[tuple[str | None, Status]]
         if result.outcome == "refused":
             parsed = [(None, "unparseable")] * n
         elif result.outcome in ("ok", "truncated"):
@@ -316,7 +317,7 @@ def predict_partition(
     paragraphs: pd.DataFrame,
     items: pd.DataFrame,
     reps: Mapping[str, int],
-    conditions: Mapping[str, ConditionSettings],
+    conditions: Mapping[ContextScope, ConditionSettings],
     options: CallOptions,
 ) -> InferenceResult:
     """Answer every item of every planned article x repetition x condition for one language.

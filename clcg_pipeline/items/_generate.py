@@ -41,12 +41,16 @@ PROVENANCE_COLUMNS = [
 
 
 class _Result(Protocol):
-    """What :func:`parse_generated` reads from a ``CallResult``."""
+    """What :func:`parse_generated` reads from a ``CallResult`` (read-only: it is frozen)."""
 
-    call_id: str
-    text: str | None
-    outcome: str
-    error: str | None
+    @property
+    def call_id(self) -> str: ...
+    @property
+    def text(self) -> str | None: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

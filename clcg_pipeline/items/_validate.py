@@ -69,7 +69,7 @@ def _check(
     generated = _is_blank(source) or source == "llm"
     # Human and benchmark items are the source's own: they keep their level label and may be
     # unanswerable (null gold, counted then dropped at scoring), so only structure is checked.
-    required = ("item_id", "doc_id", "level", "question", "answer_format")
+    required: tuple[str, ...] = ("item_id", "doc_id", "level", "question", "answer_format")
     if generated or not _is_false(item.get("gold_answerable")):
         required = (*required, "gold_answer")
     for name in required:

@@ -8,7 +8,7 @@ from clcg_pipeline.orchestration._definitions import build_definitions
 from clcg_pipeline.orchestration._launcher import PreloadedRunLauncher
 from clcg_pipeline.orchestration._local_daemon import PROJECT_ROOT, DaemonTimeout, LocalDaemon
 from clcg_pipeline.orchestration._partition_run import StudyRunError
-from clcg_pipeline.orchestration._plan import plan_granularity, plan_power, plan_study
+from clcg_pipeline.orchestration._plan import plan_granularity, plan_power, plan_spent, plan_study
 from clcg_pipeline.orchestration._study_run import DEFAULT_PARALLEL, covered_languages, run_study
 from clcg_pipeline.orchestration._summary import RunSummary
 
@@ -26,6 +26,7 @@ __all__ = [
     "covered_languages",
     "plan_granularity",
     "plan_power",
+    "plan_spent",
     "plan_study",
     "run_study",
 ]

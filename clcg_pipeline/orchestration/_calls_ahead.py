@@ -176,8 +176,9 @@ class _Sender:
         except ProviderConfigError as exc:
             self.summary.refused[model_id] = str(exc)
             log.warning("calls ahead stopped for %s: %s", model_id, exc)
-            for iso in isos if self.answered_partition else ():
-                self.answered_partition(model_id, iso)  # their runs meet the same error and report it
+            if self.answered_partition is not None:
+                for iso in isos:
+                    self.answered_partition(model_id, iso)  # their runs meet the same error and report it
         finally:
             for task in in_flight:
                 task.cancel()

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from dagster import DagsterRun, MultiPartitionKey, QueuedRunCoordinator, SubmitRunContext
 
-from clcg_pipeline.calls import PROVIDER_TAG
+from clcg_pipeline.calls import COORDINATION_TAG, PROVIDER_TAG, coordination_tags
 from clcg_pipeline.config import default_config_dir, load_config
 from clcg_pipeline.orchestration._dagster_internals import PARTITION_NAME_TAG
 from clcg_pipeline.orchestration._jobs import provider_tags
@@ -44,6 +44,16 @@ class ProviderTaggingRunCoordinator(QueuedRunCoordinator):
             if tags:
                 self._instance.add_run_tags(run.run_id, tags)
                 context = context._replace(dagster_run=run.with_tags({**run.tags, **tags}))
+        run = context.dagster_run
+        if COORDINATION_TAG not in run.tags:
+            try:
+                coordination = coordination_tags()  # how this host's runs coordinate their calls
+            except ValueError as error:  # a bad dagster.yaml fails the run's calls, with its message
+                _log.warning(f"run {run.run_id}: no {COORDINATION_TAG} tag added ({error})")
+                coordination = {}
+            if coordination:
+                self._instance.add_run_tags(run.run_id, coordination)
+                context = context._replace(dagster_run=run.with_tags({**run.tags, **coordination}))
         return super().submit_run(context)
 
 

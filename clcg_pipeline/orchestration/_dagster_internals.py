@@ -9,9 +9,6 @@ somewhere down the line. What has a public name (``dagster.QueuedRunCoordinator`
 
 from __future__ import annotations
 
-# The tag every materialization's code version is stored under: freshness compares it.
-from dagster._core.definitions.data_version import CODE_VERSION_TAG
-
 # The UI lists runs by their code location's origin; ``execute_in_process`` records none, so
 # ``clcg run`` builds the origin of workspace.yaml's location (``_jobs.runs_under_code_location``).
 from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
@@ -21,17 +18,17 @@ from dagster._core.definitions.repository_definition.valid_definitions import SI
 from dagster._core.launcher import LaunchRunContext, RunLauncher
 from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
 
-# A run's partition tag: runs tagged only per dimension get it (the run coordinator).
-from dagster._core.storage.tags import PARTITION_NAME_TAG
-
-# ``clcg run`` mints the run id before ``execute_in_process`` so it can watch the run's steps.
-from dagster._core.utils import make_new_run_id
-
 # What the launcher hands a forked run worker: the arguments of ``dagster api execute_run``.
 from dagster._grpc.types import ExecuteRunArgs
 
 # Instance components (the run launcher) are configurable classes.
 from dagster._serdes import ConfigurableClass, ConfigurableClassData
+
+# Tags that Dagster stores on runs and materializations: stored data, shown in the UI and set by
+# users (``dagster job launch --tags``), so spelled here rather than imported from a private
+# module; ``test_dagster_internals.py`` pins them to Dagster's own constants.
+CODE_VERSION_TAG = "dagster/code_version"  # a materialization's code version: freshness compares it
+PARTITION_NAME_TAG = "dagster/partition"  # runs tagged only per dimension get it (the run coordinator)
 
 # What a run worker imports besides the project: the run entry point, the instance's SQL
 # storage (SQLAlchemy, Alembic) and the code-pointer loading machinery. The launcher's fork
@@ -71,5 +68,4 @@ __all__ = [
     "RemoteRepositoryOrigin",
     "RunLauncher",
     "execute_run",
-    "make_new_run_id",
 ]

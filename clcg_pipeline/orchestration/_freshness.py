@@ -221,7 +221,7 @@ class Freshness:
         materialization = record.asset_materialization if record else None
         if record is None or materialization is None:
             return False
-        if materialization.tags.get(CODE_VERSION_TAG) != version_for(asset, self.versions):
+        if (materialization.tags or {}).get(CODE_VERSION_TAG) != version_for(asset, self.versions):
             return False
         path = self._path(record)
         if path is None or not UPath(path).exists():

@@ -17,12 +17,14 @@ inside their own runs.
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import dagster as dg
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.orchestration._calls_ahead import send_calls_ahead
+from clcg_pipeline.orchestration._dagster_internals import CODE_VERSION_TAG
 from clcg_pipeline.partitions import MODEL_CALLS, STREAM_TOKEN, model_partitions, response_key
 from clcg_pipeline.resources import StudyResource
 
@@ -42,6 +44,33 @@ def pending_languages(instance: dg.DagsterInstance, config: ProjectConfig, model
         for iso in study_coverage(config).covered
         if not all(str(response_key(iso, model_id)) in done for done in answered)
     ]
+
+
+def unstreamed_models(instance: dg.DagsterInstance, model_ids: list[str]) -> list[str]:
+    """The models of ``model_ids`` whose ``model_calls`` partition the instance has never recorded."""
+    recorded = instance.get_materialized_partitions(dg.AssetKey(MODEL_CALLS))
+    return [model_id for model_id in model_ids if model_id not in recorded]
+
+
+def record_stream(
+    instance: dg.DagsterInstance, model_id: str, code_version: str, metadata: dict[str, Any]
+) -> None:
+    """Record ``model_calls[model_id]`` as materialized by ``clcg run``, which sends the stream
+    itself (``_calls_ahead``) or leaves the calls to the partitions' runs, as this asset does.
+
+    Without it the daemon of ``make dev`` finds the partition missing after ``make run`` and
+    launches a stream with nothing left to send, and the UI shows the asset as never
+    materialized. Recorded before the model's partitions run, so they are never older than it.
+    """
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(
+            MODEL_CALLS,
+            partition=model_id,
+            metadata={**metadata, "launched_by": "clcg run"},
+            # As a run would record it, so the UI does not show the code version as changed.
+            tags={CODE_VERSION_TAG: code_version},
+        )
+    )
 
 
 def _every(seconds: float, log: Callable[[str], None]) -> Callable[[str], None]:

@@ -14,7 +14,7 @@ from clcg_pipeline.config import ProjectConfig, load_config
 from clcg_pipeline.corpus import load_source, sample_articles
 from clcg_pipeline.inference import plan_partition
 from clcg_pipeline.items import validate_items
-from clcg_pipeline.storage import read_all_partitions, read_frame
+from clcg_pipeline.storage import call_spend, read_all_partitions, read_frame
 
 
 def select_models(config: ProjectConfig, models: Sequence[str] | None) -> list[str]:
@@ -307,3 +307,36 @@ def _long_prompt_note(summary: pd.DataFrame) -> list[str]:
         f"carry {share:.0%} of "
         f"the {total_in:,} input tokens still to send ({full['input_tokens'] / sent_full:,.0f} per call)"
     ]
+
+
+def plan_spent(*, data_dir: str, models: Sequence[str] | None = None) -> pd.DataFrame:
+    """What was already paid, per model and step, from the spend view (``storage.call_spend``):
+    the actual beside the plan's estimate. Judges and writers are listed under their own model.
+
+    ``models`` (evaluated ids) narrows it to their responses and granularity tasks; the judges and
+    writers stay, since they serve every model. Columns: model, step, paid_calls, paid_usd, and
+    a ``TOTAL`` row; empty when nothing was paid yet.
+    """
+    rows = call_spend(data_dir)
+    paid = rows[rows["paid"].astype(bool)] if len(rows) else rows
+    if models is not None and len(paid):
+        theirs = paid["step"].isin(["responses", "granularity tasks"])
+        paid = paid[~theirs | paid["model"].isin(list(models))]
+    if not len(paid):
+        return pd.DataFrame(columns=["model", "step", "paid_calls", "paid_usd"])
+    spent = (
+        paid.groupby(["model", "step"], as_index=False)
+        .agg(paid_calls=("paid", "size"), paid_usd=("paid_usd", "sum"))
+        .astype({"paid_calls": "int64", "paid_usd": "float64"})
+    )
+    total = pd.DataFrame(
+        [
+            {
+                "model": "TOTAL",
+                "step": "",
+                "paid_calls": int(spent["paid_calls"].sum()),
+                "paid_usd": spent["paid_usd"].sum(),
+            }
+        ]
+    )
+    return pd.concat([spent, total], ignore_index=True)

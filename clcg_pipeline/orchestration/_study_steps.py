@@ -9,6 +9,7 @@ calls it paid for (``_summary``) and passes on what the budget left.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
@@ -16,12 +17,12 @@ from typing import Any
 
 import dagster as dg
 import pandas as pd
+from upath import UPath
 
-from clcg_pipeline.calls import CALLS_AHEAD_TAG, check_credentials
+from clcg_pipeline.calls import CALLS_AHEAD_TAG, check_credentials, coordination_tags
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.inference.sensors import sync_model_partitions
 from clcg_pipeline.orchestration._calls_ahead import CallsAhead, send_calls_ahead
-from clcg_pipeline.orchestration._dagster_internals import make_new_run_id
 from clcg_pipeline.orchestration._definitions import build_definitions
 from clcg_pipeline.orchestration._freshness import Freshness
 from clcg_pipeline.orchestration._jobs import (
@@ -31,6 +32,7 @@ from clcg_pipeline.orchestration._jobs import (
     STUDY_INPUT_ASSETS,
     study_run_tags,
 )
+from clcg_pipeline.orchestration._model_calls import OFFLINE, record_stream, unstreamed_models
 from clcg_pipeline.orchestration._partition_run import StudyRunError, execute_job, failure_of
 from clcg_pipeline.orchestration._summary import (
     ANALYSIS_CALL_TABLES,
@@ -39,13 +41,21 @@ from clcg_pipeline.orchestration._summary import (
     count_new_calls,
     materialized,
     record_imports,
+    study_total,
 )
-from clcg_pipeline.orchestration._versions import code_versions
-from clcg_pipeline.orchestration._workers import WorkerHooks, run_responses_in_workers
-from clcg_pipeline.partitions import response_key
+from clcg_pipeline.orchestration._versions import code_versions, version_for
+from clcg_pipeline.orchestration._workers import (
+    WorkerHooks,
+    ctrl_c_for_this_process_only,
+    run_responses_in_workers,
+)
+from clcg_pipeline.partitions import MODEL_CALLS, STREAM_TOKEN, response_key
 from clcg_pipeline.validation.human import INBOX_METADATA, inbox_fingerprint
 
 FINGERPRINT_TAG = "clcg/fingerprint"
+# Why a hosted model's stream sent nothing ahead (``model_calls``'s record of it).
+_NOT_AHEAD = "not sent ahead (a budget, batch mode or --no-calls-ahead): its partitions call in their runs"
+_NOTHING_PENDING = "every partition already answered: nothing to send"
 # Every paid op (multi_asset function name) of each job; ``clcg run`` hands each of them the
 # run's budget (one Budget per Dagster run: ``calls.run_budget``) and, where the op supports
 # it, the call mode. The confusion writer is online only (see ``judge_writer``).
@@ -107,13 +117,14 @@ class StudyRun:
         sync_model_partitions(instance, config)
         self.versions = code_versions(config)
         self.fresh = Freshness(instance, self.defs, request.data_dir, self.versions)
-        self.summary = RunSummary()
-        self.started_at = pd.Timestamp.now(tz="UTC")  # calls paid since are this command's
+        self.summary = RunSummary(run_budget_usd=request.budget_usd, study_budget_usd=config.study.budget_usd)
+        self.started_at = pd.Timestamp.now(tz="UTC")  # annotation files logged since are this command's
         isos, models = len(request.isos), len(request.model_ids)
         self.total = isos + 1 + isos * models + 1
         self.step = 0
         self.remaining = request.budget_usd  # what the budget left for the next paid run
         self.partitions = [(model_id, iso) for model_id in request.model_ids for iso in request.isos]
+        self.coordination = coordination_tags(str(UPath(request.data_dir) / "cache" / "calls"))
 
     # -- what is stale -------------------------------------------------------------------
 
@@ -143,6 +154,7 @@ class StudyRun:
         return {
             FINGERPRINT_TAG: self.versions["study"],
             **study_run_tags(self.config, partition),
+            **self.coordination,  # how its calls coordinate (clcg/coordination)
             **(extra or {}),
         }
 
@@ -170,9 +182,11 @@ class StudyRun:
         ):
             self.summary.skipped += 1
             return None
-        result = execute_job(
-            self.instance, self.defs, job, partition, run_config, self._tags(partition, tags)
-        )
+        with ctrl_c_for_this_process_only():  # no traceback from Dagster's helper processes
+            result = execute_job(
+                self.instance, self.defs, job, partition, run_config, self._tags(partition, tags)
+            )
+        self.summary.ran(result.run_id)  # the calls it paid for are this command's
         self.summary.runs += 1
         self.fresh.forget(assets or (), partition)
         if not result.success:
@@ -270,10 +284,35 @@ class StudyRun:
             and self.config.models.get(model_id).provider != "offline"
             and (self._reruns_responses() or not self.responses_done(iso, model_id))
         ]
-        return _AheadPlan(pending, make_new_run_id() if pending else None)
+        return _AheadPlan(pending, str(uuid.uuid4()) if pending else None)
+
+    def record_streams(self, ahead: _AheadPlan) -> None:
+        """Record ``model_calls`` of each model streamed now, or never recorded on this instance.
+
+        ``clcg run`` is that asset's launcher here (its stream is ``_calls_ahead``): without the
+        record, the daemon of ``make dev`` would find the stream missing and launch it again.
+        """
+        streamed: dict[str, list[str]] = {}
+        for model_id, iso in ahead.pending:
+            streamed.setdefault(model_id, []).append(iso)
+        version = version_for(MODEL_CALLS, self.versions)
+        for model_id in {*streamed, *unstreamed_models(self.instance, self.request.model_ids)}:
+            if model_id in streamed:
+                metadata: dict[str, Any] = {
+                    "streamed": True,
+                    STREAM_TOKEN: ahead.token,
+                    "languages": dg.MetadataValue.json(streamed[model_id]),
+                }
+            elif self.config.models.get(model_id).provider == "offline":
+                metadata = {"streamed": False, "why": OFFLINE}
+            else:
+                pending = not all(self.responses_done(iso, model_id) for iso in self.request.isos)
+                metadata = {"streamed": False, "why": _NOT_AHEAD if pending else _NOTHING_PENDING}
+            record_stream(self.instance, model_id, version, metadata)
 
     def run_responses(self, ahead: _AheadPlan) -> None:
         """Every responses partition, in forked workers or one after another in process."""
+        self.record_streams(ahead)  # before the partitions: they are never older than their stream
         sender = _AheadSender(self, ahead)
         if self.in_workers():
             self._responses_in_workers(ahead, sender)
@@ -387,6 +426,7 @@ class StudyRun:
         # What each annotation file did (imported, skipped, revised, refused), whether or not
         # the analysis ran: a refused file is said on every run until it is fixed.
         record_imports(self.summary, self.request.data_dir, self.started_at)
+        study_total(self.summary, self.request.data_dir)
 
 
 class _AheadSender:

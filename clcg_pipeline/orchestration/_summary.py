@@ -1,9 +1,10 @@
 """What ``clcg run`` reports at the end: runs, skips, new calls and their cost, budget stops,
 and what each annotation file of the inbox did.
 
-The new calls are counted from the calls-shaped tables the runs wrote (their ``cached``,
-``outcome`` and ``paid_at`` columns), so a summary says what this command paid for, not what
-was stored before; the annotation files likewise from ``annotation_imports`` (``imported_at``).
+The new calls are what the spend view (``storage.spend``, over ``sql/views/call_spend.sql``)
+says the Dagster runs of this command paid for (``paid_run``): not what was stored before,
+nor what another host's runs paid meanwhile. The study's total is said apart, labelled as
+such. The annotation files are counted from ``annotation_imports`` (``imported_at``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import dagster as dg
 import pandas as pd
 
 from clcg_pipeline.orchestration._calls_ahead import CallsAhead
-from clcg_pipeline.storage import partition_dir, read_frame
+from clcg_pipeline.storage import Spend, partition_dir, read_frame, spend
 from clcg_pipeline.validation.human import REFUSED_STATUSES, import_lines
 
 # Call outcomes that mean a responses partition is unfinished: the next run resumes it.
@@ -47,6 +48,19 @@ class RunSummary:
     #: Selected languages no source has a file for: left out, with no partition. ``clcg run``
     #: names them once, under the results table, among the languages with no data.
     uncovered_languages: list[str] = field(default_factory=list)
+    #: The Dagster runs this command started: the calls they paid for are its own.
+    run_ids: set[str] = field(default_factory=set)
+    #: The limits in force: ``--budget`` (this command) and study.yaml's ``budget_usd``.
+    run_budget_usd: float | None = None
+    study_budget_usd: float | None = None
+    #: Calls a budget left unmade in this command's runs, by budget ("run", "study").
+    budget_left: dict[str, int] = field(default_factory=dict)
+    #: What every calls table records as paid, whoever paid it (the study's total).
+    study_paid_usd: float | None = None
+
+    def ran(self, run_id: str) -> None:
+        """Note a Dagster run this command started (before it pays anything)."""
+        self.run_ids.add(run_id)
 
     def count(self, kind: str, calls: int, cost_usd: float) -> None:
         self.new_calls += calls
@@ -54,33 +68,65 @@ class RunSummary:
         field = {"responses": "response_calls", "tasks": "task_calls", "judges": "judge_calls"}[kind]
         setattr(self, field, getattr(self, field) + calls)
 
+    def budget_line(self) -> str | None:
+        """The one line saying a budget stopped calls: which, what was spent, what is left, how
+        to resume; None when no budget stopped anything."""
+        if not self.budget_exhausted:
+            return None
+        left = self.budget_left
+        calls = f"{sum(left.values())} calls left unmade" if left else "calls left unmade"
+        if left.get("study") and not left.get("run"):
+            limit = f" ${self.study_budget_usd:.4f}" if self.study_budget_usd is not None else ""
+            spent = f"${self.study_paid_usd:.4f}" if self.study_paid_usd is not None else "its limit"
+            return (
+                f"budget reached: the study budget (study.yaml budget_usd{limit}) stopped calls: "
+                f"{spent} spent by the study in all, {calls} (and any partition past them); "
+                "raise budget_usd in study.yaml and run `clcg run` again to resume (paid calls are kept)"
+            )
+        limit = f" ${self.run_budget_usd:.4f}" if self.run_budget_usd is not None else ""
+        return (
+            f"budget reached: the run budget (--budget{limit}) stopped calls: "
+            f"${self.new_cost_usd:.4f} spent by this run, {calls} (and any partition past them); "
+            "run `clcg run` again (with a larger --budget, or none) to resume (paid calls are kept)"
+        )
+
+    def study_total_line(self) -> str | None:
+        """The study's spend in all, labelled as such (this command's is the closing line's)."""
+        if self.study_paid_usd is None:
+            return None
+        paid = f"${self.study_paid_usd:.4f}"
+        return f"study total: {paid} paid for model calls in this data folder, by every run and host"
+
 
 def count_new_calls(
     summary: RunSummary,
     data_dir: str,
     tables: dict[str, str],
     partition: dict[str, str] | None,
-    since: pd.Timestamp,
+    since: pd.Timestamp | None = None,
 ) -> tuple[float, bool]:
-    """Count the new calls of the given calls-shaped tables; (their new spend, budget stopped any).
+    """Count what this command's runs paid in the given calls tables; (that spend, a budget stopped any).
 
-    New: paid at or after ``since`` (this command's start); a call an earlier run paid for
-    keeps its record in the table (``storage/_paid.py``) and is not counted again."""
-    spent, stopped = 0.0, False
+    A call counts when the spend view says it was paid and its ``paid_run`` is one of
+    ``summary.run_ids``: a call an earlier run paid for keeps its record in the table
+    (``storage/_paid.py``), and one another host's run paid for is that run's. ``since`` is
+    no longer needed (kept for callers that still pass the command's start)."""
+    del since
+    found: Spend = spend(data_dir, tables=tuple(tables), partition=partition, runs=summary.run_ids)
     for table, kind in tables.items():
-        calls_file = partition_dir(data_dir, table, partition) / "data.parquet"
-        calls = read_frame(calls_file) if calls_file.exists() else None
-        if calls is None or not len(calls):
-            continue
-        # Calls the budget skipped, or still waiting in a batch, were not made (not yet paid).
-        new = calls[~calls["cached"].astype(bool) & ~calls["outcome"].isin(UNFINISHED_OUTCOMES)]
-        if "paid_at" in new.columns:
-            new = new[pd.to_datetime(new["paid_at"], utc=True) >= since]
-        cost = float(new["cost_usd"].sum()) if len(new) else 0.0
-        summary.count(kind, len(new), cost)
-        spent += cost
-        stopped = stopped or bool((calls["outcome"] == "skipped_budget").any())
+        calls, cost = found.by_table.get(table, (0, 0.0))
+        summary.count(kind, calls, cost)
+    for budget, calls in found.skipped_budget.items():
+        summary.budget_left[budget] = summary.budget_left.get(budget, 0) + calls
+    spent, stopped = found.paid_usd, bool(found.skipped_budget)
+    # Said here, not by the caller: the workers' path does not pass it on.
+    summary.budget_exhausted = summary.budget_exhausted or stopped
     return spent, stopped
+
+
+def study_total(summary: RunSummary, data_dir: str) -> None:
+    """Set the study's total spend on ``summary`` (every calls table, whoever paid)."""
+    summary.study_paid_usd = spend(data_dir).paid_usd
 
 
 def record_imports(summary: RunSummary, data_dir: str, since: pd.Timestamp) -> None:

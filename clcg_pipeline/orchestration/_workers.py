@@ -14,14 +14,14 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
-from clcg_pipeline.orchestration._dagster_internals import make_new_run_id
 from clcg_pipeline.orchestration._partition_run import StudyRunError, execute_job, failure_of
 from clcg_pipeline.orchestration._summary import RunSummary
 from clcg_pipeline.partitions import response_key
@@ -38,6 +38,33 @@ _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _PARENT_POLL_S = 0.5
 
 
+@contextlib.contextmanager
+def ctrl_c_for_this_process_only() -> Iterator[None]:
+    """While open, processes started from this thread miss the terminal's Ctrl-C; this one gets it.
+
+    A terminal sends Ctrl-C to its whole foreground process group. During every run, Dagster's
+    log capture starts helper processes there (``tail`` and two ``watch_orphans.py``
+    interpreters); interrupted, each helper interpreter prints a KeyboardInterrupt traceback
+    under the one line ``clcg run`` prints, though Dagster stops them itself when the run ends.
+    A blocked signal stays blocked across fork and exec, so this thread blocks SIGINT and a
+    helper thread that leaves it unblocked receives it for the process: Python still runs the
+    handler (Dagster's, which stops the run) in the main thread, at its next instruction.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    done = threading.Event()
+    receiver = threading.Thread(target=done.wait, name="clcg-ctrl-c", daemon=True)
+    receiver.start()  # before the mask: a thread starts with its creator's
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a Ctrl-C still pending comes now
+        done.set()
+        receiver.join()
+
+
 def _worker_start(ref: Any, pids: Any, nice: int = 0) -> None:
     """A worker process of the responses pool: its own instance, and Ctrl-C from its parent only.
 
@@ -51,6 +78,9 @@ def _worker_start(ref: Any, pids: Any, nice: int = 0) -> None:
         _WORKER["interrupted"] = True
 
     signal.signal(signal.SIGINT, note)
+    # Forked while the parent kept Ctrl-C from its children (ctrl_c_for_this_process_only), a
+    # worker would never get the interrupt its parent forwards.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     # The parent's wakeup pipe (``_deferred_interrupts``) came along with the fork: it is the
     # parent's record of its own signals, not a worker's.
     signal.set_wakeup_fd(-1)
@@ -293,7 +323,8 @@ class _WorkerPool:
             if self.hooks.skip(iso, model_id):
                 self.summary.skipped += 1
                 continue
-            run_id = make_new_run_id()
+            run_id = str(uuid.uuid4())
+            self.summary.ran(run_id)  # the calls it pays for are this command's
             future = self.pool.submit(
                 _execute_partition, "responses_job", key, self.hooks.run_config, self.hooks.tags(key), run_id
             )

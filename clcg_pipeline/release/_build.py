@@ -29,10 +29,15 @@ import pyarrow.parquet as pq
 from clcg_pipeline.config import ProjectConfig, ReleaseSettings, code_versions, load_config
 from clcg_pipeline.release import _datapackage
 from clcg_pipeline.release._card import render_card
+from clcg_pipeline.release._caveats import caveats
+from clcg_pipeline.release._documents import redact_document
 from clcg_pipeline.release._leaks import scan_release
+from clcg_pipeline.release._lists import encode_lists, json_columns
 from clcg_pipeline.release._manifest import CALL_TABLES, model_entries, prompt_hashes, source_versions
 from clcg_pipeline.release._people import deidentify
-from clcg_pipeline.release._redact import TextFinder, redact_table
+from clcg_pipeline.release._places import Places
+from clcg_pipeline.release._redact import redact_table
+from clcg_pipeline.release._spans import SpanFinder
 from clcg_pipeline.release._texts import HOMES, SOURCE_TABLES, check_redact, collect_texts
 from clcg_pipeline.storage import RECORDS, read_all_partitions, read_records
 
@@ -70,6 +75,8 @@ class ReleaseSummary:
     bytes: int
     texts: int
     tables: int
+    #: what a reader must be told first (simulated parts, headline estimates not identifiable)
+    caveats: tuple[str, ...] = ()
 
 
 def table_files(data: Path) -> dict[str, list[Path]]:
@@ -194,12 +201,16 @@ def build_release(data_dir: str | Path, config_dir: str | Path, out: str | Path)
     frames = {name: read_all_partitions(str(data), name) for name in _MANIFEST_TABLES}
     index = collect_texts(frames, redact)
     key, scheme = _pseudonym_key(settings)
+    places = Places.of(config, data, Path(config_dir))
+    # One finder for tables and documents alike: the one rule for article text (``_spans``).
+    finder = SpanFinder.of(index["text"], settings.quote_min_chars)
     with staged(target) as staging:
-        report = _write_tables(data, staging, redact, index, settings, key)
-        _copy_documents(data, Path(config_dir), staging)
+        report = _write_tables(data, staging, redact, finder, settings, key)
+        report["documents"] = _copy_documents(data, Path(config_dir), staging, places, finder)
         (staging / INDEX).parent.mkdir(parents=True, exist_ok=True)
         index.drop(columns="text").to_parquet(staging / INDEX, index=False, compression="none")
         manifest = _manifest(config, data, frames, redact, index, report, scheme)
+        manifest = json.loads(places.replace(json.dumps(manifest)))
         _write_datapackage(staging, manifest, report)
         (staging / CARD).write_text(render_card(manifest), encoding="utf-8")
         manifest["files"] = _checksums(staging)
@@ -211,22 +222,27 @@ def build_release(data_dir: str | Path, config_dir: str | Path, out: str | Path)
             index["text"],
             {"annotator id": report["ids"], "secret": _secrets(config, settings)},
             width=settings.quote_min_chars,
-        )
+            kept=[entry for entry in HOMES if entry not in redact],
+        ) + _unplaced(staging, places)
         if leaks:
             raise ReleaseError(
                 f"the release would leak {len(leaks)} thing(s); nothing written: " + "; ".join(leaks[:20])
             )
         files = manifest["files"]
     return ReleaseSummary(
-        target, len(files) + 1, sum(f["bytes"] for f in files), len(index), len(report["tables"])
+        target,
+        len(files) + 1,
+        sum(f["bytes"] for f in files),
+        len(index),
+        len(report["tables"]),
+        tuple(manifest["caveats"]),
     )
 
 
 def _write_tables(
-    data: Path, staging: Path, redact: list[str], index: pd.DataFrame, settings: ReleaseSettings, key: bytes
+    data: Path, staging: Path, redact: list[str], finder: SpanFinder, settings: ReleaseSettings, key: bytes
 ) -> dict[str, Any]:
     """Every table file, redacted and deidentified, uncompressed (so a byte search sees its text)."""
-    finder = TextFinder.of(index["text"], settings.quote_min_chars)
     report: dict[str, Any] = {
         "tables": {},
         "cells": {},
@@ -242,7 +258,7 @@ def _write_tables(
             people = deidentify(name, table, drop=settings.drop, pseudonymize=settings.pseudonymize, key=key)
             relative = file.relative_to(data)
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(people.table, staging / relative, compression="none")
+            pq.write_table(encode_lists(people.table), staging / relative, compression="none")
             for column, n in changed.items():
                 report["cells"].setdefault(name, {}).setdefault(column, 0)
                 report["cells"][name][column] += n
@@ -258,12 +274,31 @@ def _write_tables(
     return report
 
 
-def _copy_documents(data: Path, config_dir: Path, staging: Path) -> None:
+def _copy_documents(
+    data: Path, config_dir: Path, staging: Path, places: Places, finder: SpanFinder
+) -> dict[str, dict[str, Any]]:
+    """The documents (article text referenced) and config files, local paths and endpoints
+    replaced by placeholders; returns per document how many strings changed and its escaping."""
+    found = {}
     for document in documents(data):
-        shutil.copyfile(document, staging / document.name)
+        # Bytes decoded (no newline translation): a document with nothing to change is copied as it was.
+        text, changed, ascii_only = redact_document(document, document.read_bytes().decode("utf-8"), finder)
+        (staging / document.name).write_bytes(places.replace(text).encode("utf-8"))
+        found[document.name] = {"strings": changed, "json_ascii": ascii_only}
     (staging / CONFIG).mkdir()
     for name in CONFIG_FILES:
-        shutil.copyfile(config_dir / name, staging / CONFIG / name)
+        text = (config_dir / name).read_bytes().decode("utf-8")
+        (staging / CONFIG / name).write_bytes(places.replace(text).encode("utf-8"))
+    return found
+
+
+def _unplaced(staging: Path, places: Places) -> list[str]:
+    """Local paths or endpoints left in a text file of the release (Parquet cells are the study's)."""
+    hits = []
+    for path in sorted(p for p in staging.rglob("*") if p.is_file() and p.suffix != ".parquet"):
+        for placeholder in places.found(path.read_text(encoding="utf-8", errors="replace")):
+            hits.append(f"{path.relative_to(staging).as_posix()}: local path or endpoint ({placeholder})")
+    return hits
 
 
 def _manifest(
@@ -291,6 +326,7 @@ def _manifest(
     return {
         "format": FORMAT,
         "name": f"clcg-study-{config.config_hash[:12]}",
+        "caveats": caveats(results),
         "version": settings.version,
         "created_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "licence": settings.licence,
@@ -312,6 +348,7 @@ def _manifest(
         },
         "redaction": {
             "marker": "[[clcg-redacted:<sha256 of the UTF-8 text>]]",
+            "quote_marker": "[[clcg-quote:<sha256 of the text>:<start>-<end>]] (character offsets in it)",
             "redacted": redact,
             "kept": {
                 e: "kept whole (study.yaml release.redact leaves it out)" for e in HOMES if e not in redact
@@ -319,6 +356,7 @@ def _manifest(
             "quote_min_chars": settings.quote_min_chars,
             "texts": len(index),
             "cells": report["cells"],
+            "documents": report["documents"],
             "index": INDEX,
         },
         "deidentification": {
@@ -351,29 +389,28 @@ def _prompt_tables(data: Path, report: dict[str, Any]) -> dict[str, pd.DataFrame
 
 def _write_datapackage(staging: Path, manifest: dict[str, Any], report: dict[str, Any]) -> None:
     """datapackage.json, refused (nothing written) when frictionless finds it invalid."""
-    checksums = {
-        p.relative_to(staging).as_posix(): (p.stat().st_size, sha256_file(p))
-        for p in staging.rglob("*.parquet")
-    }
     notes = {
         e.split(".", 1)[1]: "source text: [[clcg-redacted:<sha256>]] markers (release/text_index.parquet)"
         for e in manifest["redaction"]["redacted"]
     }
-    resources = [
-        _datapackage.resource(
-            name,
-            info["paths"],
-            report["schemas"][name],
-            notes if name in {e.split(".")[0] for e in manifest["redaction"]["redacted"]} else {},
-            checksums,
-            f"{info['rows']} rows",
-        )
-        for name, info in report["tables"].items()
-    ]
-    index_schema = pq.read_schema(staging / INDEX)
+    redacted_tables = {e.split(".")[0] for e in manifest["redaction"]["redacted"]}
+    resources = []
+    for name, info in report["tables"].items():
+        for path in info["paths"]:
+            schema = pq.read_schema(staging / path)
+            resources.append(
+                _datapackage.resource(
+                    name if len(info["paths"]) == 1 else path.removesuffix("/data.parquet"),
+                    path,
+                    schema,
+                    json_columns(schema),
+                    notes if name in redacted_tables else {},
+                    f"table {name} ({info['rows']} rows in {len(info['paths'])} file(s)): {path}",
+                )
+            )
     resources.append(
         _datapackage.resource(
-            "text_index", [INDEX], index_schema, {}, checksums, "whose text each redaction hash is"
+            "text_index", INDEX, pq.read_schema(staging / INDEX), {}, {}, "whose text each redaction hash is"
         )
     )
     document = _datapackage.descriptor(

@@ -10,6 +10,10 @@ import pyarrow as pa
 
 PARQUET_MEDIATYPE = "application/vnd.apache.parquet"
 _NAME = re.compile(r"[^a-z0-9._-]")
+#: how a null arrives through pandas, per Table Schema type: an integer column with nulls is
+#: a float column there (null: NaN), a timestamp's null is NaT; declared as missing, they are
+#: read as null, never as a NaN the integer type refuses
+MISSING = {"integer": ("", "nan"), "number": ("", "nan"), "datetime": ("", "NaT"), "date": ("", "NaT")}
 
 
 def field_type(kind: pa.DataType) -> str:
@@ -29,35 +33,40 @@ def field_type(kind: pa.DataType) -> str:
     return next((name for check, name in checks if check(kind)), "any")
 
 
+def _field(f: pa.Field, lists: Mapping[str, str], notes: Mapping[str, str]) -> dict[str, Any]:
+    """One Table Schema field, with the missing values pandas (the validator's reader) shows."""
+    entry: dict[str, Any] = {"name": f.name, "type": field_type(f.type)}
+    if f.name in lists:  # a JSON array in a string cell (``_lists``): what the array type reads
+        entry["type"] = "array"
+        entry["description"] = f"JSON array (Arrow type {lists[f.name]}); clcg reconstruct restores the list"
+    if entry["type"] in MISSING:
+        entry["missingValues"] = list(MISSING[entry["type"]])
+    if f.name in notes:
+        entry["description"] = notes[f.name]
+    return entry
+
+
 def resource(
     name: str,
-    paths: list[str],
+    path: str,
     schema: pa.Schema,
+    lists: Mapping[str, str],
     notes: Mapping[str, str],
-    checksums: Mapping[str, tuple[int, str]],
     description: str,
 ) -> dict[str, Any]:
-    """One table: its Parquet files (hive partitions), fields and what the release did to them."""
-    fields = [
-        {
-            "name": f.name,
-            "type": field_type(f.type),
-            **({"description": notes[f.name]} if f.name in notes else {}),
-        }
-        for f in schema
-    ]
-    entry: dict[str, Any] = {
+    """One Parquet file of a table (one resource per file: the validator reads one file per path).
+
+    No ``bytes`` or ``hash``: frictionless reads Parquet through pyarrow and measures neither, so
+    a declared value is reported as wrong; the manifest has every file's size and sha256.
+    """
+    return {
         "name": _NAME.sub("-", name.lower()),
-        "path": paths if len(paths) > 1 else paths[0],
+        "path": path,
         "format": "parquet",
         "mediatype": PARQUET_MEDIATYPE,
         "description": description,
-        "schema": {"fields": fields},
+        "schema": {"fields": [_field(f, lists, notes) for f in schema]},
     }
-    if len(paths) == 1:  # a Frictionless hash/bytes describe one file; the manifest lists them all
-        entry["bytes"], digest = checksums[paths[0]]
-        entry["hash"] = f"sha256:{digest}"
-    return entry
 
 
 def descriptor(

@@ -29,7 +29,9 @@ from clcg_pipeline.release._build import (
     sha256_file,
     staged,
 )
-from clcg_pipeline.release._redact import restore_table
+from clcg_pipeline.release._documents import restore_document
+from clcg_pipeline.release._lists import decode_lists
+from clcg_pipeline.release._redact import restore_table, restore_text
 from clcg_pipeline.release._texts import KEY_COLUMNS, collect_texts, key_label
 
 _SHOWN = 50  # mismatches listed in the error; the count says how many in all
@@ -105,6 +107,24 @@ def match_texts(index: pd.DataFrame, rebuilt: pd.DataFrame) -> tuple[dict[str, s
     return dict(zip(matched["sha256"], matched["text"], strict=True)), problems
 
 
+def _restore_document(document: Path, staging: Path, texts: dict[str, str], manifest: dict[str, Any]) -> None:
+    """A study document with its referenced article text put back, escaped as the study wrote it."""
+    written = manifest["redaction"].get("documents", {}).get(document.name)
+    if written is None:  # a release before documents were referenced: copied whole
+        shutil.copyfile(document, staging / document.name)
+        return
+    missing: list[str] = []
+    text = restore_document(
+        document,
+        document.read_bytes().decode("utf-8"),
+        lambda value: restore_text(value, texts, missing),
+        written["json_ascii"],
+    )
+    if missing:
+        raise ReleaseError(f"{document.name}: no text for " + "; ".join(missing[:_SHOWN]))
+    (staging / document.name).write_bytes(text.encode("utf-8"))
+
+
 def reconstruct_release(
     release: str | Path, out: str | Path, *, source: str | None = None
 ) -> ReconstructSummary:
@@ -125,13 +145,15 @@ def reconstruct_release(
     tables = {e["path"] for e in manifest["files"] if e["path"].endswith(".parquet") and e["path"] != INDEX}
     with staged(target) as staging:
         for relative in sorted(tables):
-            table, missing = restore_table(relative.split("/", 1)[0], pq.read_table(root / relative), texts)
+            # JSON list columns decoded first: a restored text may hold what JSON escapes.
+            stored = decode_lists(pq.read_table(root / relative))
+            table, missing = restore_table(relative.split("/", 1)[0], stored, texts)
             if missing:
                 raise ReleaseError(f"{relative}: " + "; ".join(missing[:_SHOWN]))
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
             pq.write_table(table, staging / relative)
         for document in documents(root):
             if document.name not in (MANIFEST, "datapackage.json"):
-                shutil.copyfile(document, staging / document.name)
+                _restore_document(document, staging, texts, manifest)
         shutil.copytree(root / CONFIG, staging / CONFIG)
     return ReconstructSummary(target, len(texts), len(tables))

@@ -16,6 +16,7 @@ from clcg_pipeline.report._format import (
     fmt_num,
     fmt_p,
     fmt_value,
+    mapping_at,
 )
 from clcg_pipeline.report._page import Row, flags_of
 from clcg_pipeline.storage import Definition, StudyResultsDocument
@@ -32,7 +33,7 @@ def drilldown_panels(
         raw = raw["languages"]
     if not isinstance(raw, Mapping):
         return []
-    panels = []
+    panels: list[dict[str, Any]] = []
     for iso, entries in raw.items():
         items = [e for e in entries if isinstance(e, Mapping)] if isinstance(entries, list) else []
         panels.append(
@@ -92,8 +93,8 @@ def estimates_table_rows(
             ),
         ]
     )
-    by_estimand = results.get("estimands") if isinstance(results.get("estimands"), Mapping) else {}
-    mixed = results.get("mixed_effects") if isinstance(results.get("mixed_effects"), Mapping) else {}
+    by_estimand = mapping_at(results, "estimands")
+    mixed = mapping_at(results, "mixed_effects")
     shown = frame.head(_MAX_ESTIMATE_ROWS)
     rows = []
     for record in shown.to_dict(orient="records"):

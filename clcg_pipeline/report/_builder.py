@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clcg_pipeline.report._format import (
@@ -289,7 +289,7 @@ class SectionBuilder:
             if nested or is_estimate(v) or is_status_only(v):
                 self.walk(v, [*path, self.label(k, context)], parts, str(k), f"{context}/{k}")
 
-    def record_table(self, records: list[Mapping[str, Any]], context: str = "") -> Part:
+    def record_table(self, records: Sequence[Mapping[str, Any]], context: str = "") -> Part:
         """A list of records (e.g. the BH family) as a table with one column per field."""
         columns: list[str] = []
         for record in records:

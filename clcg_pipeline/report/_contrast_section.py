@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from clcg_pipeline.report._builder import SectionBuilder
-from clcg_pipeline.report._format import fmt_num
-from clcg_pipeline.report._page import Part, Row, Section, _pruned
+from clcg_pipeline.report._format import fmt_num, mapping_at
+from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 
 _GAPS = (("h1_micro", "H1 micro"), ("macro", "macro"), ("macro_net", "macro net"))
 
@@ -25,13 +25,20 @@ def _rank_cell(block: Mapping[str, Any]) -> str:
     return text
 
 
+def _rank_flags(block: Mapping[str, Any]) -> list[str]:
+    """Why a model's ranks should not be read at face value, each said once for the row (a rank
+    shown without its interval says why: the suite's identifiability rule, as for every estimate)."""
+    flags = [flag for gap, _ in _GAPS if isinstance(block.get(gap), Mapping) for flag in flags_of(block[gap])]
+    return list(dict.fromkeys(flags))
+
+
 def contrast_section(
     key: str, title: str, value: Mapping[str, Any], builder: SectionBuilder, caption: str
 ) -> Section:
     section = Section(key=key, title=title, caption=caption or str(value.get("contrast") or ""))
     status = str(value.get("status") or "")
-    pairs = value.get("pairs") if isinstance(value.get("pairs"), Mapping) else {}
-    ranks = value.get("ranks") if isinstance(value.get("ranks"), Mapping) else {}
+    pairs = mapping_at(value, "pairs")
+    ranks = mapping_at(value, "ranks")
     if not pairs and not ranks:
         section.parts.append(Part("note", text=status or "no model contrasts in this document"))
         return section
@@ -43,24 +50,26 @@ def contrast_section(
     if rows:
         section.parts.append(Part("heading", text="Paired contrasts (first model minus second)"))
         section.parts.append(_pruned(Part("table", columns=builder.estimate_columns, rows=rows)))
-    english = value.get("english_score") if isinstance(value.get("english_score"), Mapping) else {}
+    english = mapping_at(value, "english_score")
     if ranks:
         section.parts.append(Part("heading", text="Rank per model (1 = smallest gap)"))
         if value.get("ranking"):
             section.parts.append(Part("note", text=str(value["ranking"])))
-        columns = ["model", *(f"rank: {label}" for _, label in _GAPS), "English score"]
+        columns = ["model", *(f"rank: {label}" for _, label in _GAPS), "English score", "flags"]
         table = [
             Row(
                 cells=[
                     str(model),
                     *(_rank_cell(block.get(gap) or {}) for gap, _ in _GAPS),
                     fmt_num((english.get(model) or {}).get("estimate")),
-                ]
+                    "",  # the row's flags go here (the template puts them in a "flags" column)
+                ],
+                flags=_rank_flags(block),
             )
             for model, block in ranks.items()
             if isinstance(block, Mapping)
         ]
-        section.parts.append(Part("table", columns=columns, rows=table))
+        section.parts.append(_pruned(Part("table", columns=columns, rows=table)))
     if english:
         rows = [builder.estimate_row(str(model), block) for model, block in english.items()]
         section.parts.append(Part("heading", text="English score per model (the gaps' reference level)"))

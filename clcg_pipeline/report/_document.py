@@ -11,6 +11,7 @@ from clcg_pipeline.report._format import (
     as_float,
     estimate_of,
     fmt_value,
+    mapping_at,
 )
 from clcg_pipeline.storage import Band, StudyResultsDocument
 
@@ -87,7 +88,7 @@ def languages_without_data(
     langs = langs if langs is not None else languages_of(results, None)
     if not langs:
         return None
-    h1 = results.get("h1") if isinstance(results.get("h1"), Mapping) else {}
+    h1 = mapping_at(results, "h1")
     by_language = h1.get("by_language") if isinstance(h1, Mapping) else None
     scored = {
         str(iso)
@@ -129,7 +130,7 @@ def describe(entry: object) -> str:
 def header_facts(
     results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]
 ) -> tuple[list[tuple[str, str]], list[dict[str, str]] | None]:
-    h1 = results.get("h1") if isinstance(results.get("h1"), Mapping) else {}
+    h1 = mapping_at(results, "h1")
     facts: list[tuple[str, str]] = []
     sources = settings.get("sources") or results.get("sources")
     if sources:

@@ -34,22 +34,40 @@ def short_flag(flag: str) -> str:
     return head if len(head) < len(flag) else "see the note above"
 
 
-def shared_flags_note(parts: list[Part]) -> Part | None:
-    """Shorten each flag found twice or more in the tables of ``parts``; return the note saying it."""
+def _said_at_top(reason: str, said: str) -> bool:
+    return bool(said) and reason.endswith(said) and short_flag(reason) != reason
+
+
+def shared_flags_note(parts: list[Part], said: str = "") -> Part | None:
+    """Shorten each flag found twice or more in the tables of ``parts``; return the note saying it.
+
+    ``said`` is a reason the report's first screen gives once for everything: a flag ending in
+    it is shortened even on one row, and the note points to the top instead of repeating it.
+    """
     rows = [row for part in parts if part.kind == "table" for row in part.rows]
     counts = Counter(_reason(flag) for row in rows for flag in dict.fromkeys(row.flags))
-    shared = [reason for reason, n in counts.items() if n >= _SHARED and short_flag(reason) != reason]
+    shared = [
+        reason
+        for reason, n in counts.items()
+        if (n >= _SHARED and short_flag(reason) != reason) or _said_at_top(reason, said)
+    ]
     if not shared:
         return None
     for row in rows:
         row.flags = list(dict.fromkeys(short_flag(f) if _reason(f) in shared else f for f in row.flags))
-    marked = [f"{reason} (rows marked \u201c{short_flag(reason)}\u201d)" for reason in shared]
-    return Part("flags", rows=[Row(cells=[], flags=marked)])
+    marked = [
+        f"{short_flag(reason)}: the reason given once at the top of the report (rows marked "
+        f"\u201c{short_flag(reason)}\u201d)"
+        if _said_at_top(reason, said)
+        else f"{reason} (rows marked \u201c{short_flag(reason)}\u201d)"
+        for reason in shared
+    ]
+    return Part("flags", rows=[Row(cells=[], flags=list(dict.fromkeys(marked)))])
 
 
-def flags_once(section: Section) -> Section:
+def flags_once(section: Section, said: str = "") -> Section:
     """``section`` with each flag shared by several rows said once, above its first table."""
-    note = shared_flags_note(section.parts)
+    note = shared_flags_note(section.parts, said)
     if note is not None:
         first_flagged = next(
             i

@@ -75,6 +75,12 @@ def fmt_value(value: object) -> str:
     return str(value)
 
 
+def mapping_at(document: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``document[key]`` when it is a mapping, else an empty one (a section absent or of another shape)."""
+    value = document.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def estimate_of(block: object) -> dict[str, Any]:
     """An ``{estimate, ci_low, ci_high, ...}`` dict from whatever the results hold (or empty)."""
     return dict(block) if isinstance(block, Mapping) else {}

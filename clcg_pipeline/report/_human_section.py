@@ -3,7 +3,8 @@
 Human ratings after the quality-control funnel. Shown: a banner when the annotations are
 simulated, the funnel, Krippendorff's alpha per dimension against the 0.67 reference, Spearman,
 class adequacy vs CLCG, the paired preference, the ceiling rule and human-vs-judge agreement,
-pooled and per language and script; "awaiting annotations" when nothing was imported.
+pooled and per language and script, and how far the judges' errors overlap (issue 36);
+"awaiting annotations" when nothing was imported.
 """
 
 from __future__ import annotations
@@ -66,19 +67,19 @@ def human_section(raw: HumanValidationResults | None, walk: Walk) -> Section:
             "No annotation has been imported yet: export the annotation sample, collect the ratings and drop "
             "the returned files in the inbox; the results appear here after the next run."
         )
-    section.parts.append(status_part(block, key="human_validation", what="human validation", extra=extra))
+    section.parts.append(_status_line(block, extra))
     if block is None:
         return section
     status = normal_status(block)
     counts = facts_part(
         [
-            (name, fmt_int(block[key]))
+            (name, fmt_int(value))
             for key, name in (
                 ("annotators", "annotators after QC"),
                 ("ratings", "ratings after QC"),
                 ("items", "items rated"),
             )
-            if block.get(key) is not None
+            if (value := _analysed(block, key)) is not None
         ]
     )
     if counts:
@@ -92,9 +93,52 @@ def human_section(raw: HumanValidationResults | None, walk: Walk) -> Section:
     section.parts += _human_judges(block, status)
     section.parts += _human_judges_by(block, status, "language")
     section.parts += _human_judges_by(block, status, "script")
+    section.parts += _error_overlap(block, status)
     section.parts += caveat_parts(block)
     section.parts += further_results(block, HUMAN_KEYS, "human_validation", walk)
     return section
+
+
+def _status_line(block: HumanValidationResults | None, extra: str) -> Part:
+    """The status line; "ok" under the SIMULATED banner says "simulated", never a green ok."""
+    line = status_part(block, key="human_validation", what="human validation", extra=extra)
+    if block is not None and block.get("simulated") is True and line.level == "ok":
+        return Part(
+            "status",
+            level="warn",
+            text="Status: simulated (computed from the simulated demo annotations; no human rated these "
+            "responses).",
+        )
+    return line
+
+
+# The funnel's last row and the section's counts are one figure: annotators with a rating left.
+_FUNNEL_FIELDS = {"annotators": "annotators_with_ratings"}
+
+
+def _analysed(block: HumanValidationResults, key: str) -> object:
+    """A count after QC, read from the funnel's last row where it has one, else from the block."""
+    funnel = records(block, "qc_funnel")
+    field = _FUNNEL_FIELDS.get(key)
+    if funnel and field and funnel[-1].get(field) is not None:
+        return funnel[-1][field]
+    return block.get(key)
+
+
+def _annotators_note(rows: list[Mapping[str, Any]]) -> list[Part]:
+    """Annotators not excluded can still lose every rating to a rating-level rule: say how many."""
+    last = rows[-1]
+    kept, rated = as_float(last.get("remaining_annotators")), as_float(last.get("annotators_with_ratings"))
+    if kept is None or rated is None or kept == rated:
+        return []
+    return [
+        Part(
+            "note",
+            text=f"{fmt_int(kept)} annotators were not excluded, but {fmt_int(kept - rated)} of them lost "
+            f"every rating to the rating-level rules, so {fmt_int(rated)} annotators have ratings in the "
+            "analysis.",
+        )
+    ]
 
 
 def _funnel(block: HumanValidationResults, status: str) -> list[Part]:
@@ -123,7 +167,7 @@ def _funnel(block: HumanValidationResults, status: str) -> list[Part]:
             col("step", "step", "words"),
             col("annotators excluded", "excluded_annotators", "int"),
             col("ratings excluded", "excluded_ratings", "int"),
-            col("annotators remaining", "remaining_annotators", "int"),
+            ("annotators with ratings", _annotators_cell, True),
             col("ratings remaining", "remaining_ratings", "int"),
         ],
         value_key="remaining_ratings",
@@ -134,9 +178,15 @@ def _funnel(block: HumanValidationResults, status: str) -> list[Part]:
             "excluded_ratings",
             "remaining_annotators",
             "remaining_ratings",
+            "annotators_with_ratings",
         },
     )
-    return parts
+    return parts + _annotators_note(rows)
+
+
+def _annotators_cell(record: Mapping[str, Any]) -> str:
+    """Annotators with at least one rating left (older funnels: annotators not excluded)."""
+    return fmt_int(record.get("annotators_with_ratings", record.get("remaining_annotators")))
 
 
 def _alpha(block: HumanValidationResults, status: str) -> list[Part]:
@@ -425,3 +475,89 @@ def _human_judges_by(block: HumanValidationResults, status: str, by: str) -> lis
         status=status,
         known={"judge", "percent", "kappa", "ci_low", "ci_high", "n", "clusters", "status"},
     )
+
+
+# The offline demo judges are marked wherever the overlap appears (issue 36).
+RULE_BASED_MARK = " (rule-based offline stand-ins, simulated; not LLMs)"
+_OVERLAP_KNOWN = {"by", "family", "rule_based", "error_definition", "n", "n_articles", "ci_low", "ci_high"}
+_OVERLAP_KNOWN |= {"language", "script", "languages", "status"}
+
+
+def _breakdown(record: Mapping[str, Any]) -> str:
+    by = str(record.get("by") or "all")
+    if by == "language":
+        return f"{record.get('language')} ({record.get('script')})"
+    if by == "script":
+        return f"{record.get('script')} ({', '.join(str(x) for x in record.get('languages') or [])})"
+    return "all rated responses"
+
+
+def _judges_cell(record: Mapping[str, Any], *names: object) -> str:
+    judges = " vs ".join(str(n) for n in names if n) or MISSING
+    return judges + (RULE_BASED_MARK if record.get("rule_based") else "")
+
+
+def _error_overlap(block: HumanValidationResults, status: str) -> list[Part]:
+    """Per pair of judges, the correlation of their errors against the human consensus, and the
+    effective number of independent judges: two judges wrong on the same responses count as one."""
+    pairs = records(block, "judge_error_correlation")
+    parts = opening(
+        "Judge error overlap: correlation of the judges' errors", bool(pairs), status, "judge pairs"
+    )
+    if not pairs:
+        return parts
+    definitions = {str(r.get("family")): str(r.get("error_definition")) for r in pairs}
+    parts.append(
+        Part(
+            "note",
+            text="Error against the human consensus, per family: "
+            + "; ".join(f"{words(k)}: {v}" for k, v in sorted(definitions.items()))
+            + ". Correlation 1: the judges are wrong on the same responses; 0: independently.",
+        )
+    )
+    parts += record_table(
+        pairs,
+        [
+            col("family", "family", "words"),
+            ("judges", lambda r: _judges_cell(r, r.get("judge_a"), r.get("judge_b")), False),
+            ("group", _breakdown, False),
+            col("error correlation", "correlation", "num"),
+            ("interval", lambda r: ci_cell(r, "correlation"), True),
+            col("mean error a", "mean_error_a", "num"),
+            col("mean error b", "mean_error_b", "num"),
+            col("responses", "n", "int"),
+            col("articles", "n_articles", "int"),
+        ],
+        value_key="correlation",
+        section_status=status,
+        known=_OVERLAP_KNOWN | {"judge_a", "judge_b", "correlation", "mean_error_a", "mean_error_b"},
+    )
+    effective = records(block, "judge_effective_number")
+    parts += opening("Effective number of independent judges", bool(effective), status, "effective numbers")
+    if not effective:
+        return parts
+    parts.append(
+        Part(
+            "note",
+            text="n_eff = k / (1 + (k \u2212 1) \u00d7 mean pairwise error correlation): k judges whose "
+            "errors correlate are worth n_eff independent ones (docs/HUMAN_VALIDATION.md).",
+        )
+    )
+    parts += record_table(
+        effective,
+        [
+            col("family", "family", "words"),
+            ("judges", lambda r: _judges_cell(r, *(r.get("judges") or [])), False),
+            ("group", _breakdown, False),
+            col("k", "k", "int"),
+            col("mean error correlation", "mean_correlation", "num"),
+            col("effective judges", "effective_judges", "num", digits=2),
+            ("interval", lambda r: ci_cell(r, "effective_judges", digits=2), True),
+            col("responses", "n", "int"),
+            col("articles", "n_articles", "int"),
+        ],
+        value_key="effective_judges",
+        section_status=status,
+        known=_OVERLAP_KNOWN | {"judges", "k", "mean_correlation", "effective_judges"},
+    )
+    return parts

@@ -29,7 +29,6 @@ class Series:
     points: Sequence[Point] = field(default_factory=tuple)  # one per x category, in order
     intervals: bool = True  # False: a descriptive series with no intervals at all (solid points)
     colour: str | None = None  # fixed per series name, so one group keeps its colour across charts
-    colour: str | None = None  # fixed per series name, so one group keeps its colour across charts
 
 
 def line_chart_svg(
@@ -162,7 +161,7 @@ def _series(
     """One series: its line (broken where a value is missing) and its points with whiskers and tooltips."""
     out: list[str] = []
     colour = s.colour or SERIES_COLOURS[k % len(SERIES_COLOURS)]
-    path = []
+    path: list[tuple[float, float] | None] = []
     for i, p in enumerate(s.points[: len(categories)]):
         if p.value is None:
             path.append(None)

@@ -45,6 +45,7 @@ class Section:
     caption: str = ""
     parts: list[Part] = field(default_factory=list)
     truncated: int = 0
+    hint: str = ""  # one line beside a folded section's title: its status, so it is read unopened
 
 
 def flags_of(block: Mapping[str, Any]) -> list[str]:

@@ -20,6 +20,8 @@ import pandas as pd
 
 from clcg_pipeline.report._appendix import definitions_rows, drilldown_panels, estimates_table_rows
 from clcg_pipeline.report._builder import Labeller, SectionBuilder, definition_text, title_words
+from clcg_pipeline.report._consistency import consistent_status, with_hint, withheld_note
+from clcg_pipeline.report._decision import decision
 from clcg_pipeline.report._document import (
     ci_label_of,
     header_facts,
@@ -36,6 +38,7 @@ from clcg_pipeline.report._format import (
     as_float,
     estimate_of,
     fmt_value,
+    mapping_at,
 )
 from clcg_pipeline.report._granularity_section import granularity_section
 from clcg_pipeline.report._human_section import human_section
@@ -106,7 +109,7 @@ def render_report(
     builder = _builder(langs, definitions, ci_label, settings)
     header, missing = header_facts(results, langs, settings)
     summary = _summary(h1, builder, definitions)
-    counts = h1.get("n") if isinstance(h1.get("n"), Mapping) else {}
+    counts = mapping_at(h1, "n")
     language_section = _by_language(h1, langs, builder, definitions, metric)
     model_section = models_section(h1, builder, ci_label)
     # The studies cap their own long tables (each table separately), so no table starves another.
@@ -118,21 +121,36 @@ def render_report(
     if with_articles:
         estimate_columns.append("articles")
     estimate_columns.append("flags")
-    # Said once per section: a flag every row shares stands above the table (report/_flag_notes.py).
-    summary_flags = shared_flags_note([summary])
+    # The first screen (report/_decision.py) says a reason shared by every headline estimate once;
+    # each section then says its own reasons once (report/_flag_notes.py), pointing to the top for it.
+    human = results.get("human_validation")
+    first_screen = decision(
+        results, langs, simulated=isinstance(human, Mapping) and human.get("simulated") is True
+    )
+    said = first_screen.global_reason
+    summary_flags = shared_flags_note([summary], said)
+    estimates_flags = shared_flags_note([Part("table", rows=estimate_rows)], said)
     new_model = new_model_section(results, builder)
-    new_model = flags_once(new_model) if new_model is not None else None
-    sections = [flags_once(collapse_empty_tables(section)) for section in sections]
+    new_model = flags_once(new_model, said) if new_model is not None else None
+    # Flags shortened before an empty table becomes one line, so that line keeps the short mark
+    # and the reason stays said once for the section.
+    sections = [
+        with_hint(withheld_note(consistent_status(collapse_empty_tables(flags_once(section, said)))))
+        for section in sections
+    ]
     language_section, model_section = (
-        flags_once(section) if section is not None else None for section in (language_section, model_section)
+        flags_once(section, said) if section is not None else None
+        for section in (language_section, model_section)
     )
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=title,
         header=header,
-        warnings=_page_warnings(results, missing, langs),
+        warnings=[_point_up(w, said) for w in _page_warnings(results, missing, langs)],
         summary=summary,
         summary_flags=summary_flags,
+        decision=first_screen,
+        estimates_flags=estimates_flags,
         new_model=new_model,
         ci_label=ci_label,
         counts=[(LABELS.get(str(k), title_words(str(k))), fmt_value(v)) for k, v in counts.items()],
@@ -224,6 +242,11 @@ def _page_warnings(
             ),
         )
     return warnings
+
+
+def _point_up(warning: str, said: str) -> str:
+    """A caveat repeating the reason the first screen gives for everything points to it instead."""
+    return warning.replace(said, "the reason given at the top") if said else warning
 
 
 def write_report(html: str, path: str | os.PathLike[str]) -> None:

@@ -28,13 +28,13 @@ from clcg_pipeline.report._labels import H1_SUMMARY, KNOWN_SECTIONS, METRIC_NAME
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.report._studies import chart
 from clcg_pipeline.report._svg import Bar, bar_chart_svg
-from clcg_pipeline.storage import Estimate, H1Results, StudyResultsDocument
+from clcg_pipeline.storage import Estimate, H1Results
 
 _MAX_SECTION_ROWS = 400
 
 
 def result_sections(
-    results: StudyResultsDocument | Mapping[str, Any],
+    results: Mapping[str, Any],
     langs: Mapping[str, Mapping[str, Any]],
     builder: SectionBuilder,
     missing: list[dict[str, str]] | None,
@@ -42,7 +42,9 @@ def result_sections(
 ) -> list[Section]:
     definitions = builder.definitions
     sections: list[Section] = []
-    used: set[str] = set(NOT_SECTIONS)
+    # ``new_model`` has its own section at the top of the page (report/_new_model_section.py):
+    # walked here too it came back as a raw dump of its fields.
+    used: set[str] = {*NOT_SECTIONS, "new_model"}
     for names, title in KNOWN_SECTIONS:
         for name in names:
             if name not in results or name in used:
@@ -115,7 +117,7 @@ def _bar_label(iso: str, langs: Mapping[str, Mapping[str, Any]], *, with_class: 
 def _language_rows(
     by_language: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for iso, block in by_language.items():
         est = estimate_of(block)
         meta = langs.get(str(iso), {})

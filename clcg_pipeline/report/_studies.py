@@ -319,7 +319,9 @@ def further_results(block: Mapping[str, Any], known: Iterable[str], key: str, wa
 def caveat_parts(block: Mapping[str, Any]) -> list[Part]:
     raw = block.get("caveats")
     items = [raw] if isinstance(raw, str) else list(raw) if isinstance(raw, list | tuple) else []
-    items = [str(c) for c in items if c not in (None, "")]
+    # The status line already gives the study's reason; a caveat that only repeats it is left out.
+    reason = str(block.get("reason") or "")
+    items = [str(c) for c in items if c not in (None, "") and not (reason and reason.endswith(str(c)))]
     if not items:
         return []
     return [Part("heading", text="Caveats"), Part("list", items=items)]

@@ -16,9 +16,30 @@ from clcg_pipeline.report._document import (
     languages_without_data,
     settings_of,
 )
-from clcg_pipeline.report._format import MISSING, as_float, estimate_of, fmt_ci, fmt_int, fmt_num
+from clcg_pipeline.report._format import MISSING, as_float, estimate_of, fmt_ci, fmt_int, fmt_num, mapping_at
 from clcg_pipeline.report._labels import H1_SUMMARY
 from clcg_pipeline.report._page import flags_of
+
+
+def _no_data_lines(missing: Sequence[Mapping[str, Any]], langs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Which panel languages had no data and why: each language named once, under its reason.
+
+    One reason: one line. Several: the count, then a line per reason (so an empty table explains
+    itself, e.g. an empty item bank).
+    """
+    by_reason: dict[str, list[str]] = {}
+    for entry in missing:
+        by_reason.setdefault(str(entry["reason"] or "reason not recorded"), []).append(
+            lang_name(entry["iso"], langs)
+        )
+    count = f"no data ({len(missing)} panel language{'s' if len(missing) != 1 else ''})"
+    if len(by_reason) == 1:
+        ((reason, names),) = by_reason.items()
+        return [f"[yellow]{escape(f'{count}, {reason}: ' + ', '.join(names))}[/yellow]"]
+    return [f"[yellow]{escape(count)}:[/yellow]"] + [
+        f"[yellow]  {escape(reason + ': ' + ', '.join(names))}[/yellow]"
+        for reason, names in by_reason.items()
+    ]
 
 
 def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]) -> str:
@@ -35,7 +56,7 @@ def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]])
         items = sources if isinstance(sources, list | tuple) else [sources]
         lines.append("corpus: " + "; ".join(describe(s) for s in items))
     models = settings.get("models")
-    h1 = results.get("h1") if isinstance(results.get("h1"), Mapping) else {}
+    h1 = mapping_at(results, "h1")
     if models:
         items = models if isinstance(models, list | tuple) else [models]
         lines.append(
@@ -45,18 +66,7 @@ def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]])
         lines.append("models: " + ", ".join(str(m) for m in h1["by_model"]))
     missing = languages_without_data(results, langs)
     if missing:
-        names = ", ".join(lang_name(e["iso"], langs) for e in missing)
-        lines.append(
-            f"[yellow]no data ({len(missing)} panel language{'s' if len(missing) != 1 else ''}): "
-            f"{escape(names)}[/yellow]"
-        )
-        # Say why (e.g. an empty item bank), one line per reason, so an empty table explains itself.
-        by_reason: dict[str, list[str]] = {}
-        for entry in missing:
-            if entry["reason"]:
-                by_reason.setdefault(entry["reason"], []).append(entry["iso"])
-        for reason, isos in by_reason.items():
-            lines.append(f"[yellow]  {escape(', '.join(isos))}: {escape(reason)}[/yellow]")
+        lines.extend(_no_data_lines(missing, langs))
     elif missing is not None:
         lines.append("no data: none (every panel language has data)")
     return "\n".join(line if line.startswith("[yellow]") else escape(line) for line in lines)

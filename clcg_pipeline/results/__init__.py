@@ -6,31 +6,55 @@ Above ``analysis``, ``validation`` and ``granularity`` (it reads all three), bel
 from clcg_pipeline.results._compare import COMPARE_COLUMNS, RunSide, compare_runs
 from clcg_pipeline.results._compare_io import (
     comparison_html,
+    comparison_lines,
     load_run,
     write_comparison_html,
     write_comparison_json,
 )
+from clcg_pipeline.results._derive import (
+    RUN_METADATA,
+    AssembledResults,
+    as_written,
+    assemble_study_results,
+    derive_sections,
+    derive_study_results,
+    leaf_differences,
+    sections_from_documents,
+)
+from clcg_pipeline.results._identifiability import withheld_reasons, withhold_unidentifiable
 from clcg_pipeline.results._inputs import (
     drop_incomplete_versions,
     explain_missing_languages,
     read_replication_scores,
 )
 from clcg_pipeline.results._merge import STUDY_SECTIONS, merge_study_sections
-from clcg_pipeline.results._new_model import new_model_block, newest_model
+from clcg_pipeline.results._new_model import analysis_times, new_model_block, newest_model
 
 __all__ = [
     "COMPARE_COLUMNS",
+    "RUN_METADATA",
     "STUDY_SECTIONS",
+    "AssembledResults",
     "RunSide",
+    "analysis_times",
+    "as_written",
+    "assemble_study_results",
     "compare_runs",
     "comparison_html",
+    "comparison_lines",
+    "derive_sections",
+    "derive_study_results",
     "drop_incomplete_versions",
     "explain_missing_languages",
+    "leaf_differences",
     "load_run",
     "merge_study_sections",
     "new_model_block",
     "newest_model",
     "read_replication_scores",
+    "sections_from_documents",
+    "withheld_reasons",
+    "withhold_unidentifiable",
     "write_comparison_html",
     "write_comparison_json",
 ]

@@ -1,5 +1,6 @@
-"""The edges of ``clcg compare``: read a run (a data folder or a study_results.json), write the
-comparison as JSON and as one offline HTML page."""
+"""The edges of ``clcg compare``: read a run (a data folder, a scores Parquet file or a
+study_results.json), say what the comparison rests on, and write it as JSON and as one offline
+HTML page."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pandas as pd
 from upath import UPath
 
 from clcg_pipeline.results._compare import COMPARE_COLUMNS, RunSide
+from clcg_pipeline.results._inputs import drop_incomplete_versions
 from clcg_pipeline.storage import jsonable, partition_dir, read_all_partitions, read_frame, write_bytes_atomic
 
 _RESULTS = "study_results.json"
@@ -31,23 +33,56 @@ def _estimates_from_document(document: dict[str, Any]) -> pd.DataFrame:
     return frame
 
 
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _is_parquet(target: UPath) -> bool:
+    with target.open("rb") as handle:
+        return handle.read(4) == _PARQUET_MAGIC
+
+
+def _load_file(target: UPath) -> RunSide:
+    """A scores file (Parquet: the H1 family, recomputed) or a study_results.json (unpaired)."""
+    try:
+        if _is_parquet(target):
+            return RunSide(str(target), _estimates_from_document({}), read_frame(target))
+        document = json.loads(target.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(
+            f"{target}: neither a scores Parquet file nor a readable study_results.json ({exc})"
+        ) from None
+    if not isinstance(document, dict) or not isinstance(document.get("estimands"), dict):
+        raise ValueError(f"{target}: not a study_results.json (no 'estimands' object at its top level)")
+    return RunSide(str(target), _estimates_from_document(document), document=str(target))
+
+
+def _folder_scores(target: UPath) -> pd.DataFrame | None:
+    """A data folder's scores as its analysis read them: incomplete versions left out."""
+    scores = read_all_partitions(str(target), "scores")
+    if not len(scores):
+        return None
+    audit = read_all_partitions(str(target), "corpus_audit")
+    return drop_incomplete_versions(scores, audit)[0] if len(audit) else scores
+
+
 def load_run(path: str | os.PathLike[str]) -> RunSide:
-    """A run to compare: a data folder (its estimates table and scores: pairs where it can), or a
-    study_results.json (its estimands: unpaired only). A path with neither is a clear error."""
+    """A run to compare: a data folder (its scores, and its estimates table or study_results.json),
+    a scores Parquet file, or a study_results.json. A path with none of them is a clear error."""
     target = UPath(path)
     if target.is_file():
-        try:
-            document = json.loads(target.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{target}: not a readable study_results.json ({exc})") from None
-        return RunSide(str(target), _estimates_from_document(document))
+        return _load_file(target)
     table = partition_dir(str(target), "estimates", None) / "data.parquet"
-    if not table.exists():
-        if (target / _RESULTS).exists():
-            return load_run(target / _RESULTS)
-        raise ValueError(f"{target}: no estimates table and no {_RESULTS}: not a finished run's data folder")
-    scores = read_all_partitions(str(target), "scores")
-    return RunSide(str(target), read_frame(table), scores if len(scores) else None)
+    scores = _folder_scores(target) if target.exists() else None
+    if table.exists():
+        return RunSide(str(target), read_frame(table), scores, document=str(table))
+    if (target / _RESULTS).exists():
+        document = _load_file(target / _RESULTS)
+        return RunSide(str(target), document.estimates, scores, document=document.document)
+    if scores is not None:
+        return RunSide(str(target), _estimates_from_document({}), scores)
+    raise ValueError(
+        f"{target}: no scores, no estimates table and no {_RESULTS}: not a finished run's data folder"
+    )
 
 
 def comparison_document(table: pd.DataFrame, info: dict[str, Any]) -> dict[str, Any]:
@@ -65,6 +100,40 @@ def _cell(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else html.escape(str(value))
 
 
+def _names(entry: dict[str, Any]) -> list[str]:
+    said = [f"{kind} {', '.join(entry[kind])}" for kind in ("models", "languages") if entry.get(kind)]
+    if entry.get("items"):
+        cells = ", ".join(
+            f"{c['model']}/{c['language']} {c['items']}" for c in entry["items_by_model_language"]
+        )
+        said.append(f"{entry['items']} items the other run never answered, by model/language ({cells})")
+    if entry.get("rows"):
+        said.append(f"{entry['rows']:,} scored rows in all with no counterpart in the other run")
+    return said
+
+
+def comparison_lines(info: dict[str, Any]) -> list[str]:
+    """What the comparison rests on, one line each: pairing, what one run alone has, the
+    documents rows come from (and which are stale), the p rule."""
+    if info.get("paired"):
+        lines = [
+            f"H1 paired on {info['common_rows']:,} rows of {info['common_articles']} articles answered in "
+            "both runs (same model, language, article, item, repetition; the same article draws for both)"
+        ]
+    else:
+        lines = ["nothing paired (no scores of both runs, or no rows in common): every row is unpaired"]
+    for side, entry in (info.get("only_in") or {}).items():
+        said = _names(entry)
+        lines.append(f"only in run {side}: " + ("; ".join(said) if said else "nothing"))
+    for side, document in (info.get("documents") or {}).items():
+        if document:
+            lines.append(f"run {side}: rows outside the recomputed H1 family come from {document}")
+    for side, why in (info.get("stale") or {}).items():
+        lines.append(f"run {side}: its document is stale, its rows are withheld: {why}")
+    lines.append(f"p: {info.get('p_rule')}")
+    return lines
+
+
 def comparison_html(table: pd.DataFrame, info: dict[str, Any]) -> str:
     """One self-contained page (no script, no external resource)."""
     head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in COMPARE_COLUMNS)
@@ -72,19 +141,14 @@ def comparison_html(table: pd.DataFrame, info: dict[str, Any]) -> str:
         "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c in COMPARE_COLUMNS) + "</tr>"
         for row in table.to_dict("records")
     )
-    pairing = (
-        f"H1 estimands paired on {info.get('common_rows', 0)} common rows of "
-        f"{info.get('common_articles', 0)} articles (the same article draws for both runs)."
-        if info.get("paired")
-        else "No rows in common that could be paired: every difference is unpaired."
-    )
+    facts = "".join(f"<li>{html.escape(line)}</li>" for line in comparison_lines(info))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>clcg compare</title>'
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:.2em .5em;font-size:13px}td{text-align:right}"
-        "td:first-child,td:nth-child(2),td:nth-last-child(-n+2){text-align:left}</style></head><body>"
+        "td:first-child,td:nth-child(2),td:nth-last-child(-n+4){text-align:left}</style></head><body>"
         f"<h1>Run B minus run A</h1><p>A: {html.escape(str(info.get('a')))}<br>"
-        f"B: {html.escape(str(info.get('b')))}</p><p>{html.escape(pairing)}</p>"
+        f"B: {html.escape(str(info.get('b')))}</p><ul>{facts}</ul>"
         f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table></body></html>\n"
     )
 

@@ -4,7 +4,7 @@ Sits above ``analysis``, ``validation`` and ``granularity``: the human validatio
 correlation needs the class CLCGs of the estimates, so it is completed here.
 """
 
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -28,7 +28,8 @@ def merge_study_sections(
     (``class_raw_primary``), which only exists once the estimates are computed.
     """
     for key, document in sections.items():
-        results[key] = document
+        # Keys come from STUDY_SECTIONS, each a field of the typed document.
+        cast(dict[str, Any], results)[key] = document
         status = document.get("status")
         if status != "ok":
             results.setdefault("warnings", []).append(

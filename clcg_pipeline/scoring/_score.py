@@ -7,7 +7,7 @@ across repetitions, models and languages ("Not stated", the same extracted sente
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,11 +60,13 @@ def _name(values: Sequence[object]) -> str:
     return ", ".join(shown[:_MAX_NAMED]) + more
 
 
-def _options_tuple(value: object) -> tuple[str, ...]:
+def _options_tuple(value: Iterable[object] | float | None) -> tuple[str, ...]:
     # Parquet list columns arrive as numpy arrays; None/NaN means "no options".
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return ()
-    return tuple(str(v) for v in value)  # type: ignore[union-attr]
+    if value is None or isinstance(value, float):
+        if value is None or np.isnan(value):
+            return ()
+        raise TypeError(f"options: expected a list of options, got the number {value!r}")
+    return tuple(str(v) for v in value)
 
 
 def _validate_items(items: pd.DataFrame) -> pd.DataFrame:

@@ -1,5 +1,7 @@
 """Parquet storage (IO manager, atomic writes) and the DuckDB catalog."""
 
+from typing import TYPE_CHECKING
+
 from clcg_pipeline.storage._catalog import (
     CATALOG_FILE,
     CatalogError,
@@ -30,6 +32,7 @@ from clcg_pipeline.storage._documents import (
     LabelFrequency,
     LabelTransition,
     LanguageEntry,
+    NewModel,
     OrderBias,
     Preference,
     PreferenceBootstrap,
@@ -54,6 +57,7 @@ from clcg_pipeline.storage._files import (
     write_table,
 )
 from clcg_pipeline.storage._granularity_documents import (
+    AlignedParagraph,
     ClozeErrorShare,
     CurvePoint,
     DocumentBucket,
@@ -69,6 +73,7 @@ from clcg_pipeline.storage._granularity_documents import (
     UnpairedRows,
 )
 from clcg_pipeline.storage._json import finite, jsonable
+from clcg_pipeline.storage._paid import CALL_TABLE_STEPS, SPEND_VIEW, Spend, call_spend, spend
 from clcg_pipeline.storage._records import RECORDS, read_records, write_record
 from clcg_pipeline.storage._shared_shapes import (
     Estimate,
@@ -76,6 +81,9 @@ from clcg_pipeline.storage._shared_shapes import (
 )
 from clcg_pipeline.storage._snapshot import complete_run_holds, complete_run_request, write_complete_run
 from clcg_pipeline.storage._tables import PREDICTION_STATUSES, TABLES, ContractError, conform, empty_frame
+
+if TYPE_CHECKING:  # for the type checker only; at run time ``__getattr__`` imports them on demand
+    from clcg_pipeline.storage._io_manager import ParquetIOManager, partition_dims
 
 
 def __getattr__(name: str) -> object:
@@ -89,10 +97,13 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "CALL_TABLE_STEPS",
     "CATALOG_FILE",
     "PREDICTION_STATUSES",
     "RECORDS",
+    "SPEND_VIEW",
     "TABLES",
+    "AlignedParagraph",
     "AlphaRow",
     "Band",
     "CatalogError",
@@ -124,6 +135,7 @@ __all__ = [
     "LabelTransition",
     "LanguageEntry",
     "MiddleVsEdges",
+    "NewModel",
     "NoContextDrop",
     "OrderBias",
     "ParagraphJudgeAgreement",
@@ -135,11 +147,13 @@ __all__ = [
     "QcStep",
     "SelfPreference",
     "SpearmanRow",
+    "Spend",
     "StudyResultsDocument",
     "StudySettings",
     "TaxonomyJudge",
     "UnpairedRows",
     "build_catalog",
+    "call_spend",
     "complete_run_holds",
     "complete_run_request",
     "conform",
@@ -160,6 +174,7 @@ __all__ = [
     "read_json",
     "read_records",
     "run_named_query",
+    "spend",
     "stored_tables",
     "table_glob",
     "write_bytes_atomic",

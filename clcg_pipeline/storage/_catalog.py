@@ -30,8 +30,9 @@ import pandas as pd
 from upath import UPath
 
 from clcg_pipeline.config import project_path
-from clcg_pipeline.storage._duck import connect_duckdb, is_local, local_path, lock_down
+from clcg_pipeline.storage._duck import Location, connect_duckdb, is_local, local_path, lock_down
 from clcg_pipeline.storage._files import data_root, relative_table_glob, table_glob, write_bytes_atomic
+from clcg_pipeline.storage._paid import CALL_RECORDS, catalog_call_records
 
 CATALOG_FILE = "clcg.duckdb"
 SQL_DIR = project_path("sql")
@@ -49,7 +50,7 @@ def default_catalog_path(data_dir: str | os.PathLike[str]) -> Path | UPath:
     return local_path(root) / CATALOG_FILE if is_local(root) else root / CATALOG_FILE
 
 
-def stored_tables(data_dir: str | os.PathLike[str]) -> list[str]:
+def stored_tables(data_dir: Location) -> list[str]:
     """Names of the tables that have at least one Parquet file under the data folder."""
     root = data_root(data_dir)
     if not root.exists():
@@ -62,9 +63,7 @@ def stored_tables(data_dir: str | os.PathLike[str]) -> list[str]:
     return names
 
 
-def build_catalog(
-    data_dir: str | os.PathLike[str], catalog_path: str | os.PathLike[str] | None = None
-) -> dict[str, int]:
+def build_catalog(data_dir: str | os.PathLike[str], catalog_path: Location | None = None) -> dict[str, int]:
     """(Re)create the catalog's views; returns ``{view: row count}``.
 
     Built in a temporary file and then renamed (local) or uploaded in one PUT (remote), so
@@ -111,6 +110,9 @@ def _create_views(
         relation = con.read_parquet(glob, hive_partitioning=True, union_by_name=True)
         relation.create_view(table, replace=True)
     present = set(tables)
+    # The calls tables as one relation, for the spend view (sql/views/call_spend.sql).
+    if catalog_call_records(con, data_dir, tables, relative=relative):
+        present.add(CALL_RECORDS)
     for view_file in sorted((SQL_DIR / "views").glob("*.sql")):
         needs = _declared_tables(view_file)
         if needs <= present:
@@ -169,7 +171,7 @@ def _statement_word(text: str) -> str:
 
 
 def query(
-    catalog_path: str | os.PathLike[str],
+    catalog_path: Location,
     sql: str,
     params: Sequence[Any] | Mapping[str, Any] | None = None,
     *,
@@ -249,7 +251,7 @@ def _open_catalog(location: UPath, data: UPath) -> Iterator[duckdb.DuckDBPyConne
 
 
 def run_named_query(
-    catalog_path: str | os.PathLike[str],
+    catalog_path: Location,
     name: str,
     params: Mapping[str, Any],
     *,

@@ -364,6 +364,33 @@ class HumanJudgeAgreement(Interval, LanguageGroup, total=False):
     clusters: int  # the items (rated responses) the bootstrap resamples
 
 
+class JudgeErrorCorrelation(Interval, LanguageGroup, total=False):
+    """One pair of judges' error correlation against the human consensus (issue 36): pooled
+    (``by`` ``all``), per ``language`` or per ``script``; ``rule_based``: an offline stand-in judge."""
+
+    by: str
+    family: str  # error_taxonomy | granularity
+    judge_a: str
+    judge_b: str
+    rule_based: bool
+    error_definition: str
+    correlation: float | None
+    mean_error_a: float | None
+    mean_error_b: float | None
+
+
+class EffectiveJudges(Interval, LanguageGroup, total=False):
+    """The effective number of independent judges of one family (issue 36), in ``effective_judges``."""
+
+    by: str
+    family: str
+    judges: list[str]
+    k: int
+    rule_based: bool
+    mean_correlation: float | None
+    effective_judges: float | None
+
+
 class HumanValidationResults(TypedDict, total=False):
     """``human_validation`` (the ``human_validation_results`` asset)."""
 
@@ -386,6 +413,8 @@ class HumanValidationResults(TypedDict, total=False):
     judge_kappa_by_language: list[HumanJudgeAgreement]
     judge_kappa_by_script: list[HumanJudgeAgreement]
     judge_consensus: dict[str, Any] | None
+    judge_error_correlation: list[JudgeErrorCorrelation]
+    judge_effective_number: list[EffectiveJudges]
     caveats: list[str]
 
 

@@ -18,6 +18,8 @@ import duckdb
 from upath import UPath
 
 _LOCAL_PROTOCOLS = ("", "file", "local")
+# A local path or a URL; a UPath of a remote folder is not os.PathLike (it has no local path).
+Location = str | os.PathLike[str] | UPath
 # No extension is installed or loaded behind our back (see the module docstring).
 _NO_DOWNLOADS: dict[str, str | bool] = {
     "autoinstall_known_extensions": False,
@@ -25,23 +27,23 @@ _NO_DOWNLOADS: dict[str, str | bool] = {
 }
 
 
-def is_local(location: str | os.PathLike[str]) -> bool:
+def is_local(location: Location) -> bool:
     """Whether a data folder (or a file in it) is on the local disk (a path or ``file://`` URL)."""
     return UPath(location).protocol in _LOCAL_PROTOCOLS
 
 
-def local_path(location: str | os.PathLike[str]) -> Path:
+def local_path(location: Location) -> Path:
     """The plain local path of a local location (``file:///a/b`` -> ``/a/b``)."""
     return Path(UPath(location).path)
 
 
-def duckdb_location(location: str | os.PathLike[str]) -> str:
+def duckdb_location(location: Location) -> str:
     """How DuckDB must be given a path: plain for local files, the full URL for remote ones."""
     return str(local_path(location)) if is_local(location) else str(UPath(location))
 
 
 def connect_duckdb(
-    data_dir: str | os.PathLike[str],
+    data_dir: Location,
     database: str = ":memory:",
     *,
     read_only: bool = False,
@@ -52,7 +54,8 @@ def connect_duckdb(
     ``search_path`` sets DuckDB's ``file_search_path``, against which relative paths (those of a
     portable catalog's views) resolve.
     """
-    config: dict[str, str | bool] = dict(_NO_DOWNLOADS)
+    # Typed as duckdb.connect's parameter (a dict is invariant in its values).
+    config: dict[str, str | bool | int | float | list[str]] = dict(_NO_DOWNLOADS)
     if search_path is not None:
         config["file_search_path"] = search_path
     con = duckdb.connect(database, read_only=read_only, config=config)

@@ -24,11 +24,14 @@ from clcg_pipeline.storage._tables import TABLES, conform
 DATA_FILE = "data.parquet"
 
 
-def data_root(data_dir: str | os.PathLike[str]) -> UPath:
+# A remote UPath is not os.PathLike (it has no local path), so it is named as well.
+def data_root(data_dir: str | os.PathLike[str] | UPath) -> UPath:
     return UPath(data_dir)
 
 
-def partition_dir(data_dir: str | os.PathLike[str], table: str, partition: Mapping[str, str] | None) -> UPath:
+def partition_dir(
+    data_dir: str | os.PathLike[str] | UPath, table: str, partition: Mapping[str, str] | None
+) -> UPath:
     """``<data>/<table>/<dim>=<value>/...`` with dimensions in the given order (hive layout)."""
     path = data_root(data_dir) / table
     for dim, value in (partition or {}).items():
@@ -36,7 +39,7 @@ def partition_dir(data_dir: str | os.PathLike[str], table: str, partition: Mappi
     return path
 
 
-def table_glob(data_dir: str | os.PathLike[str], table: str) -> str:
+def table_glob(data_dir: str | os.PathLike[str] | UPath, table: str) -> str:
     """A glob matching every partition file of ``table`` (for DuckDB and fsspec).
 
     Local folders give a plain path (DuckDB does not read ``file://`` URLs); remote ones keep

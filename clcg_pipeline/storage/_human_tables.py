@@ -110,6 +110,8 @@ HUMAN_TABLES: dict[str, pa.Schema] = {
             ("imported", _I64),
             ("skipped", _I64),
             ("revised", _I64),
+            # issue 36: ratings imported as excluded (they contradict themselves or the codebook)
+            ("excluded", _I64),
             ("refused", _I64),
             ("status", _STR),
             ("error", _STR),
@@ -186,6 +188,7 @@ HUMAN_TABLES: dict[str, pa.Schema] = {
 
 # issue 19: every revision of every imported rating (the current one included, ``current`` true),
 # written by the import beside ``human_annotations``, which holds the current revisions only.
+# Issue 36: ``excluded_reason``, why a revision is excluded (null when it counts).
 HUMAN_TABLES["human_annotation_revisions"] = pa.schema(
-    [*HUMAN_TABLES["human_annotations"], pa.field("current", _BOOL)]
+    [*HUMAN_TABLES["human_annotations"], pa.field("current", _BOOL), pa.field("excluded_reason", _STR)]
 )

@@ -8,11 +8,26 @@ was ever paid. So the IO manager writes each such table through :func:`keep_paid
 the calls paid in this write are stamped with the run and the time, and a call the stored
 table recorded as paid keeps that record (cost, tokens, attempts, run, time), however it was
 found this time.
+
+It is also the one owner of "what was paid": :func:`spend` reads the five calls tables
+through the ``call_spend`` view (``sql/views/call_spend.sql``, the only definition of a paid
+call), and every figure of spend (``clcg run``'s closing line and its budget accounting,
+``clcg plan``'s spend so far, ``clcg query --named call_costs``) asks it instead of counting.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import duckdb
+import fsspec
 import pandas as pd
+
+from clcg_pipeline.config import project_path
+from clcg_pipeline.storage._duck import connect_duckdb, duckdb_location
+from clcg_pipeline.storage._files import DATA_FILE, partition_dir, relative_table_glob, table_glob
 
 # What a call's payment was, copied from the stored record to the call found cached now.
 PAID_FIELDS = ("input_tokens", "output_tokens", "cost_usd", "latency_s", "attempts", "paid_run", "paid_at")
@@ -55,3 +70,142 @@ def keep_paid_record(
         if column in source.columns:
             frame.loc[keep.index, column] = keep["call_id"].map(source[column])
     return frame
+
+
+# The calls-shaped tables, and the step of the study whose provider calls each one holds.
+CALL_TABLE_STEPS = {
+    "calls": "responses",
+    "task_calls": "granularity tasks",
+    "task_judge_calls": "judges",
+    "judge_calls": "judges",
+    "keypoint_calls": "writers",
+}
+CALL_RECORDS = "call_records"  # the five tables as one relation (built here, from the files present)
+SPEND_VIEW = "call_spend"  # sql/views/call_spend.sql: what each call paid, on top of call_records
+SPEND_VIEW_FILE = project_path("sql") / "views" / f"{SPEND_VIEW}.sql"
+# The columns call_records gives every table (cast: an empty table's columns have no type).
+_RECORD_COLUMNS = {
+    "call_id": "VARCHAR",
+    "model": "VARCHAR",
+    "language": "VARCHAR",
+    "input_tokens": "BIGINT",
+    "output_tokens": "BIGINT",
+    "cost_usd": "DOUBLE",
+    "outcome": "VARCHAR",
+    "error": "VARCHAR",
+    "cached": "BOOLEAN",
+    "paid_run": "VARCHAR",
+    "paid_at": "TIMESTAMPTZ",
+}
+# Why the call runner skipped a call for the budget (its ``error``): the study budget's ledger.
+STUDY_BUDGET_ERROR = "StudyBudgetExceeded"
+
+
+def _projection(table: str, columns: Iterable[str]) -> str:
+    """The SELECT list turning one calls table into call_records' shape (only names and literals)."""
+    present = set(columns)
+    parts = [
+        f"CAST({name} AS {kind}) AS {name}" if name in present else f"CAST(NULL AS {kind}) AS {name}"
+        for name, kind in _RECORD_COLUMNS.items()
+    ]
+    # The partition is the file's hive folders (a judges table's ``model`` is the judge's).
+    where = r"regexp_extract(filename, 'language=([^/]+)/model=([^/]+)/', ['language', 'model'])"
+    parts += [
+        f"'{table}' AS calls_table",
+        f"'{CALL_TABLE_STEPS[table]}' AS step",
+        f"nullif(concat_ws('|', nullif({where}.language, ''), nullif({where}.model, '')), '') AS partition",
+    ]
+    return ", ".join(parts)
+
+
+def register_call_records(con: duckdb.DuckDBPyConnection, sources: Mapping[str, str | list[str]]) -> bool:
+    """Create the ``call_records`` view over ``{table: glob or files}``; False when there is none."""
+    relations = []
+    for table, source in sources.items():
+        relation = con.read_parquet(source, union_by_name=True, filename=True)
+        relations.append(relation.project(_projection(table, relation.columns)))
+    if not relations:
+        return False
+    union = relations[0]
+    for relation in relations[1:]:
+        union = union.union(relation)
+    union.create_view(CALL_RECORDS, replace=True)
+    return True
+
+
+def catalog_call_records(
+    con: duckdb.DuckDBPyConnection, data_dir: str | os.PathLike[str], tables: Iterable[str], *, relative: bool
+) -> bool:
+    """``call_records`` in the catalog, over the stored calls tables among ``tables``."""
+    sources: dict[str, str | list[str]] = {
+        table: relative_table_glob(table) if relative else table_glob(data_dir, table)
+        for table in CALL_TABLE_STEPS
+        if table in set(tables)
+    }
+    return register_call_records(con, sources)
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What a set of calls paid, as the ``call_spend`` view counts it."""
+
+    paid_usd: float = 0.0
+    paid_calls: int = 0
+    by_step: dict[str, int] = field(default_factory=dict)  # paid calls per step
+    by_table: dict[str, tuple[int, float]] = field(default_factory=dict)  # (paid calls, USD) per table
+    # Calls a budget left unmade, by budget ("run": --budget or a run's budget_usd; "study").
+    skipped_budget: dict[str, int] = field(default_factory=dict)
+
+
+def call_spend(
+    data_dir: str | os.PathLike[str],
+    *,
+    tables: Iterable[str] = tuple(CALL_TABLE_STEPS),
+    partition: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """The ``call_spend`` view's rows over the stored calls tables (one partition's, if given)."""
+    sources: dict[str, str | list[str]] = {}
+    for table in tables:
+        if partition is None:
+            glob = table_glob(data_dir, table)
+            fs, _ = fsspec.core.url_to_fs(glob)
+            if fs.glob(glob):
+                sources[table] = glob
+        else:
+            path = partition_dir(data_dir, table, partition) / DATA_FILE
+            if path.exists():
+                sources[table] = [duckdb_location(path)]
+    con = connect_duckdb(data_dir)
+    try:
+        if not register_call_records(con, sources):
+            columns = ["model", "step", "calls_table", "run", "paid", "paid_usd", "outcome", "error"]
+            return pd.DataFrame(columns=columns)
+        con.execute(SPEND_VIEW_FILE.read_text(encoding="utf-8"))
+        return con.sql(f"SELECT * FROM {SPEND_VIEW}").df()
+    finally:
+        con.close()
+
+
+def spend(
+    data_dir: str | os.PathLike[str],
+    *,
+    tables: Iterable[str] = tuple(CALL_TABLE_STEPS),
+    partition: Mapping[str, str] | None = None,
+    runs: Iterable[str] | None = None,
+) -> Spend:
+    """What the calls tables record as paid: all of it, or what the Dagster ``runs`` paid."""
+    rows = call_spend(data_dir, tables=tables, partition=partition)
+    if runs is not None:
+        rows = rows[rows["run"].isin(set(runs))]
+    paid = rows[rows["paid"].astype(bool)]
+    skipped = rows[rows["outcome"] == "skipped_budget"]
+    budgets = skipped["error"].map(lambda e: "study" if e == STUDY_BUDGET_ERROR else "run")
+    return Spend(
+        paid_usd=float(paid["paid_usd"].sum()),
+        paid_calls=len(paid),
+        by_step={str(k): int(v) for k, v in paid.groupby("step").size().items()},
+        by_table={
+            str(k): (len(group), float(group["paid_usd"].sum())) for k, group in paid.groupby("calls_table")
+        },
+        skipped_budget={str(k): int(v) for k, v in budgets.value_counts().items()},
+    )

@@ -51,7 +51,7 @@ def three(project, small_langs):
 
 
 def _band(scores: pd.DataFrame) -> pd.DataFrame:
-    """Primary band under parse rule A (failures score 0), written out from STUDY.md."""
+    """Primary band under parse rule A (failures score 0), written out from the study protocol."""
     band = scores[
         (scores.context_scope == "full_body")
         & (scores.item_source == "llm")

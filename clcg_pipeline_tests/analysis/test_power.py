@@ -97,3 +97,84 @@ def test_bad_questions_and_too_little_pilot_data_say_so(scores, cfg) -> None:
     one = scores[scores["doc_id"] == scores["doc_id"].iloc[0]]
     plan = power_from_pilot(one, cfg, PowerQuestion(effect=0.02))
     assert plan["status"].startswith("not identifiable") and "articles_needed" not in plan
+
+
+def test_a_large_effect_never_plans_fewer_articles_than_the_analysis_needs(scores, cfg) -> None:
+    """`--effect 0.05` answered 4 articles where study.min_articles is 10 (issue 34 item 6)."""
+    minimum = cfg.study.min_articles
+    plan = power_from_pilot(scores, cfg, PowerQuestion(effect=0.5))
+    assert plan["articles_needed"] == minimum
+    assert plan["articles_for_power"] < minimum and plan["minimum_binds"] is True  # the power alone: fewer
+    assert plan["min_articles"] == minimum and f"study.min_articles = {minimum} binds" in plan["note"]
+    # Where the power asks for more than the minimum, the minimum says nothing.
+    small = power_from_pilot(scores, cfg, PowerQuestion(effect=0.005))
+    assert small["articles_needed"] == small["articles_for_power"] > minimum
+    assert small["minimum_binds"] is False and small["note"] is None
+
+
+def _skipping_pair(scores: pd.DataFrame, cfg) -> tuple[pd.DataFrame, tuple[str, str]]:
+    """Two models; the second skipped its hardest third of target-language items (no row at all)."""
+    first, second = (str(m) for m in scores["model"].unique()[:2])
+    metric = cfg.study.band.metric
+    targets = set(cfg.languages.targets)
+    theirs = scores[scores["model"] == second]
+    hard = theirs["language"].isin(targets) & (theirs[metric] < theirs[metric].quantile(0.33))
+    kept = pd.concat([scores[scores["model"] == first], theirs[~hard.to_numpy()]], ignore_index=True)
+    return kept, (first, second)
+
+
+def _paired_difference_se(scores: pd.DataFrame, cfg, models: tuple[str, str]) -> tuple[float, int, int]:
+    """SE of the micro-gap difference on the units both models answered, in plain numpy/pandas."""
+    band = cfg.study.band
+    rows = scores[
+        scores["level"].isin(band.levels)
+        & (scores["item_source"] == band.item_source)
+        & (scores["context_scope"] == band.context_scope)
+        & scores["model"].isin(models)
+    ]
+    y = np.where(rows["status"] == "ok", rows[band.metric], 0.0)
+    frame = pd.DataFrame(
+        {
+            "model": rows["model"].astype(str),
+            "doc_id": rows["doc_id"].astype(str),
+            "language": rows["language"].astype(str),
+            "item_id": rows["item_id"].astype(str),
+            "y": y,
+        }
+    )
+    unit_models = frame.groupby(["language", "doc_id", "item_id"])["model"].nunique()
+    common = unit_models[unit_models == 2].index
+    frame = frame.set_index(["language", "doc_id", "item_id"]).loc[common].reset_index()
+    articles = sorted(frame["doc_id"].unique())
+    w = draw_multiplicities(len(articles), cfg.study.bootstrap_replicates, cfg.study.seed)
+    targets = list(cfg.languages.targets)
+
+    def gap(model: str) -> np.ndarray:
+        own = frame[frame["model"] == model]
+
+        def mean(languages: list[str]) -> np.ndarray:
+            part = own[own["language"].isin(languages)].groupby("doc_id")["y"].agg(["sum", "count"])
+            part = part.reindex(articles, fill_value=0)
+            return (w @ part["sum"].to_numpy(float)) / (w @ part["count"].to_numpy(float))
+
+        return mean(["en"]) - mean(targets)
+
+    difference = gap(models[0]) - gap(models[1])
+    return float(np.std(difference, ddof=1)), len(common), len(articles)
+
+
+def test_a_model_difference_is_planned_on_the_items_both_models_answered(scores, cfg) -> None:
+    """Planned from each model's own rows, it used an SE the model contrast never sees."""
+    pair, models = _skipping_pair(scores, cfg)
+    plan = power_from_pilot(pair, cfg, PowerQuestion(effect=0.02, models=models))
+    se, common, articles = _paired_difference_se(pair, cfg, models)
+    assert plan["pilot_se"] == pytest.approx(se, rel=1e-9)
+    assert plan["pilot_common_items"] == common and plan["pilot_articles"] == articles
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)  # two-sided
+    expected = max(int(np.ceil(articles * (z * se / 0.02) ** 2)), cfg.study.min_articles)
+    assert plan["articles_needed"] == expected
+    # Two models with no item in common have no difference to plan.
+    first, second = models
+    apart = pd.concat([pair[pair["model"] == first], pair[pair["model"] == second].assign(item_id="other")])
+    with pytest.raises(ValueError, match="answered no item in common"):
+        power_from_pilot(apart, cfg, PowerQuestion(effect=0.02, models=models))

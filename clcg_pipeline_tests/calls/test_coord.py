@@ -209,6 +209,9 @@ def test_a_remote_cache_is_coordinated_on_this_host(
 
     monkeypatch.delenv(COORD_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    # Only this host uses the remote cache: the opt-in that lets local file locks coordinate it
+    # (without it the run is refused, test_coordination_refused.py).
+    monkeypatch.setenv("CLCG_ALLOW_LOCAL_COORD", "1")
     # An object-store cache has no file locks: its claims, slots and ledger live in a folder of
     # this host keyed by the URL (before, coordination was simply off and a call could be paid
     # twice by two workers of one `clcg run`).

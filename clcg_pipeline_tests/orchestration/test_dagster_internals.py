@@ -75,10 +75,16 @@ def test_configurable_class_is_what_dagster_yaml_builds_components_from() -> Non
 
 
 def test_tags_and_run_ids() -> None:
-    assert internals.CODE_VERSION_TAG == "dagster/code_version"
-    assert internals.PARTITION_NAME_TAG == "dagster/partition"
-    run_id = internals.make_new_run_id()
-    assert isinstance(run_id, str) and str(uuid.UUID(run_id)) == run_id
+    """The tags the project spells out are Dagster's own, and a run id it mints (a UUID4 string,
+    ``clcg run`` watches a run's steps by it) is what Dagster mints."""
+    from dagster._core.definitions.data_version import CODE_VERSION_TAG
+    from dagster._core.storage.tags import PARTITION_NAME_TAG
+    from dagster._core.utils import make_new_run_id
+
+    assert internals.CODE_VERSION_TAG == CODE_VERSION_TAG == "dagster/code_version"
+    assert internals.PARTITION_NAME_TAG == PARTITION_NAME_TAG == "dagster/partition"
+    run_id = make_new_run_id()
+    assert str(uuid.UUID(run_id, version=4)) == run_id
 
 
 def test_the_run_worker_entry_point() -> None:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
-import shutil
 from pathlib import Path
-from unittest import mock
 
 import pyarrow.parquet as pq
-import pytest
 
-from clcg_pipeline.release import ReleaseError, build_release
+from clcg_pipeline.release import scan_release
 from clcg_pipeline.storage import read_all_partitions
 from clcg_pipeline_tests.demo_study import DemoStudy
 from clcg_pipeline_tests.release.conftest import FAKE_KEY, PSEUDONYM_KEY
@@ -69,21 +66,17 @@ def test_no_file_of_the_release_holds_any_of_them(demo_study: DemoStudy, release
     assert hits == []
 
 
-def test_a_leak_stops_the_build(demo_study: DemoStudy, tmp_path: Path) -> None:
-    """A document quoting a paragraph, or a key in a file, is refused: no release is written."""
-    data = tmp_path / "data"
-    shutil.copytree(demo_study.data_dir, data, ignore=shutil.ignore_patterns("cache", "annotations"))
-    paragraph = read_all_partitions(demo_study.data_dir, "paragraphs")["text"].iloc[5]
-    (data / "notes.json").write_text(json.dumps({"excerpt": f"as the article says: {paragraph}"}))
-    with mock.patch.dict(os.environ, {"CLCG_RELEASE_KEY": PSEUDONYM_KEY}):
-        with pytest.raises(ReleaseError, match=r"leak 1 thing\(s\).*notes\.json: redacted text"):
-            build_release(data, demo_study.config_dir, tmp_path / "out")
-        assert not (tmp_path / "out").exists()
-        (data / "notes.json").write_text(json.dumps({"key": FAKE_KEY}))
-        with (
-            mock.patch.dict(os.environ, {"OPENAI_API_KEY": FAKE_KEY}),
-            pytest.raises(ReleaseError, match=r"notes\.json: secret"),
-        ):
-            build_release(data, demo_study.config_dir, tmp_path / "out")
-    assert not (tmp_path / "out").exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+def test_the_scan_finds_runs_of_article_text_and_whole_texts_in_its_own_files(tmp_path: Path) -> None:
+    """The leak check applies the same rule: a run of ``width`` characters in a study document,
+    a whole text in a file the release writes itself; names the hash and span, not the text."""
+    paragraph = "The second phase of the works lasted from June to August and closed the bridge."
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "study.yaml").write_text(f"# {paragraph}\n")
+    (tmp_path / "notes.json").write_text(json.dumps({"a": f"so: <{paragraph[4:40]}>", "doc_id": "x"}))
+    (tmp_path / "fine.json").write_text(json.dumps({"a": paragraph[4:20]}))  # shorter than width
+    hits = scan_release(tmp_path, [paragraph], {}, width=20)
+    digest = hashlib.sha256(paragraph.encode()).hexdigest()
+    assert hits == [
+        f"config/study.yaml: redacted text sha256 {digest}",
+        f"notes.json: redacted text sha256 {digest}[4:40]",
+    ]

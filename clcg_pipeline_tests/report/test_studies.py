@@ -375,7 +375,9 @@ def test_long_tables_are_folded_and_sound_notes_are_not_flags() -> None:
         r"<details class=\"long-table\"><summary>(.*?)</summary>(.*?)</details>", taxonomy, re.S
     )
     assert folded and _text(folded.group(1)) == "Table: 36 rows \u2014 click to show"
-    assert "judge-b" in folded.group(2) and "<details" not in _section(html, "human_validation")
+    assert "judge-b" in folded.group(2) and '<details class="long-table"' not in _section(
+        html, "human_validation"
+    )
     block = fx.human()
     block["spearman"].append(
         {"metric": "clcg_class", "human": "adequacy_mean", "rho": -0.9, "ci_low": None, "ci_high": None,

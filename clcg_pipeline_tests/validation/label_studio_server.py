@@ -11,6 +11,8 @@ variables (``LABEL_STUDIO_USERNAME`` / ``_PASSWORD`` / ``_USER_TOKEN``, ``label_
 from __future__ import annotations
 
 import ctypes  # noqa: F401 (imported before any fork: the guard uses it between fork and exec)
+import http.cookiejar
+import json
 import os
 import secrets
 import signal
@@ -18,10 +20,12 @@ import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clcg_pipeline.orchestration import PROJECT_ROOT
 from clcg_pipeline.orchestration._workers import _set_parent_death_signal
@@ -149,3 +153,52 @@ def start_label_studio(executable: Path, root: Path) -> LabelStudioServer:
         time.sleep(0.5)
     server.startup_s = time.perf_counter() - started
     return server
+
+
+def _json_call(url: str, method: str, token: str, body: object = None) -> Any:
+    request = urllib.request.Request(
+        url, method=method, data=None if body is None else json.dumps(body).encode()
+    )
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Authorization", f"Token {token}")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        data = response.read()
+    return json.loads(data) if data else None
+
+
+@dataclass
+class Annotator:
+    """A user of the instance acting as themselves (their own token): asks Label Studio for the
+    next task, as its editor's "Label All Tasks" does, and submits an annotation of it."""
+
+    server: LabelStudioServer
+    user_id: int
+    token: str = field(repr=False)
+
+    def next_task(self, project_id: int) -> dict[str, Any]:
+        """``GET /api/projects/<id>/next``: the task Label Studio serves this user now (``queue``
+        says which of its rules chose it)."""
+        return _json_call(f"{self.server.url}/api/projects/{project_id}/next", "GET", self.token)
+
+    def submit(self, task_id: int, result: list[dict[str, Any]]) -> None:
+        _json_call(
+            f"{self.server.url}/api/tasks/{task_id}/annotations", "POST", self.token, {"result": result}
+        )
+
+
+def sign_up(server: LabelStudioServer, email: str) -> Annotator:
+    """A new user, signed up through the organization's invite link as a person would (Label Studio
+    offers no API to make a user with a password), and their API token."""
+    invite = _json_call(f"{server.url}/api/invite", "GET", server.token)["token"]
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = f"{server.url}/user/signup/?token={invite}"
+    browser.open(page, timeout=60).read()
+    csrf = next(c.value for c in jar if c.name == "csrftoken")
+    form = {"email": email, "password": secrets.token_urlsafe(16), "csrfmiddlewaretoken": csrf}
+    request = urllib.request.Request(page, data=urllib.parse.urlencode(form).encode(), method="POST")
+    request.add_header("Referer", page)
+    browser.open(request, timeout=60).read()
+    token = json.loads(browser.open(f"{server.url}/api/current-user/token", timeout=60).read())["token"]
+    who = _json_call(f"{server.url}/api/current-user/whoami", "GET", token)
+    return Annotator(server, int(who["id"]), token)

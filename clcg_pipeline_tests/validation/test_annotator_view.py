@@ -1,6 +1,7 @@
 """What annotators see (issue 19, item 4): readable choices stored as canonical values, the
 passage attribution is judged against, tasks in their planned order, an attention check that
-asks only true answers, and a keypoint checklist that tells "none" from "not answered"."""
+asks only true answers, and a keypoint checklist that tells "none" from "not answered"; issue
+36: the individual tasks laid out as the design's forms, a bad rating excluded, not its file."""
 
 from __future__ import annotations
 
@@ -133,16 +134,24 @@ def test_an_item_linked_to_no_paragraph_shows_the_whole_article(sample, keypoint
 # --- order --------------------------------------------------------------------------------------
 
 
-def test_tasks_are_exported_in_the_order_of_their_planned_places(files, sample) -> None:
+def test_individual_tasks_are_laid_out_as_the_designs_forms(files, sample) -> None:
+    """Issue 36: a check at the design's place (7th) of every block of a form's length (10), the
+    individual tasks in their planned order between; not the checks in one run."""
+    settings = HumanValidationSettings()
     place = {t: sum(ps) / len(ps) for t, ps in zip(sample["task_id"], sample["positions"], strict=True)}
     order = [t["data"]["task_id"] for t in _tasks(files)]
-    assert order == sorted(order, key=lambda t: (place[t], t))
     kinds = _kinds(sample)
-    attention_at = [i for i, t in enumerate(order) if kinds[t] == "attention"]
-    settings = HumanValidationSettings()
-    # Attention checks sit among the tasks of their planned place, not after every other task.
-    assert any(kinds[t] == "single" for t in order[max(attention_at) + 1 :])
-    assert all(place[order[i]] == settings.attention_position for i in attention_at)
+    singles = [t for t in order if kinds[t] == "single"]
+    assert singles == sorted(singles, key=lambda t: (place[t], t))
+    assert sorted(singles) == sorted(sample.loc[sample["kind"] == "single", "task_id"])
+    per_form = settings.items_per_form - settings.attention_checks
+    blocks = -(-len(singles) // per_form)
+    checks = [i + 1 for i, t in enumerate(order) if kinds[t] == "attention"]
+    # every full form of 10 has its check 7th; the last, shorter one too (24 tasks: 9 + 9 + 6)
+    assert checks == [b * settings.items_per_form + settings.attention_position for b in range(blocks)]
+    assert len(order) == len(singles) + blocks
+    # the checks pushed are the sample's, each once; the others stay the CSV forms'
+    assert set(order) <= set(sample["task_id"]) and len(set(order)) == len(order)
 
 
 # --- the attention check asks only true answers --------------------------------------------------
@@ -163,7 +172,7 @@ def test_the_attention_check_offers_only_not_applicable_where_the_rubric_does_no
     assert task["data"]["keypoint_options"] == []  # no checklist: nothing to tick
 
 
-def test_not_applicable_is_missing_on_an_attention_check_and_refused_elsewhere(
+def test_not_applicable_is_missing_on_an_attention_check_and_excluded_elsewhere(
     files, sample, keypoints
 ) -> None:
     kinds = _kinds(sample)
@@ -176,11 +185,11 @@ def test_not_applicable_is_missing_on_an_attention_check_and_refused_elsewhere(
     row = result.annotations.iloc[0]
     assert row["equivalence"] is None and row["attribution"] is None and row["consistency"] is None
     assert bool(row["attention_correct"])
-    refused = _import([ls_task(1, single, [ls_annotation(102, 1, answered)])], sample, keypoints)
-    assert refused.imports.iloc[0]["status"] == "rejected"
+    excluded = _import([ls_task(1, single, [ls_annotation(102, 1, answered)])], sample, keypoints)
+    assert excluded.imports.iloc[0][["status", "excluded"]].tolist() == ["accepted", 1]  # issue 36
     assert (
         "field 'equivalence': 'not_applicable' is only an answer of an attention check"
-        in (refused.imports.iloc[0]["error"])
+        in (excluded.imports.iloc[0]["error"])
     )
 
 
@@ -221,7 +230,8 @@ def test_none_is_recall_zero_and_no_tick_is_not_answered(files, sample, keypoint
     mixed = _import(
         [ls_task(1, task, [ls_annotation(104, 4, {**base, "keypoints": ["none", "k1"]})])], sample, keypoints
     )
-    assert mixed.imports.iloc[0]["status"] == "rejected"
+    assert mixed.imports.iloc[0][["status", "excluded"]].tolist() == ["accepted", 1]  # issue 36
+    assert mixed.annotations.empty
     assert (
         "field 'keypoint_hits'" in mixed.imports.iloc[0]["error"]
         and "'none'" in mixed.imports.iloc[0]["error"]

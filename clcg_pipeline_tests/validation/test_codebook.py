@@ -17,6 +17,7 @@ from clcg_pipeline.validation.human._exchange_format import (
     CONSISTENCY,
     CSV_TASKS,
     EQUIVALENCE,
+    EXCLUSION_REASONS,
     FILL_FIELDS,
     KEYPOINTS_NONE,
     PREFERENCE,
@@ -117,3 +118,12 @@ def test_a_column_without_a_description_fails_the_export() -> None:
 def test_the_inbox_readme_says_what_to_drop() -> None:
     text = inbox_readme("/data/annotations/export")
     assert "Label Studio" in text and "annotation_tasks.csv" in text and "/data/annotations/export" in text
+
+
+def test_the_codebook_lists_every_exclusion_reason_the_import_gives() -> None:
+    """Issue 36: a rating the import excludes names a reason the annotators' codebook explains."""
+    text = codebook(["correct"])
+    section = text.split("## Excluded ratings", 1)[1].split("\n## ", 1)[0]
+    for code, meaning in EXCLUSION_REASONS:
+        assert f"| `{code}` | {meaning} |" in section
+    assert "excluded" in inbox_readme("annotations/export")

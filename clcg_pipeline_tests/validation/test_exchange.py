@@ -163,7 +163,9 @@ def test_export_files_and_label_configs_are_well_formed(sample, keypoints) -> No
     pair = ET.fromstring(files[LS_PAIR_CONFIG])
     assert [c.get("alias") for c in pair.iter("Choice")] == ["A", "B", "none"]
     singles = json.loads(files[LS_SINGLE_TASKS])
-    assert len(singles) == int((sample["kind"] != "pair").sum())
+    # every individual task; one attention check per form of 10 (issue 36), not one per annotator
+    n_single = int((sample["kind"] == "single").sum())
+    assert len(singles) == n_single + -(-n_single // 9)
     # Blinding: no model, language, score or kind reaches the annotator.
     blob = files[LS_SINGLE_TASKS] + files[LS_PAIR_TASKS] + files[CSV_TASKS]
     for secret in (b"model-a", b'"language"', b"token_f1", b"attention", b'"kind"'):
@@ -236,23 +238,57 @@ def _one_csv(sample, keypoints, name: str, **cells: str) -> InboxFile:
 @pytest.mark.parametrize(
     ("cells", "message"),
     [
-        ({"adequacy": "7"}, "field 'adequacy'"),
         ({"task_id": "s-nope"}, "field 'task_id': unknown task 's-nope'"),
         ({"annotator_id": ""}, "field 'annotator_id': missing"),
-        ({"preference": "A"}, "field 'preference': does not apply to a single task"),
-        ({"keypoint_hits": "k9"}, "field 'keypoint_hits'"),
-        ({"primary_error_category": "typo"}, "field 'primary_error_category'"),
-        ({"seconds": "soon"}, "field 'seconds'"),
     ],
 )
-def test_a_bad_record_rejects_the_file_naming_file_record_and_field(
+def test_a_record_of_another_project_rejects_the_file_naming_file_record_and_field(
     sample, keypoints, cells, message
 ) -> None:
+    """Not a rating of this sample: the file is not this study's export, refused whole."""
     result = _import([_one_csv(sample, keypoints, "bad.csv", **cells)], sample, keypoints)
     log = result.imports.iloc[0]
     assert log["status"] == "rejected" and log["imported"] == 0 and log["refused"] == 1
     assert "annotation file 'bad.csv', line 2" in log["error"] and message in log["error"]
     assert result.annotations.empty and not result.to_archive
+
+
+@pytest.mark.parametrize(
+    ("cells", "reason"),
+    [
+        ({"adequacy": "7"}, "out_of_scale: field 'adequacy'"),
+        ({"adequacy": ""}, "missing_required: field 'adequacy': missing"),
+        ({"preference": "A"}, "not_asked: field 'preference': does not apply to a single task"),
+        ({"keypoint_hits": "k9"}, "out_of_scale: field 'keypoint_hits'"),
+        ({"primary_error_category": "typo"}, "out_of_scale: field 'primary_error_category'"),
+        ({"seconds": "soon"}, "bad_duration: field 'seconds'"),
+    ],
+)
+def test_a_bad_rating_is_excluded_with_its_reason_and_the_file_imports(
+    sample, keypoints, cells, reason
+) -> None:
+    """Issue 36: a rating that contradicts the codebook is a bad rating, not a bad file."""
+    good = _one_csv(sample, keypoints, "x.csv").data.decode()
+    other = sample[sample["kind"] == "single"].iloc[1]["task_id"]
+    bad = _one_csv(sample, keypoints, "bad.csv", **cells).data.decode().splitlines()
+    text = "\n".join(
+        [*bad, good.splitlines()[1].replace(sample[sample["kind"] == "single"].iloc[0]["task_id"], other)]
+    )
+    result = _import([InboxFile("bad.csv", (text + "\n").encode())], sample, keypoints)
+    log = result.imports.iloc[0]
+    assert (log["status"], log["records"], log["imported"], log["excluded"], log["refused"]) == (
+        "accepted",
+        2,
+        1,
+        1,
+        0,
+    ), log["error"]
+    assert "annotation file 'bad.csv', line 2" in log["error"] and reason.split(": ", 1)[1] in log["error"]
+    assert result.annotations["task_id"].tolist() == [other]  # the excluded one counts in no statistic
+    excluded = result.excluded
+    assert len(excluded) == 1 and excluded.iloc[0]["excluded_reason"].startswith(reason)
+    assert "bad.csv" not in excluded.iloc[0]["excluded_reason"]  # the file is its own column
+    assert result.to_archive
 
 
 def test_malformed_files_are_refused_and_earlier_imports_survive(sample, keypoints) -> None:

@@ -201,19 +201,15 @@ def _fill_csv(sample: pd.DataFrame, name: str, value: str) -> InboxFile:
     return InboxFile(name, buffer.getvalue().encode())
 
 
-def test_a_malformed_fill_rating_is_refused_naming_file_record_and_field(sample) -> None:
-    good = _fill_csv(sample, "a-good.csv", "12")
-    first = _import([good], sample)
-    assert list(first.imports["status"]) == ["accepted"]
-    store = {good.sha256: good.data}
+def test_a_malformed_fill_rating_is_excluded_naming_file_record_and_field(sample) -> None:
+    """Issue 36: an out-of-scale or missing dimension excludes the rating, not the file."""
     bad = _fill_csv(sample, "b-bad.csv", "25")
-    second = _import([bad], sample, previous=first.imports, store=store)
+    second = _import([bad], sample)
     log = second.imports.set_index("file")
-    assert log.loc["b-bad.csv", "status"] == "rejected"
+    assert log.loc["b-bad.csv", ["status", "imported", "excluded"]].tolist() == ["accepted", 0, 1]
     error = log.loc["b-bad.csv", "error"]
     assert "'b-bad.csv'" in error and "line 2" in error and "'topic_fidelity'" in error and "25" in error
-    # nothing imported before is lost, nothing of the bad file lands
-    assert len(second.annotations) == 1 and second.annotations["fill_total"].iloc[0] == 12 + 4 * 10
+    assert second.annotations.empty  # nothing of the excluded rating is counted
     # the same in a Label Studio export: the record is the task/annotation, the field the control
     task = sample[sample["kind"] == "fill"].iloc[1]
     ls = [
@@ -236,12 +232,16 @@ def test_a_malformed_fill_rating_is_refused_naming_file_record_and_field(sample)
     ]
     third = _import([InboxFile("c-ls.json", json.dumps(ls).encode())], sample)
     error = third.imports["error"].iloc[0]
-    assert third.imports["status"].iloc[0] == "rejected"
+    assert third.imports[["status", "excluded"]].iloc[0].tolist() == ["accepted", 1]
     assert "'c-ls.json'" in error and "task 1" in error and "annotation 1" in error
     assert "'entity_consistency'" in error
-    # a missing dimension and a rating of a fill task by the same annotator twice are refused too
+    # a missing dimension is excluded too; a second rating of a fill task by the same annotator
+    # (a CSV row with other values than the one imported) refuses the file
     missing = _import([_fill_csv(sample, "d-missing.csv", "")], sample)
-    assert "missing" in missing.imports["error"].iloc[0]
+    assert "missing_required" in missing.excluded["excluded_reason"].iloc[0]
+    good = _fill_csv(sample, "a-good.csv", "12")
+    first = _import([good], sample)
+    store = {good.sha256: good.data}
     again = _import([_fill_csv(sample, "e-again.csv", "11")], sample, previous=first.imports, store=store)
     assert again.imports["status"].iloc[-1] == "rejected"
     assert "already imported from 'a-good.csv'" in again.imports["error"].iloc[-1]

@@ -17,6 +17,7 @@ import datetime as dt
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ from clcg_pipeline_tests.validation.label_studio_server import (
     VENV_BIN,
     LabelStudioServer,
     label_studio_bin,
+    sign_up,
     start_label_studio,
 )
 
@@ -217,7 +219,7 @@ def test_push_pull_and_import_round_trip_over_two_days(
     team = Team(client, sample, keypoints)
     in_ls = team.task_ids(single.id)
     assert sorted(in_ls) == sorted(t["data"]["task_id"] for t in exported_single)  # each task once
-    # Served in import order: the attention checks where the export placed them.
+    # Label Studio numbers the tasks in import order: the checks where the export laid them out.
     assert sorted(in_ls, key=in_ls.__getitem__) == [t["data"]["task_id"] for t in exported_single]
 
     # Day one: two annotators (users of the instance) rate.
@@ -350,3 +352,79 @@ def test_a_push_adds_what_the_export_gained_and_updates_the_config(
     assert "Comment (optional)" in project.label_config
     in_ls = [t.data["task_id"] for t in client.tasks.list(project=project.id, page_size=500)]
     assert sorted(in_ls) == sorted(t["data"]["task_id"] for t in full)
+
+
+def test_each_annotator_meets_the_attention_checks_at_the_designs_rate_as_served(
+    label_studio: LabelStudioServer, ls_env: dict[str, str], study: Path, config_dir: Path, sample
+) -> None:
+    """Issue 36: three annotators asking the real server for their next task (its next-task API,
+    what the editor's "Label All Tasks" calls). Label Studio serves whoever is ahead the export's
+    order and the others a shuffle of the stretch the first has done (breadth first): with the
+    tasks laid out as forms of 10, a check 7th in each, everyone meets one check per 10 tasks."""
+    started = time.perf_counter()
+    (pushed, _) = push_annotation_projects(str(config_dir), str(study), study="serving")
+    kinds = dict(zip(sample["task_id"], sample["kind"], strict=True))
+    team = [sign_up(label_studio, f"serve{n}@clcg.invalid") for n in range(3)]
+    seen: dict[int, list[str]] = {a.user_id: [] for a in team}
+    queues: dict[int, list[str]] = {a.user_id: [] for a in team}
+
+    def take(annotator) -> None:
+        task = annotator.next_task(pushed.project_id)
+        annotator.submit(task["id"], [_result("adequacy", 3)])
+        seen[annotator.user_id].append(str(task["data"]["task_id"]))
+        queues[annotator.user_id].append(str(task.get("queue")))
+
+    for _ in range(7):  # working side by side: each takes a task in turn
+        for annotator in team:
+            take(annotator)
+    first, second, third = (seen[a.user_id] for a in team)
+    for own in (first, second, third):
+        assert own == first  # in step: every one is served the export's order, the check 7th
+        assert [kinds[t] for t in own] == ["single"] * 6 + ["attention"]
+    assert all("Sequence" in q for q in queues[team[0].user_id])
+    assert all("Breadth first" in q for a in team[1:] for q in queues[a.user_id])
+    for _ in range(10):  # the first works ahead: the export's order, the next check 7th again
+        take(team[0])
+    assert [i + 1 for i, t in enumerate(first) if kinds[t] == "attention"] == [7, 17]
+    for _ in range(10):  # the second follows: the same ten tasks, shuffled, so the same one check
+        take(team[1])
+    assert sorted(second[7:]) == sorted(first[7:])
+    assert sum(kinds[t] == "attention" for t in second[7:]) == 1
+    print(f"\nserved {sum(map(len, seen.values()))} tasks in {time.perf_counter() - started:.1f} s: {seen}")
+
+
+def test_a_careless_rating_is_excluded_and_its_correction_is_a_revision(
+    label_studio: LabelStudioServer, ls_env: dict[str, str], study: Path, config_dir: Path, sample, keypoints
+) -> None:
+    """Issue 36 with the real server: its checkbox control takes "none" and a fact together; the
+    export still imports (the rating excluded, named), and the annotator's fix revises it."""
+    config, data = str(config_dir), str(study)
+    push_annotation_projects(config, data, study="careless")
+    conn = connection_from_env()
+    client = connect(conn)
+    single = find_project(client, conn, "careless · single")
+    team = Team(client, sample, keypoints)
+    in_ls = team.task_ids(single.id)
+    checked = set(keypoints["item_id"])
+    rows = sample[(sample["kind"] == "single") & sample["item_id"].isin(checked)]
+    t1, t2 = rows["task_id"].tolist()[:2]
+    fact = keypoints.loc[keypoints["item_id"] == rows["item_id"].iloc[0], "keypoint_id"].iloc[0]
+    user = client.users.create(email="careless@clcg.invalid", username="careless").id
+    answers = control_answers(sample, keypoints, t1, 1)
+    careless = client.annotations.create(
+        id=in_ls[t1], result=_results({**answers, "keypoints": [fact, "none"]}), completed_by=user
+    ).id
+    team.rate(in_ls[t2], t2, user, seed=3)
+    desk = Desk(study, sample, keypoints)
+    pull_annotation_exports(config, data, study="careless", log=lambda _: None, now=DAY_ONE)
+    first = desk.run(DAY_ONE).now.iloc[0]  # the single project's export (the pair one has none)
+    assert first[["status", "imported", "excluded", "refused"]].tolist() == ["accepted", 1, 1, 0], first[
+        "error"
+    ]
+    assert "ticks 'none' and a fact" in first["error"]
+    client.annotations.update(id=careless, result=_results({**answers, "keypoints": [fact]}))
+    pull_annotation_exports(config, data, study="careless", log=lambda _: None, now=DAY_TWO)
+    second = desk.run(DAY_TWO)
+    row = second.now.iloc[0]
+    assert row[["status", "skipped", "revised", "excluded"]].tolist() == ["accepted", 1, 1, 0], row["error"]
+    assert len(second.annotations) == 2 and second.excluded.empty

@@ -187,7 +187,7 @@ def test_funnel_counts_on_a_crafted_csv_through_the_importer() -> None:
             *[f"u2,s{i},{i + 1},partially_equivalent,,{30 + i}" for i in range(1, 5)],
             "u2,p1,,,A,25",
             "u3,att-u3,1,,,20",
-            "u3,s1,,equivalent,,30",  # required adequacy missing: item-level control
+            "u3,s1,,equivalent,,30",  # required adequacy missing: excluded at import (issue 36)
             "u3,s2,3,partially_equivalent,,1",  # 1 s: speed outlier
             "u3,s3,3,partially_equivalent,,31",
             "u4,s1,4,equivalent,,33",  # no attention item answered: kept, with a caveat
@@ -203,12 +203,13 @@ def test_funnel_counts_on_a_crafted_csv_through_the_importer() -> None:
         imported_at="2026-01-01T00:00:00+00:00",
     )
     assert imported.imports["status"].tolist() == ["accepted"], imported.imports["error"].tolist()
+    assert imported.imports["excluded"].tolist() == [1] and "line 12" in imported.imports["error"].iloc[0]
     qc = run_qc(imported.annotations, SETTINGS, task_ids=set(sample["task_id"]))
     funnel = qc.funnel.set_index("step")
-    assert funnel.loc["imported", ["remaining_annotators", "remaining_ratings"]].tolist() == [4, 11]
+    assert funnel.loc["imported", ["remaining_annotators", "remaining_ratings"]].tolist() == [4, 10]
     assert funnel.loc["attention_check", ["excluded_annotators", "excluded_ratings"]].tolist() == [1, 2]
     assert funnel.loc["contradiction_rule", "excluded_ratings"] == 0
-    assert funnel.loc["item_controls", "excluded_ratings"] == 1
+    assert funnel.loc["item_controls", "excluded_ratings"] == 0
     assert funnel.loc["speed_outliers", "excluded_ratings"] == 1
     assert funnel.loc["analysed", ["remaining_annotators", "remaining_ratings"]].tolist() == [3, 7]
     assert any("answered no attention-check item" in c for c in qc.caveats)

@@ -178,7 +178,7 @@ def test_annotation_assets_round_trip_in_dagster(config_dir: Path, tmp_path: Pat
         lines = _log_lines(instance, first.run_id)
         assert any(
             line.startswith("annotation import: SIMULATED-crowd-export.csv (csv): accepted: ")
-            and " imported, 0 skipped, 0 revised, 0 refused" in line
+            and " imported, 0 skipped, 0 revised, 0 excluded, 0 refused" in line
             for line in lines
         ), lines
         annotations = read_frame(data / "human_annotations" / "data.parquet")
@@ -201,7 +201,7 @@ def test_annotation_assets_round_trip_in_dagster(config_dir: Path, tmp_path: Pat
         warned = [line for line in _log_lines(instance, second.run_id) if "broken.json" in line]
         assert warned and warned[0].startswith(
             "annotation import: broken.json (label_studio_json): rejected: 0 imported, 0 skipped, "
-            "0 revised, 0 refused: " + reason
+            "0 revised, 0 excluded, 0 refused: " + reason
         ), warned
         table = _metadata(second, "annotation_imports")["this_run"]
         assert table.count("\n") == 2 and "| broken.json |" in table and reason in table
@@ -211,6 +211,29 @@ def test_annotation_assets_round_trip_in_dagster(config_dir: Path, tmp_path: Pat
         # issue 19: every revision is stored beside human_annotations (each the current one here)
         revisions = read_frame(data / "human_annotation_revisions" / "data.parquet")
         assert len(revisions) == len(annotations) and revisions["current"].all()
+        # issue 36: a bad rating is excluded, named in the check; the file's good rating imports
+        (inbox / "broken.json").unlink()
+        singles = read_frame(data / "annotation_sample" / "data.parquet").query("kind == 'single'")["task_id"]
+        (inbox / "late.csv").write_text(
+            f"task_id,annotator_id,adequacy\n{singles.iloc[0]},ann-late,9\n{singles.iloc[1]},ann-late,4\n",
+            encoding="utf-8",
+        )
+        late = job.execute_in_process(
+            instance=instance,
+            asset_selection=[dg.AssetKey("human_annotations"), dg.AssetKey("annotation_imports")],
+        )
+        check = _check(late, "annotations_imported")
+        assert not check.passed and check.metadata["excluded"].value == 1
+        assert "1 rating(s) excluded" in (check.description or "") and "'late.csv', line 2" in (
+            check.description or ""
+        )
+        again = read_frame(data / "human_annotations" / "data.parquet")
+        assert len(again) == len(annotations) + 1
+        stored = read_frame(data / "human_annotation_revisions" / "data.parquet")
+        assert stored["excluded_reason"].dropna().tolist() == [
+            "out_of_scale: field 'adequacy': adequacy='9' is outside 1..5"
+        ]
+        (inbox / "late.csv").unlink()
         # A bad annotator map: the import fails naming the file and line; nothing stored changes.
         (data / "annotations" / "label_studio_users.csv").write_text(
             "instance,user_id,annotator_id\nlab,1,nobody\n", encoding="utf-8"
@@ -248,17 +271,27 @@ def test_the_run_summary_says_what_each_annotation_file_of_this_run_did(tmp_path
             row("old-gone.json", "stale", before, "no longer imports against the current sample: x"),
             row("day-2.json", "accepted", now, records=44, imported=4, skipped=38, revised=2),
             row("typo.json", "rejected", now, "annotation file 'typo.json', task 3: bad", refused=1),
+            # issue 36: an accepted file with an excluded rating says which and why
+            row(
+                "day-3.json",
+                "accepted",
+                now,
+                "1 rating(s) excluded, ...: task 2, field 'adequacy'",
+                excluded=1,
+            ),
         ]
     )
     write_frame(tmp_path / "annotation_imports" / "data.parquet", log)
     summary = RunSummary()
     record_imports(summary, str(tmp_path), pd.Timestamp("2026-03-02T09:00:00", tz="UTC"))
     assert summary.annotation_files == [
-        "old-gone.json (label_studio_json): stale: 0 imported, 0 skipped, 0 revised, 0 refused: "
+        "old-gone.json (label_studio_json): stale: 0 imported, 0 skipped, 0 revised, 0 excluded, 0 refused: "
         "no longer imports against the current sample: x",
-        "day-2.json (label_studio_json): accepted: 4 imported, 38 skipped, 2 revised, 0 refused",
-        "typo.json (label_studio_json): rejected: 0 imported, 0 skipped, 0 revised, 1 refused: "
+        "day-2.json (label_studio_json): accepted: 4 imported, 38 skipped, 2 revised, 0 excluded, 0 refused",
+        "typo.json (label_studio_json): rejected: 0 imported, 0 skipped, 0 revised, 0 excluded, 1 refused: "
         "annotation file 'typo.json', task 3: bad",
+        "day-3.json (label_studio_json): accepted: 0 imported, 0 skipped, 0 revised, 1 excluded, 0 refused: "
+        "1 rating(s) excluded, ...: task 2, field 'adequacy'",
     ]
     assert summary.annotation_files_refused == 2
     empty = RunSummary()

@@ -1,8 +1,12 @@
--- Provider calls per model and outcome: how many, how many found in the call cache, tokens,
--- and what was paid (calls a partition paid for keep that record when it runs again).
-SELECT model, outcome, count(*) AS calls, sum(CASE WHEN cached THEN 1 ELSE 0 END) AS cached,
+-- What was paid, by model, step (responses, granularity tasks, judges, writers) and outcome,
+-- over every calls table (the call_spend view): calls, how many were found in the call cache,
+-- how many were paid for, tokens, and the paid total (a partition run again keeps the record
+-- of the calls it paid for, so this does not drop).
+SELECT model, step, outcome, count(*) AS calls,
+       sum(CASE WHEN cached THEN 1 ELSE 0 END) AS cached,
+       sum(CASE WHEN paid THEN 1 ELSE 0 END) AS paid_calls,
        sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-       round(sum(CASE WHEN cached THEN 0 ELSE cost_usd END), 4) AS paid_usd
-FROM calls
-GROUP BY model, outcome
-ORDER BY model, outcome;
+       round(sum(paid_usd), 4) AS paid_usd
+FROM call_spend
+GROUP BY model, step, outcome
+ORDER BY model, step, outcome;

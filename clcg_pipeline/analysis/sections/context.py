@@ -9,7 +9,7 @@ import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import bootstrap_p
 from clcg_pipeline.analysis._context import SuiteContext, class_map
-from clcg_pipeline.analysis._prepare import apply_rule, score_values
+from clcg_pipeline.analysis._prepare import apply_rule, as_str, score_values
 from clcg_pipeline.storage import finite
 
 
@@ -128,8 +128,8 @@ def _gains(ctx: SuiteContext, joined: pd.DataFrame) -> tuple[dict[str, Any], dic
     descriptive = {"identifiable": True, "status": "descriptive (no interval)", "flags": []}
     for iso, v in by_lang.items():
         ctx.add("context_gain_language", iso, {"estimate": v["gain"], **v, **descriptive})
-    for cls, v in by_class.items():
-        ctx.add("context_gain_class", f"class={cls}", {"estimate": v["gain"], **v, **descriptive})
+    for label, v in by_class.items():
+        ctx.add("context_gain_class", f"class={label}", {"estimate": v["gain"], **v, **descriptive})
     return by_lang, by_class
 
 
@@ -138,18 +138,18 @@ def context_scope(ctx: SuiteContext, rows: pd.DataFrame, primary: str) -> dict[s
     ig = rows.loc[(rows["context_scope"] == "item_grounded").to_numpy()]
     if ig.empty:
         return {"status": "not available: no item_grounded rows"}
-    docs = set(ig["doc_id"].astype(str))
+    docs = set(as_str(ig["doc_id"]))
     sub = rows.loc[
         rows["context_scope"].isin(["item_grounded", primary]).to_numpy()
         & _isin(rows["doc_id"], sorted(docs))
     ]
-    sub = sub.assign(context_scope=sub["context_scope"].astype(str))
+    sub = sub.assign(context_scope=as_str(sub["context_scope"]))
     panel, arts = ctx.panel(sub, ["model", "language", "context_scope"])
     fb = panel.micro(context_scope=primary)
     igv = panel.micro(context_scope="item_grounded")
     langs = [ctx.roles.reference, *ctx.roles.targets]
     diff = fb - igv
-    out = {
+    out: dict[str, Any] = {
         "articles": len(arts),
         primary: ctx.stats(panel, fb, langs, context_scope=primary),
         "item_grounded": ctx.stats(panel, igv, langs, context_scope="item_grounded"),

@@ -10,6 +10,7 @@ import pandas as pd
 from clcg_pipeline.analysis._bootstrap import bootstrap_p, fixed_mean_rows, valid_replicates
 from clcg_pipeline.analysis._context import SuiteContext, class_map
 from clcg_pipeline.analysis._h1 import h1_core
+from clcg_pipeline.analysis._prepare import as_str
 from clcg_pipeline.storage import finite
 
 
@@ -111,7 +112,7 @@ def joshi_classes(ctx: SuiteContext, core: Any) -> dict[str, Any]:
                 continue
             raw = fixed_mean_rows([_language_clcg(ctx, core, i) for i in langs])
             net = raw - core.vectors["pt_gap"]
-            entry = {
+            entry: dict[str, Any] = {
                 "languages": langs,
                 "raw": ctx.stats(core.panel, raw, [en, *langs]),
                 "net": ctx.stats(core.panel, net, sorted({en, pt, *langs}, key=[en, pt, *langs].index)),
@@ -126,7 +127,14 @@ def joshi_classes(ctx: SuiteContext, core: Any) -> dict[str, Any]:
 def parse_rule(ctx: SuiteContext, core_a: Any, band_b: pd.DataFrame) -> dict[str, Any]:
     study = ctx.config.study
     core_b = h1_core(
-        band_b, ctx.config.languages, study, replicates=ctx.replicates, seed=ctx.seed, rule="B", rows=band_b
+        band_b,
+        ctx.config.languages,
+        study,
+        replicates=ctx.replicates,
+        seed=ctx.seed,
+        rule="B",
+        rows=band_b,
+        presorted=True,  # the suite's band rows, in its canonical order
     )
     keys = H1_KEYS
     out: dict[str, Any] = {
@@ -155,9 +163,9 @@ def equivalence(ctx: SuiteContext, core: Any, band: pd.DataFrame) -> dict[str, A
     out["estimate"] = finite(core.vectors["pt_gap"][0])
     sub = band.loc[band["language"].isin([ctx.roles.reference, ctx.roles.baseline]).to_numpy()]
     if len(sub):
-        means = sub.assign(
-            language=sub["language"].astype(str), doc_id=sub["doc_id"].astype(str)
-        ).pivot_table(index="doc_id", columns="language", values="y", aggfunc="mean", observed=True)
+        means = sub.assign(language=as_str(sub["language"]), doc_id=as_str(sub["doc_id"])).pivot_table(
+            index="doc_id", columns="language", values="y", aggfunc="mean", observed=True
+        )
         if {ctx.roles.reference, ctx.roles.baseline} <= set(means.columns):
             out["paired_article_means"] = paired_tost(
                 means[ctx.roles.reference].to_numpy(), means[ctx.roles.baseline].to_numpy(), bounds

@@ -9,7 +9,7 @@ import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import bootstrap_p
 from clcg_pipeline.analysis._context import SuiteContext, class_map
-from clcg_pipeline.analysis._prepare import check_columns
+from clcg_pipeline.analysis._prepare import as_str, check_columns
 
 
 def first_published(articles: pd.DataFrame) -> pd.Series:
@@ -70,9 +70,9 @@ def _memorability_rows(
     band: pd.DataFrame, published: pd.Series, cutoffs: dict[str, pd.Timestamp]
 ) -> tuple[pd.DataFrame, int]:
     """Band rows with both dates, labelled ``memo``; and how many rows lack a date or cutoff."""
-    doc = band["doc_id"].astype(str)
+    doc = as_str(band["doc_id"])
     pub = doc.map(published).to_numpy(dtype="datetime64[ns]")
-    cut = band["model"].astype(str).map(cutoffs).to_numpy(dtype="datetime64[ns]")
+    cut = as_str(band["model"]).map(cutoffs).to_numpy(dtype="datetime64[ns]")
     known = ~np.isnat(pub) & ~np.isnat(cut)
     rows = band.loc[known].assign(memo=np.where(pub[known] < cut[known], "memorizable", "new"))
     return rows, int((~known).sum())
@@ -97,10 +97,16 @@ class _Memorability:
         mem = panel.micro(memo="memorizable", **where)
         new = panel.micro(memo="new", **where)
         diff = mem - new
+        # p and sided passed by name (the defaults, for the two means): the type checker then
+        # knows the column filters in ``where`` cannot fill them.
         return {
-            "memorizable": ctx.stats(panel, mem, langs, memo="memorizable", **where),
-            "new": ctx.stats(panel, new, langs, memo="new", **where),
-            "difference": ctx.stats(panel, diff, langs, p=bootstrap_p(diff[1:], "less"), **where),
+            "memorizable": ctx.stats(
+                panel, mem, langs, p=None, sided="one-sided", memo="memorizable", **where
+            ),
+            "new": ctx.stats(panel, new, langs, p=None, sided="one-sided", memo="new", **where),
+            "difference": ctx.stats(
+                panel, diff, langs, p=bootstrap_p(diff[1:], "less"), sided="one-sided", **where
+            ),
         }
 
     def missing_group(self, **where: object) -> str:
@@ -121,8 +127,8 @@ def _by_model(
 ) -> dict[str, Any]:
     """Every model of the config is listed; one that cannot be classified says why."""
     by_model: dict[str, Any] = {}
-    with_rows = set(rows["model"].astype(str))
-    band_models = set(band["model"].astype(str))
+    with_rows = set(as_str(rows["model"]))
+    band_models = set(as_str(band["model"]))
     for model in sorted({m.id for m in ctx.config.models.evaluated} | with_rows):
         if model in with_rows and groups.identifiable(model=model):
             by_model[model] = groups.contrast(model=model)

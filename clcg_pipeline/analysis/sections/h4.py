@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import bootstrap_p
@@ -20,8 +21,8 @@ def h4(ctx: SuiteContext, llm: pd.DataFrame, human: pd.DataFrame) -> dict[str, A
         }
     rows = pd.concat(
         [
-            llm[["doc_id", "model", "language", "y"]].assign(grp="llm"),
-            human[["doc_id", "model", "language", "y"]].assign(grp="human"),
+            llm[["doc_id", "model", "language", "y"]].assign(grp=_group("llm", len(llm))),
+            human[["doc_id", "model", "language", "y"]].assign(grp=_group("human", len(human))),
         ],
         ignore_index=True,
     )
@@ -31,7 +32,7 @@ def h4(ctx: SuiteContext, llm: pd.DataFrame, human: pd.DataFrame) -> dict[str, A
     g = panel.micro(grp="llm")
     diff = h - g
     langs = [ctx.roles.reference, *ctx.roles.targets]
-    out = {
+    out: dict[str, Any] = {
         "human": ctx.stats(panel, h, langs, grp="human"),
         "llm": ctx.stats(panel, g, langs, grp="llm"),
         "difference": ctx.stats(panel, diff, langs, p=bootstrap_p(diff[1:], "two-sided"), sided="two-sided"),
@@ -42,3 +43,11 @@ def h4(ctx: SuiteContext, llm: pd.DataFrame, human: pd.DataFrame) -> dict[str, A
     ctx.add("h4_clcg", "human", out["human"])
     ctx.add("h4_clcg", "llm", out["llm"])
     return out
+
+
+def _group(name: str, size: int) -> pd.Categorical:
+    """A constant group label as a categorical: factorized by its two categories, not per row."""
+    return pd.Categorical.from_codes(np.full(size, _GROUPS.index(name), dtype=np.int8), categories=_GROUPS)
+
+
+_GROUPS = ["human", "llm"]

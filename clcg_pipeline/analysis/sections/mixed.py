@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from clcg_pipeline.analysis._context import SuiteContext
+from clcg_pipeline.analysis._prepare import as_str
 
 
 def _counts(ctx: SuiteContext, rows: pd.DataFrame | None) -> tuple[int, int]:
@@ -14,7 +15,7 @@ def _counts(ctx: SuiteContext, rows: pd.DataFrame | None) -> tuple[int, int]:
     if rows is None or rows.empty:
         return 0, 0
     sub = rows.loc[rows["language"].isin([ctx.roles.reference, *ctx.roles.targets]).to_numpy()]
-    return len(sub), int(sub["doc_id"].astype(str).nunique())
+    return len(sub), int(as_str(sub["doc_id"]).nunique())
 
 
 def mixed(ctx: SuiteContext, band: pd.DataFrame, h2_rows: pd.DataFrame | None) -> dict[str, Any]:

@@ -8,7 +8,6 @@ H1 by-model gaps, again one set of draws for every model, so a replicate ranks a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -16,15 +15,14 @@ import numpy as np
 import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import (
-    ClusterTable,
-    bootstrap_p,
+    dense_unique,
     draw_multiplicities,
-    replicate,
     sorted_factorize,
     valid_replicates,
 )
 from clcg_pipeline.analysis._context import SuiteContext
 from clcg_pipeline.analysis._gaps import GapPanel
+from clcg_pipeline.analysis._pairwise import AllPairs, PairBlock, PairRows
 from clcg_pipeline.analysis.sections.h1 import languages_of
 from clcg_pipeline.storage import finite
 
@@ -80,33 +78,23 @@ def model_gap(panel: GapPanel, key: str, model: str) -> np.ndarray:
     return macro if key == "macro" else macro - panel.pt_gap(model=model)
 
 
-@dataclass(frozen=True)
-class _PairRows:
-    """The band rows reduced once to codes, sorted like ``cluster_table`` sorts them.
+def _pair_rows(rows: pd.DataFrame, models: list[str], langs: list[str]) -> PairRows:
+    """The band rows (in the suite's canonical order) reduced once to codes.
 
-    Every pair's per-article sums are bincounts over a subset of these rows in this order, so
-    they equal ``cluster_table``'s bit for bit without re-sorting the rows for each pair.
+    Every side's per-article sums are bincounts over a subset of these rows in this order, so
+    they equal ``cluster_table``'s (presorted) bit for bit without re-sorting them for each pair.
     """
-
-    articles: np.ndarray
-    art: np.ndarray  # article code per row (articles sorted by string, as every table's)
-    model: np.ndarray  # index into the model list
-    lang: np.ndarray  # index into the panel languages
-    unit: np.ndarray  # (language, article, item) code
-    y: np.ndarray
-    answered: np.ndarray  # units x models: the model has a row for the unit
-
-
-def _pair_rows(rows: pd.DataFrame, models: list[str], langs: list[str]) -> _PairRows:
     art, articles = sorted_factorize(rows["doc_id"])
     model, lang = _index_of(rows["model"], models), _index_of(rows["language"], langs)
     item = pd.factorize(rows["item_id"])[0].astype(np.int64)
-    _, unit = np.unique((lang * len(articles) + art) * (int(item.max()) + 1) + item, return_inverse=True)
+    n_items = int(item.max()) + 1
+    _, unit = dense_unique(
+        (lang * len(articles) + art) * n_items + item, len(langs) * len(articles) * n_items
+    )
     y = rows["y"].to_numpy(dtype=np.float64)
-    order = np.lexsort((y, (art * len(models) + model) * len(langs) + lang))
     answered = np.zeros((int(unit.max()) + 1, len(models)), dtype=bool)
     answered[unit, model] = True
-    return _PairRows(articles, art[order], model[order], lang[order], unit[order], y[order], answered)
+    return PairRows(len(articles), len(models), len(langs), art, model, lang, unit, y, answered)
 
 
 def _index_of(column: pd.Series, names: list[str]) -> np.ndarray:
@@ -121,50 +109,41 @@ def _pairs(ctx: SuiteContext, band: pd.DataFrame, models: list[str]) -> dict[str
     langs = [ctx.roles.reference, ctx.roles.baseline, *ctx.roles.targets]
     rows = band.loc[band["language"].isin(langs).to_numpy() & band["model"].isin(models).to_numpy()]
     if rows.empty:
-        return {pair_label(a, b): _pair(ctx, None, a, b) for a, b in combinations(models, 2)}
+        return {pair_label(a, b): _empty_pair(ctx, a, b) for a, b in combinations(models, 2)}
     coded = _pair_rows(rows, models, langs)
     # The H1 panel's article list, replicates and seed, hence its draws: pairs and H1 share replicates.
-    weights = draw_multiplicities(len(coded.articles), ctx.replicates, ctx.seed)
+    weights = draw_multiplicities(coded.n_articles, ctx.replicates, ctx.seed)
     out: dict[str, Any] = {}
-    for i, j in combinations(range(len(models)), 2):
-        panel = _pair_panel(ctx, coded, weights, i, j, (models[i], models[j]), langs)
-        out[pair_label(models[i], models[j])] = _pair(ctx, panel, models[i], models[j])
+    for block in AllPairs(coded, weights, ctx.confidence).blocks():
+        for k, (i, j) in enumerate(zip(block.first, block.second, strict=True)):
+            out[pair_label(models[i], models[j])] = _pair(ctx, block, k, models[i], models[j])
     return out
 
 
-def _pair_panel(
-    ctx: SuiteContext,
-    coded: _PairRows,
-    weights: np.ndarray,
-    i: int,
-    j: int,
-    names: tuple[str, str],
-    langs: list[str],
-) -> tuple[GapPanel, int]:
-    """The pair's (model, language) cells over the units both models answered, and their count."""
-    both = coded.answered[:, i] & coded.answered[:, j]
-    keep = ((coded.model == i) | (coded.model == j)) & both[coded.unit]
-    n_art, width = len(coded.articles), 2 * len(langs)
-    flat = coded.art[keep] * width + (coded.model[keep] == j) * len(langs) + coded.lang[keep]
-    sums = np.bincount(flat, weights=coded.y[keep], minlength=n_art * width).reshape(n_art, width)
-    counts = np.bincount(flat, minlength=n_art * width).reshape(n_art, width).astype(np.float64)
-    cells = pd.DataFrame({"model": np.repeat(names, len(langs)), "language": langs * 2})
-    rep = replicate(ClusterTable(coded.articles, cells, sums, counts), weights)
-    return GapPanel(rep, ctx.roles, counts), int(both.sum())
+def _empty_pair(ctx: SuiteContext, first: str, second: str) -> dict[str, Any]:
+    """A pair without any band row: no estimate."""
+    entry: dict[str, Any] = {"model_a": first, "model_b": second, "n_common_items": 0}
+    for key in KEYS:
+        entry[key] = ctx.qualify({"estimate": None, "n": 0, "n_articles": 0}, sided="two-sided")
+        entry[key]["reason"] = "no item answered by both models"
+    return entry
 
 
-def _pair(ctx: SuiteContext, panel: tuple[GapPanel, int] | None, first: str, second: str) -> dict[str, Any]:
-    """One pair's three paired differences on its common rows."""
-    units = panel[1] if panel is not None else 0
+def _pair(ctx: SuiteContext, block: PairBlock, k: int, first: str, second: str) -> dict[str, Any]:
+    """One pair's three paired differences on its common rows (``ContextSuite.stats``'s fields)."""
+    units = int(block.common[k])
     entry: dict[str, Any] = {"model_a": first, "model_b": second, "n_common_items": units}
     for key in KEYS:
-        if panel is None:
-            entry[key] = ctx.qualify({"estimate": None, "n": 0, "n_articles": 0}, sided="two-sided")
-        else:
-            with np.errstate(invalid="ignore"):
-                diff = model_gap(panel[0], key, first) - model_gap(panel[0], key, second)
-            p = bootstrap_p(diff[1:], "two-sided")
-            entry[key] = ctx.stats(panel[0], diff, languages_of(ctx, key), p=p, sided="two-sided")
+        stats = {
+            "estimate": finite(block.estimate[key][k]),
+            "ci_low": finite(block.low[key][k]),
+            "ci_high": finite(block.high[key][k]),
+            "p": finite(block.p[key][k]),
+            "n": int(block.n[key][k]),
+            "n_articles": int(block.n_articles[key][k]),
+            "valid_replicates": int(block.valid[key][k]),
+        }
+        entry[key] = ctx.qualify(stats, sided="two-sided")
         if units == 0:
             entry[key]["reason"] = "no item answered by both models"
     return entry
@@ -252,8 +231,12 @@ def _add_rows(ctx: SuiteContext, block: dict[str, Any]) -> None:
 
 
 def fill_p_adj(estimates: pd.DataFrame, block: dict[str, Any]) -> None:
-    """The pairs' BH-adjusted p into the ``estimates`` rows of the contrasts."""
+    """The pairs' BH-adjusted p into the ``estimates`` rows of the contrasts (one lookup per row)."""
+    pairs = block.get("pairs", {})
     for key, suffix in KEYS.items():
-        for name, entry in block.get("pairs", {}).items():
-            mask = (estimates["estimand"] == f"model_contrast_{suffix}") & (estimates["group"] == name)
-            estimates.loc[mask, "p_adj"] = entry[key].get("p_adj")
+        adjusted = {name: entry[key].get("p_adj") for name, entry in pairs.items()}
+        mask = (estimates["estimand"] == f"model_contrast_{suffix}").to_numpy()
+        mask &= estimates["group"].isin(list(adjusted)).to_numpy()
+        if mask.any():
+            groups = estimates.loc[mask, "group"].to_numpy()
+            estimates.loc[mask, "p_adj"] = pd.Series([adjusted[g] for g in groups], dtype=object).to_numpy()

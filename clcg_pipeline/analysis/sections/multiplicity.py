@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from clcg_pipeline.analysis._context import SuiteContext
@@ -31,9 +32,18 @@ def multiplicity(ctx: SuiteContext, results: dict[str, Any], p_h1: dict[str, flo
 
 
 def fill_p_adj(estimates: pd.DataFrame, family: dict[str, Any]) -> None:
-    for row in family["tests"]:
-        estimand, group = row["test"].split("/", 1)
-        mask = (estimates["estimand"] == estimand) & (estimates["group"] == group)
-        estimates.loc[mask, "p_adj"] = row["p_adj"]
-        if estimand == "mixed_h2":
-            estimates.loc[mask, "p"] = row["p"]
+    """Each family test's BH-adjusted p into its ``estimates`` rows (and mixed H2's p itself).
+
+    Rows are matched on ``estimand/group`` in one pass, not one scan per test: the family
+    grows with the models and the table with their pairs.
+    """
+    tests = {row["test"]: row for row in family["tests"]}
+    if estimates.empty or not tests:
+        return
+    keys = (estimates["estimand"].astype(str) + "/" + estimates["group"].astype(str)).to_numpy()
+    p_adj, p = estimates.columns.get_loc("p_adj"), estimates.columns.get_loc("p")
+    for position in np.flatnonzero(pd.Series(keys).isin(list(tests)).to_numpy()):
+        row = tests[keys[position]]
+        estimates.iat[position, p_adj] = row["p_adj"]
+        if row["test"].split("/", 1)[0] == "mixed_h2":
+            estimates.iat[position, p] = row["p"]

@@ -54,7 +54,7 @@ def nomological(ctx: SuiteContext, h1: dict[str, Any], fertility: pd.DataFrame |
     # The language CLCGs correlated here are estimates on the study's articles: below
     # study.min_articles they are not identifiable, and nothing computed from them is either.
     n_articles = (h1.get("n") or {}).get("articles")
-    kw = {"resamples": ctx.replicates, "seed": ctx.seed, "confidence": ctx.confidence}
+    kw: dict[str, Any] = {"resamples": ctx.replicates, "seed": ctx.seed, "confidence": ctx.confidence}
     y = prim["clcg"].to_numpy(dtype=float)
     out: dict[str, Any] = {"languages": prim["language"].tolist(), "spearman": {}}
     for var in ("joshi_class", "fertility", "non_latin", "isolate"):

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from clcg_pipeline.analysis._context import SuiteContext
+from clcg_pipeline.analysis._prepare import as_str
 from clcg_pipeline.storage import finite
 
 
@@ -17,15 +18,15 @@ def repetitions(ctx: SuiteContext, band: pd.DataFrame) -> dict[str, Any]:
 
     if band.empty:
         return {"status": "not available: no rows"}
-    reps_per_doc = band.groupby(band["doc_id"].astype(str), observed=True)["rep"].nunique()
+    reps_per_doc = band.groupby(as_str(band["doc_id"]), observed=True)["rep"].nunique()
     stable = reps_per_doc.index[reps_per_doc > 1]
     if len(stable) == 0:
         return {"status": "not available: no article has more than one repetition"}
-    rows = band.loc[band["doc_id"].astype(str).isin(stable).to_numpy()]
-    rows = rows.assign(rep=rows["rep"].astype(str))
+    rows = band.loc[as_str(band["doc_id"]).isin(stable).to_numpy()]
+    rows = rows.assign(rep=as_str(rows["rep"]))
     panel, _ = ctx.panel(rows, ["model", "language", "rep"])
     reps = sorted(set(rows["rep"]), key=int)
-    models = sorted(set(rows["model"].astype(str)))
+    models = sorted(set(as_str(rows["model"])))
     per_rep: dict[str, Any] = {}
     points = []
     grid = np.full((len(reps), len(models)), np.nan)

@@ -49,7 +49,8 @@ def replication_band(other: pd.DataFrame, ctx: SuiteContext) -> tuple[dict[str, 
     sub = select_rows(sub, context_scope=scope)
     levels = sorted(set(sub["level"].astype(str)))
     mc = (sub["level"].astype(str) == MC_LEVEL).to_numpy()
-    metric = "accuracy" if mc.all() else band.metric
+    # A column name here, and below a description of a mixed bank: any string, not only a metric.
+    metric: str = "accuracy" if mc.all() else band.metric
     if metric not in sub.columns:
         raise ValueError(f"replication scores: missing column {metric!r} needed by the replication band")
     if mc.any() and not mc.all():

@@ -14,7 +14,7 @@ import pandas as pd
 
 from clcg_pipeline.analysis._context import SuiteContext
 from clcg_pipeline.analysis._h1 import h1_core
-from clcg_pipeline.analysis._prepare import apply_rule, score_values
+from clcg_pipeline.analysis._prepare import KEY_COLUMNS, apply_rule, score_values
 from clcg_pipeline.analysis.sections.h1 import languages_of as h1_languages
 
 METRICS = ("token_f1", "rouge_l", "semsim")
@@ -59,7 +59,10 @@ def metric_sensitivity(
         if metric == band_metric and core is not None:
             this = core
         else:
-            rows = apply_rule(band, score_values(band, metric), "A")
+            # The columns a metric's rows need, not the other metrics of every band row.
+            needed = [c for c in (*KEY_COLUMNS, metric, "accuracy") if c in band.columns]
+            narrow = band[list(dict.fromkeys(needed))]
+            rows = apply_rule(narrow, score_values(narrow, metric), "A")
             this = h1_core(
                 rows,
                 ctx.config.languages,
@@ -67,6 +70,7 @@ def metric_sensitivity(
                 replicates=ctx.replicates,
                 seed=ctx.seed,
                 rows=rows,
+                presorted=True,  # the suite's band rows, in its canonical order
             )
         entry: dict[str, Any] = {"status": "estimated", "computed": True}
         for key in KEYS:

@@ -18,7 +18,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from clcg_pipeline.calls._budget import Budget, Grant, bound_budget
 from clcg_pipeline.calls._cache import CallCache
@@ -135,7 +135,7 @@ class _BatchRun:
     def covered(self) -> set[str]:
         return {cid for batch in self.pending for cid in batch["call_ids"]}
 
-    def _reserve(self, request: ChatRequest) -> Grant | str:
+    def _reserve(self, request: ChatRequest) -> Literal[Grant.GRANTED, Grant.WAIT] | str:
         """GRANTED, WAIT, or the reason the request is skipped for good."""
         budgeted = self.budget.limit is not None or self.study_limit is not None
         estimate = estimate_cost(self.model, request) if budgeted else 0.0

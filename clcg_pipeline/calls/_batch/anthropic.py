@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 import anthropic
+from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 from clcg_pipeline.calls._batch._base import CONTROL_RETRIES, BatchBackend
 from clcg_pipeline.calls._credentials import api_key
@@ -24,8 +26,16 @@ class AnthropicBatch(BatchBackend):
         self.adapter = AnthropicAPI(spec, key)
 
     def submit(self, requests: Sequence[ChatRequest]) -> str:
+        # The body is the online call's JSON (a plain dict, as the API takes it); the SDK types it as
+        # a TypedDict, which a dict built key by key cannot be without restating every field.
         batch = self.client.messages.batches.create(
-            requests=[{"custom_id": r.call_id, "params": self.adapter.params(r)} for r in requests]  # type: ignore[misc]
+            requests=[
+                {
+                    "custom_id": r.call_id,
+                    "params": cast(MessageCreateParamsNonStreaming, self.adapter.params(r)),
+                }
+                for r in requests
+            ]
         )
         return batch.id
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.message
 import email.parser
 import email.policy
 import json
@@ -12,6 +13,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from clcg_pipeline.calls.fake_server._state import MARK_FAULT, State, scripted_answer, usage_tokens
+
+
+def _form_field(part: email.message.Message) -> str:
+    """A multipart form field's text; a field that is itself multipart is not a file upload."""
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
+        raise ValueError(
+            f"multipart field {part.get_param('name', header='content-disposition')!r}: not a leaf part"
+        )
+    return payload.decode()
 
 
 def _batch_line_failed(prompt: str) -> bool:
@@ -45,8 +56,8 @@ class BatchRoutes:
         head = f"content-type: {request.headers['content-type']}\r\n\r\n".encode()
         message = email.parser.BytesParser(policy=email.policy.default).parsebytes(head + raw)
         parts = {p.get_param("name", header="content-disposition"): p for p in message.iter_parts()}  # type: ignore[attr-defined]
-        content = parts["file"].get_payload(decode=True).decode()
-        purpose = parts["purpose"].get_payload(decode=True).decode() if "purpose" in parts else "batch"
+        content = _form_field(parts["file"])
+        purpose = _form_field(parts["purpose"]) if "purpose" in parts else "batch"
         file_id = f"file-{len(self.state.files) + 1}"
         self.state.files[file_id] = content
         return JSONResponse(

@@ -40,15 +40,7 @@ def by_length(
     if not _carried(full, "bucket"):
         return {"gaps": [], "middle_vs_edges": [], "buckets": [], "note": _skipped("bucket", "by length")}
     gfine = boot.fine(paired, _GAP_DIMS, "d") if len(paired) else None
-    gaps: list[dict[str, Any]] = []
-    for where, relabel, constant in language_modes(config).values() if gfine is not None else []:
-        keep = ["bucket", "granularity", "metric", *([] if constant else ["language"])]
-        cells = gfine.cells(keep, where=where, relabel=relabel, constant={**constant, "model": ALL})
-        if not len(cells.cells):
-            continue
-        table = boot.table(cells)
-        est.add_frame("gap_by_length", table, extra=["bucket"])
-        gaps += records(table.rename(columns={"estimate": "gap"}), [*keep[:3], "language", "gap", *STAT_KEYS])
+    gaps = _length_gaps(boot, gfine, config, est) if gfine is not None else []
     positioned = full.loc[full["primary"].to_numpy() & (full["region"] != NO_POSITION).to_numpy()]
     sfine = boot.fine(positioned, _GAP_DIMS[:-1], "y") if len(positioned) else None
     contrasts = _bucket_contrasts(sfine, gfine, config, est) if sfine is not None else []
@@ -57,6 +49,22 @@ def by_length(
         key=lambda r: (bucket_key(r["bucket"]), *gran_key((r["granularity"], r["metric"])), r["language"])
     )
     return {"gaps": gaps, "middle_vs_edges": contrasts, "buckets": buckets, "note": _few_note(buckets)}
+
+
+def _length_gaps(
+    boot: ClusterBootstrap, gfine: FineTable, config: ProjectConfig, est: Estimates
+) -> list[dict[str, Any]]:
+    """The paired gap per length bucket, per language mode (language, group, pooled targets)."""
+    gaps: list[dict[str, Any]] = []
+    for where, relabel, constant in language_modes(config).values():
+        keep = ["bucket", "granularity", "metric", *([] if constant else ["language"])]
+        cells = gfine.cells(keep, where=where, relabel=relabel, constant={**constant, "model": ALL})
+        if not len(cells.cells):
+            continue
+        table = boot.table(cells)
+        est.add_frame("gap_by_length", table, extra=["bucket"])
+        gaps += records(table.rename(columns={"estimate": "gap"}), [*keep[:3], "language", "gap", *STAT_KEYS])
+    return gaps
 
 
 def _bucket_contrasts(

@@ -4,7 +4,7 @@ version holds the same ones (recorded in ``long_documents.assembly`` when they w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -12,6 +12,7 @@ import pandas as pd
 from clcg_pipeline.granularity._analysis._estimates import records
 from clcg_pipeline.granularity._analysis._rows import check_frame
 from clcg_pipeline.granularity._documents._alignment import DECISION, parse_alignment
+from clcg_pipeline.storage import AlignedParagraph
 
 #: Entries listed in a caveat before "and N more" (the full list is the results' own key).
 _SHOWN = 10
@@ -56,7 +57,7 @@ def no_reference_caveat(counts: pd.DataFrame) -> str | None:
     )
 
 
-def alignment_records(documents: pd.DataFrame | None, reference: str) -> list[dict[str, Any]]:
+def alignment_records(documents: pd.DataFrame | None, reference: str) -> list[AlignedParagraph]:
     """Every paragraph left out of a built document because some language lacked it."""
     if documents is None or documents.empty:
         return []
@@ -65,14 +66,23 @@ def alignment_records(documents: pd.DataFrame | None, reference: str) -> list[di
     ordered = documents.assign(_ref=documents["language"].astype(str) != reference)
     ordered = ordered.sort_values(["_ref", "doc_id"], kind="stable").drop_duplicates("doc_id")
     ordered = ordered.sort_values("doc_id")[["doc_id", "bucket", "assembly"]]
-    out: list[dict[str, Any]] = []
+    out: list[AlignedParagraph] = []
     for doc_id, bucket, assembly in ordered.itertuples(index=False):
         for entry in parse_alignment(assembly):
-            out.append({"doc_id": str(doc_id), "bucket": str(bucket), **entry, "decision": DECISION})
+            pid, missing_in = entry["pid"], entry["missing_in"]
+            out.append(
+                {
+                    "doc_id": str(doc_id),
+                    "bucket": str(bucket),
+                    "pid": pid,
+                    "missing_in": missing_in,
+                    "decision": DECISION,
+                }
+            )
     return out
 
 
-def alignment_caveat(alignment: list[dict[str, Any]]) -> str | None:
+def alignment_caveat(alignment: Sequence[AlignedParagraph]) -> str | None:
     if not alignment:
         return None
     listed = [f"{a['doc_id']} {a['pid']} (missing in {', '.join(a['missing_in'])})" for a in alignment]

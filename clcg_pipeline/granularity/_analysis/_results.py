@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -47,7 +47,7 @@ from clcg_pipeline.granularity._analysis._rows import (
     no_reference_counts,
     paired_gap_rows,
 )
-from clcg_pipeline.storage import GranularityResults
+from clcg_pipeline.storage import DocumentBucket, GranularityResults, PromptTokens
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,7 @@ def _family(prompt_version: Any) -> str:
     return head if head and tail.isdigit() else text
 
 
-def prompt_tokens_by_task(
-    calls: pd.DataFrame | None, predictions: pd.DataFrame | None
-) -> list[dict[str, Any]]:
+def prompt_tokens_by_task(calls: pd.DataFrame | None, predictions: pd.DataFrame | None) -> list[PromptTokens]:
     """Input tokens, calls and cost per task (judge calls under their prompt family)."""
     if calls is None or calls.empty:
         return []
@@ -116,14 +114,17 @@ def prompt_tokens_by_task(
     if "cost_usd" in frame.columns:
         agg["cost_usd"] = ("cost_usd", "sum")
     table = frame.groupby("task", sort=True).agg(**agg).reset_index()
-    return [{k: plain(v) for k, v in rec.items()} for rec in table.to_dict(orient="records")]
+    # The columns are the ``agg`` names above, PromptTokens' keys; pandas' records are untyped.
+    return [
+        cast(PromptTokens, {k: plain(v) for k, v in rec.items()}) for rec in table.to_dict(orient="records")
+    ]
 
 
-def documents_summary(documents: pd.DataFrame | None) -> list[dict[str, Any]]:
+def documents_summary(documents: pd.DataFrame | None) -> list[DocumentBucket]:
     if documents is None or documents.empty:
         return []
     check_frame(documents, "long_documents", ["doc_id", "language", "bucket"])
-    out = []
+    out: list[DocumentBucket] = []
     for bucket, grp in documents.groupby(documents["bucket"].astype(str), sort=True):
         out.append(
             {
@@ -136,7 +137,16 @@ def documents_summary(documents: pd.DataFrame | None) -> list[dict[str, Any]]:
 
 
 #: Columns the bootstrap tables factorize many times: categoricals, fast on their codes.
-_CATEGORICAL = ("model", "language", "doc_id", "task", "granularity", "metric", "region", "position")
+_CATEGORICAL: tuple[str, ...] = (
+    "model",
+    "language",
+    "doc_id",
+    "task",
+    "granularity",
+    "metric",
+    "region",
+    "position",
+)
 _CATEGORICAL += ("language_group",)
 
 
@@ -236,7 +246,8 @@ def analyse_granularity(
             *(c for c in (floor_caveat(score_records, ctx.roles.reference),) if c),
         ],
     }
-    return GranularityAnalysis(results, est.frame())
+    # The tables above are pandas records (dict[str, Any]); GranularityResults names their keys.
+    return GranularityAnalysis(cast(GranularityResults, results), est.frame())
 
 
 def _dimensions(

@@ -58,13 +58,13 @@ def assemble_documents(
     included = included_languages(paragraphs, languages, reference)
     notes: list[str] = []
     if reference not in included:
-        reports = [
+        empty = [
             BucketReport(
                 b.name, b.min_tokens, b.max_tokens, wanted_documents(b, settings), 0, "no English paragraphs"
             )
             for b in settings.buckets
         ]
-        return LongDocuments(*frames([], []), reports, ["no English paragraphs"])
+        return LongDocuments(*frames([], []), empty, ["no English paragraphs"])
     complete = complete_articles(audit, included)
     dropped = sorted(set(paragraphs.loc[paragraphs["language"] == reference, "doc_id"]) - set(complete))
     if dropped:

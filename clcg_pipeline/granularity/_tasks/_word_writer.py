@@ -217,8 +217,9 @@ def word_question_problem(builder: TaskBuilder, candidate: Mapping[str, Any]) ->
         return "question_malformed", "a question of four or more words ending with '?' is needed"
     if answer_in_text(answer, question):
         return "answer_in_question", f"the question contains its answer {answer!r}"
-    homes = [next((pid for pid, text in texts.items() if span and span in text), None) for span in evidence]
-    if not evidence or None in homes:
+    found = [next((pid for pid, text in texts.items() if span and span in text), None) for span in evidence]
+    homes = [pid for pid in found if pid is not None]
+    if not evidence or len(homes) < len(found):
         return "evidence_not_in_document", "an evidence span is missing or not in the paragraph(s)"
     if candidate["subject"]["task"] == "word_multi_qa" and len(set(homes)) < 2:
         return "evidence_too_few_paragraphs", "Multi-QA evidence must come from both paragraphs"

@@ -14,7 +14,14 @@ from clcg_pipeline.validation.human._estimands import (
     per_response,
 )
 from clcg_pipeline.validation.human._exchange_format import REFUSED_STATUSES
+from clcg_pipeline.validation.human._from_tables import HUMAN_VALIDATION_TABLES, human_validation_from_tables
 from clcg_pipeline.validation.human._import import import_lines
+from clcg_pipeline.validation.human._judge_overlap import (
+    ErrorPanel,
+    fill_errors,
+    judge_error_overlap,
+    taxonomy_errors,
+)
 from clcg_pipeline.validation.human._label_studio import (
     TOKEN_ENV,
     URL_ENV,
@@ -27,21 +34,27 @@ from clcg_pipeline.validation.human.sensors import INBOX_METADATA, inbox_fingerp
 
 __all__ = [
     "CLASS_CLCG_CAVEAT",
+    "HUMAN_VALIDATION_TABLES",
     "INBOX_METADATA",
     "REFUSED_STATUSES",
     "RUBRIC",
     "TOKEN_ENV",
     "URL_ENV",
+    "ErrorPanel",
     "LabelStudioError",
     "alpha_table",
     "attach_sample",
     "class_clcg_spearman",
+    "fill_errors",
+    "human_validation_from_tables",
     "import_lines",
     "inbox_fingerprint",
+    "judge_error_overlap",
     "per_response",
     "pull_annotation_exports",
     "push_annotation_projects",
     "run_human_validation",
     "run_qc",
+    "taxonomy_errors",
     "value_counts",
 ]

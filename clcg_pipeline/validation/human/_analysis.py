@@ -13,16 +13,20 @@ Pure: imported annotations, the annotation sample and the study's tables in; the
 6. the ceiling rule;
 7. human vs judge agreement on the rows where both exist (individual annotator x item rows,
    no majority vote: the study's unit), pooled and per language and script (``_judge_validity``);
-8. the joins: every rating beside its prediction, score and judge labels.
+8. the joins: every rating beside its prediction, score and judge labels;
+9. how far the judges' errors overlap: per pair of judges (error taxonomy, granularity) the
+   correlation of their errors against the human consensus and the effective number of
+   independent judges, pooled and per language and script (``_judge_overlap``, issue 36).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
+from clcg_pipeline.analysis import SuiteContext, roles_of
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.storage import HumanValidationResults, finite
 from clcg_pipeline.validation.human._agreement import cohen_kappa
@@ -45,6 +49,14 @@ from clcg_pipeline.validation.human._joins import (
     judge_rows,
     with_rep,
 )
+from clcg_pipeline.validation.human._judge_overlap import (
+    FORMULA,
+    ErrorPanel,
+    estimate_rows,
+    fill_errors,
+    judge_error_overlap,
+    taxonomy_errors,
+)
 from clcg_pipeline.validation.human._judge_validity import (
     group_label,
     kappa_by_language_and_script,
@@ -66,6 +78,11 @@ METHODS = {
     "judge's collapsed label; percentile interval resampling items",
     "judge_agreement_by_group": "the same kappa on the rows of each rated language and of each script "
     "(Language.script of the panel config); below study.min_articles items the interval is withheld",
+    "judge_error_overlap": "per pair of judges of one family, on the rated responses, the Pearson "
+    "correlation of their errors against the human consensus (error taxonomy: phi of the indicators "
+    "'label != majority human label'; granularity: judge total minus mean human total); " + FORMULA + "; "
+    "percentile interval resampling articles (analysis.ClusterBootstrap); below study.min_articles "
+    "articles the interval is withheld",
 }
 ESTIMATE_COLUMNS = [
     "estimand",
@@ -91,7 +108,7 @@ class HumanValidationResult:
 
 
 def _empty_result(status: str, reason: str, simulated: bool = False) -> HumanValidationResult:
-    results = {
+    results: HumanValidationResults = {
         "status": status,
         "reason": reason,
         "simulated": simulated,
@@ -105,6 +122,8 @@ def _empty_result(status: str, reason: str, simulated: bool = False) -> HumanVal
         "judge_kappa_by_language": [],
         "judge_kappa_by_script": [],
         "judge_consensus": None,
+        "judge_error_correlation": [],
+        "judge_effective_number": [],
         "max_adequacy_incomplete_keypoints": None,
         "methods": METHODS,
         "caveats": [reason],
@@ -147,8 +166,14 @@ def run_human_validation(
     judgements: pd.DataFrame | None = None,
     diagnostic: pd.DataFrame | None = None,
     estimates: pd.DataFrame | None = None,
+    task_judgements: pd.DataFrame | None = None,
+    fill_ratings: pd.DataFrame | None = None,
+    fill_sample: pd.DataFrame | None = None,
 ) -> HumanValidationResult:
-    """Everything of the human-validation analysis from the imported annotations."""
+    """Everything of the human-validation analysis from the imported annotations.
+
+    ``task_judgements`` with ``fill_ratings`` and ``fill_sample`` (the paragraph-filling ratings
+    and tasks, kind ``fill``) give the granularity judges' error overlap."""
     hv = config.study.human_validation
     study = config.study
     if hv.responses == 0 and hv.pairs == 0:
@@ -209,9 +234,19 @@ def run_human_validation(
     _preference_section(pair_rows(kept), study, min_n, results, rows, caveats)
     reference, scripts = config.languages.reference, scripts_of(config)
     _judge_section(singles, judgements, reference, scripts, min_n, boot, results, rows, caveats)
+    panels = [
+        taxonomy_errors(
+            judge_rows(singles, judgements if judgements is not None else pd.DataFrame(), reference)
+        ),
+        fill_errors(fill_ratings, fill_sample, task_judgements),
+    ]
+    _overlap_section(config, panels, results, rows, caveats)
     results["caveats"] = caveats
     estimates_frame = pd.DataFrame(rows, columns=ESTIMATE_COLUMNS)
-    return HumanValidationResult(results, qc.funnel, estimates_frame, joins, rows)
+    # The sections above fill a plain dict; HumanValidationResults names its keys (not checked here).
+    return HumanValidationResult(
+        cast(HumanValidationResults, results), qc.funnel, estimates_frame, joins, rows
+    )
 
 
 def _nothing_kept(
@@ -230,10 +265,13 @@ def _nothing_kept(
         judge_kappa_by_language=[],
         judge_kappa_by_script=[],
         judge_consensus=None,
+        judge_error_correlation=[],
+        judge_effective_number=[],
         max_adequacy_incomplete_keypoints=None,
     )
     results["caveats"] = caveats
-    return HumanValidationResult(results, qc.funnel, pd.DataFrame(columns=ESTIMATE_COLUMNS), joins)
+    done = cast(HumanValidationResults, results)  # a plain dict filled section by section
+    return HumanValidationResult(done, qc.funnel, pd.DataFrame(columns=ESTIMATE_COLUMNS), joins)
 
 
 def _rated_sample(ratings: pd.DataFrame, sample: pd.DataFrame | None) -> pd.DataFrame:
@@ -396,6 +434,36 @@ def _judge_section(
         group = group_label(k)
         rows.append(_est("judge_kappa", group, k["kappa"], k, n=k["n"], clusters=k.get("clusters")))
         rows.append(_est("judge_percent", group, k["percent"], {}, n=k["n"]))
+
+
+def _overlap_section(
+    config: ProjectConfig,
+    panels: list[ErrorPanel],
+    results: dict[str, Any],
+    rows: list[dict[str, Any]],
+    caveats: list[str],
+) -> None:
+    """How far the judges' errors overlap: pair correlations and the effective number of judges."""
+    study = config.study
+    ctx = SuiteContext(
+        config=config,
+        roles=roles_of(config.languages),
+        replicates=study.bootstrap_replicates,
+        seed=study.seed,
+        confidence=study.confidence,
+        min_articles=study.min_articles,
+    )
+    rule_based = sorted(m.id for m in config.models.models if m.provider == "offline")
+    overlap = judge_error_overlap(panels, ctx, scripts_of(config), rule_based)
+    results["judge_error_correlation"] = overlap.correlations
+    results["judge_effective_number"] = overlap.effective
+    rows.extend(estimate_rows(overlap))
+    caveats.extend(overlap.caveats)
+    if not overlap.correlations:
+        caveats.append(
+            "judge error overlap: no response was rated by humans and labelled by two or more judges of "
+            "one family"
+        )
 
 
 def _est(

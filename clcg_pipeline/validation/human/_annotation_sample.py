@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -41,7 +41,7 @@ from clcg_pipeline.validation.human._fill_sample import draw_fills
 from clcg_pipeline.validation.human._forms import allocate, assign_annotators, task_id_of
 
 CATEGORIES = ("llm_shallow", "llm_deep", "human")
-BINS = ("LOW", "MID", "HIGH")
+BINS: tuple[Literal["LOW", "MID", "HIGH"], ...] = ("LOW", "MID", "HIGH")  # quality_weights' keys
 SHALLOW = ("L0", "L1", "L2")
 DEEP = ("L3", "L4", "L5")
 ATTENTION_FIELD = "adequacy"
@@ -193,10 +193,10 @@ def draw_singles(
                 rows = by_bin[b]
                 idx = rng.choice(len(rows), size=take, replace=False)
                 picked.append(rows.iloc[np.sort(idx)])
-    for b, n in short_bins.items():
+    for label, n in short_bins.items():
         if n:
             shortfalls.append(
-                f"individual arm: {n} response(s) of the {b} Token-F1 bin were not available in their "
+                f"individual arm: {n} response(s) of the {label} Token-F1 bin were not available in their "
                 "cells and were taken from the cell's other bins (the planned 0.40/0.30/0.30 mix is not met)"
             )
     singles = pd.concat(picked, ignore_index=True) if picked else frame.iloc[0:0]

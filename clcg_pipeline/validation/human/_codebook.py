@@ -15,6 +15,7 @@ from clcg_pipeline.validation.human._exchange_format import (
     CONSISTENCY,
     CSV_COLUMNS,
     EQUIVALENCE,
+    EXCLUSION_REASONS,
     FILL_CSV_COLUMNS,
     FILL_FIELDS,
     FILL_MAX,
@@ -132,13 +133,28 @@ def codebook(error_categories: Sequence[str], *, fill: bool = False) -> str:
         f"- `{none_value}`: {none_label.lower()} (keypoint recall 0);",
         "- empty: not answered (keypoint recall missing, not 0).",
         "",
-        f"`{none_value}` with a fact id is refused. A task without a checklist takes nothing here.",
+        f"`{none_value}` with a fact id excludes the row (below). A task without a checklist takes "
+        "nothing here.",
         "",
         "## `seconds`",
         "",
         "In this CSV: the annotator's own timing of the row, in seconds (optional; the speed rule of "
         "the quality control cannot judge a row without it). From Label Studio: its `lead_time`, the "
         "time the annotation was open (Label Studio adds to it when an annotation is reopened).",
+        "",
+        "## Excluded ratings",
+        "",
+        "A row (or Label Studio annotation) that contradicts itself or this codebook is imported as "
+        "excluded: the rest of the file imports, the row counts in no statistic, and the import "
+        "names it with its reason until a corrected file replaces it (correct it in Label Studio, "
+        "or fill the row again). The reasons:",
+        "",
+        "| Reason | The row |",
+        "|---|---|",
+        *[f"| `{code}` | {meaning} |" for code, meaning in EXCLUSION_REASONS],
+        "",
+        "A file that is not an export of this study (unreadable, an unknown task or column) is "
+        "refused whole and changes nothing.",
         "",
         "## Annotator ids",
         "",
@@ -165,8 +181,10 @@ def inbox_readme(export_folder: str) -> str:
             f"  beside it, in {export_folder}).",
             "",
             "The inbox sensor or `clcg run` imports new and changed files; each file's outcome (imported,",
-            "skipped, revised, refused and why) is printed and logged. Imported files are archived under",
-            "annotations/imported/, so this folder may be cleared. This README is not read as annotations.",
+            "skipped, revised, excluded, refused and why) is printed and logged. A rating that contradicts",
+            "itself or the codebook is excluded (the rest of its file imports) until corrected. Imported",
+            "files are archived under annotations/imported/, so this folder may be cleared. This README",
+            "is not read as annotations.",
             "",
         ]
     )

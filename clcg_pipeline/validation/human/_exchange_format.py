@@ -129,7 +129,9 @@ ANNOTATION_COLUMNS = [
     "revision",
 ]
 #: ``human_annotation_revisions``: every revision of every rating; ``current`` marks the one counted.
-REVISION_COLUMNS = [*ANNOTATION_COLUMNS, "current"]
+#: ``excluded_reason`` (issue 36): why a revision is excluded (``EXCLUSION_REASONS``); an excluded
+#: current revision keeps its rating out of ``human_annotations`` until a later export corrects it.
+REVISION_COLUMNS = [*ANNOTATION_COLUMNS, "current", "excluded_reason"]
 #: What a rating says (not when or how long it took): two imports of a rating with the same
 #: values are the same rating; different values are a revision.
 RESULT_FIELDS = (*SINGLE_FIELDS, *PAIR_FIELDS, "comment", *FILL_FIELDS)
@@ -141,6 +143,7 @@ IMPORT_COLUMNS = [
     "imported",
     "skipped",
     "revised",
+    "excluded",
     "refused",
     "status",
     "error",
@@ -157,6 +160,43 @@ class AnnotationFileError(ValueError):
         super().__init__(message)
         self.rejected = rejected  # invalid records found
         self.records = records  # records read in all
+
+
+#: Why a rating is imported as excluded (issue 36): a record that contradicts itself or the
+#: codebook is a bad rating, not a bad file. The file imports; the rating is kept with its reason
+#: in ``human_annotation_revisions`` and counts in no statistic until a later export corrects it.
+#: (code, what it means); the codebook lists them.
+EXCLUSION_REASONS: tuple[tuple[str, str], ...] = (
+    ("contradiction", "the checklist ticks `none` and a fact"),
+    (
+        "out_of_scale",
+        "a value outside the field's scale or options (adequacy 7, an unknown error category, a fact "
+        "not in the task's checklist, `not_applicable` on a task that is not an attention check)",
+    ),
+    (
+        "missing_required",
+        "a required answer is empty (adequacy of an individual task, preference of a pair, any of "
+        "the five paragraph-filling dimensions)",
+    ),
+    (
+        "not_asked",
+        "an answer to a question the task does not ask (a preference on an individual task, "
+        "`none` on a task without a checklist)",
+    ),
+    ("bad_duration", "`seconds` is not a duration (a non-negative number)"),
+)
+
+
+class RatingError(AnnotationFileError):
+    """A rating that contradicts itself or the codebook: excluded with its reason, the file imports.
+
+    ``str(error)`` names file, record and field (for the log); ``reason`` is
+    ``<code>: field '<name>': <why>`` without the file (stored with the rating)."""
+
+    def __init__(self, message: str, code: str, reason: str) -> None:
+        super().__init__(message, 1, 1)
+        self.code = code
+        self.reason = f"{code}: {reason}"
 
 
 @dataclass(frozen=True)

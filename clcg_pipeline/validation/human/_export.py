@@ -4,9 +4,10 @@ Export, in the formats annotators' tools read:
 - Label Studio: two projects (individual responses with the planted attention checks, and
   contrastive pairs), each a task list ``[{"data": {...}}]`` plus its labelling config XML. Two
   projects because a Label Studio config is one per project and the two arms ask different
-  questions; attention checks go with the individual tasks, which they must look like. Tasks
-  are listed in the order of their planned places in the annotators' forms (Label Studio serves
-  tasks in import order), so an attention check comes where the design planted it;
+  questions; attention checks go with the individual tasks, which they must look like. The
+  individual project's tasks are laid out as the design's forms (``served_order``): blocks of a
+  form's length, an attention check at the form's check place in each, because Label Studio
+  serves every annotator a stretch of that order (docs/LABEL_STUDIO.md);
 - a third project, paragraph filling (issue 11; only when the sample has ``fill`` rows): the
   previous, original and next paragraph and the generated one, rated on the fill judge's five
   0-20 dimensions (Label Studio ``Number`` controls);
@@ -23,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import quoteattr
@@ -282,14 +284,60 @@ def _ls_fill(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def planned_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tasks by their planned place in the forms (the mean of ``positions`` over the task's
-    annotators; an attention check's is ``attention_position``), ties by task id: Label Studio
-    serves tasks in import order, so a check comes as far into the list as into a form."""
+    annotators), ties by task id."""
 
     def place(row: dict[str, Any]) -> float:
         positions = [int(p) for p in row["positions"]]
         return sum(positions) / len(positions) if positions else 0.0
 
     return sorted(rows, key=lambda r: (place(r), str(r["task_id"])))
+
+
+def form_shape(rows: list[dict[str, Any]]) -> tuple[int, tuple[int, ...]]:
+    """``(form length, the places of its attention checks)`` of the sample's design: the longest
+    form, and the check places most forms have (``items_per_form`` 10, check 7th: ``(10, (7,))``)."""
+    length = max((int(p) for r in rows for p in r["positions"]), default=0)
+    places: dict[str, list[int]] = {}
+    for r in rows:
+        if r["kind"] == "attention":
+            for annotator, p in zip(r["annotators"], r["positions"], strict=True):
+                places.setdefault(str(annotator), []).append(int(p))
+    shapes = Counter(tuple(sorted(p)) for p in places.values())
+    return length, (max(shapes, key=lambda s: (shapes[s], s)) if shapes else ())
+
+
+def served_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The individual project's tasks in the order Label Studio should hold them: the design's
+    forms laid end to end, each block of a form's length with its attention check(s) at the form's
+    check place(s) (7th of 10), the individual tasks in their planned order between.
+
+    Label Studio cannot give an annotator their form (Community has no assignment): it serves
+    whoever asks a stretch of this order (docs/LABEL_STUDIO.md), and a task of the project is
+    answered by as many annotators as any other (its overlap is per project). So each block gets
+    one check, answered by the block's annotators like its other tasks, and every annotator meets
+    checks at the design's rate wherever they work; the sample's remaining checks (one was planted
+    per form) are not pushed (only the CSV's forms use them)."""
+    singles = planned_order([r for r in rows if r["kind"] == "single"])
+    checks = sorted(
+        (r for r in rows if r["kind"] == "attention"),
+        key=lambda r: (
+            [str(a) for a in r["annotators"]],
+            [int(p) for p in r["positions"]],
+            str(r["task_id"]),
+        ),
+    )
+    length, places = form_shape(rows)
+    between = length - len(places)
+    if not singles or not places or between < 1:
+        return [*singles, *checks]  # no form to lay out: every check, after the tasks
+    out: list[dict[str, Any]] = []
+    for start in range(0, len(singles), between):
+        block = singles[start : start + between]
+        for place in places:
+            if checks:
+                block.insert(min(place - 1, len(block)), checks.pop(0))
+        out += block
+    return out
 
 
 def _passage(row: Mapping[str, Any], passages: Passages | None) -> str:
@@ -358,8 +406,7 @@ def export_files(
         _ls_single(
             r, checklists.get(r["item_id"], []) if r["kind"] == "single" else [], _passage(r, passages)
         )
-        for r in rows
-        if r["kind"] in ("single", "attention")
+        for r in served_order(rows)
     ]
     pairs = [_ls_pair(r) for r in rows if r["kind"] == "pair"]
     fills = [_ls_fill(r) for r in rows if r["kind"] == "fill"]

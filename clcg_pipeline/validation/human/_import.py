@@ -1,11 +1,14 @@
 """Annotation exchange, import: annotators' answers read back (docs/HUMAN_VALIDATION.md).
 
 Import: a Label Studio export (JSON, JSON-MIN or CSV, told apart by content: ``_ls_formats.py``)
-or the CSV filled in. A file is accepted whole or not at all: one invalid record rejects it with
-an error naming the file, record and field (and how many more records are invalid), so a bad
-file never half-lands. Ratings imported before are the ledger's business (``_ledger.py``): a
-re-export's ratings are skipped, ratings changed in Label Studio kept as revisions, and a rating
-that contradicts an imported one refuses the file. A file whose content was already imported
+or the CSV filled in. A bad rating is a rating, not a bad file (issue 36): a record that
+contradicts itself or the codebook (``EXCLUSION_REASONS``) is imported as excluded with its
+reason, and the rest of the file imports. A file that is not an export of this study (unreadable,
+an unknown task or control, no annotator) is refused whole with an error naming the file, record
+and field (and how many more records are invalid), so it never half-lands. Ratings imported
+before are the ledger's business (``_ledger.py``): a re-export's ratings are skipped, ratings
+changed in Label Studio kept as revisions, and a rating that contradicts an imported one (an
+older export) refuses the file. A file whose content was already imported
 (same sha256) is a duplicate, not read again. Label Studio users are namespaced by instance and
 mapped to the design's annotators by ``_annotators.py``; a bad map stops the import before any
 file is read.
@@ -113,6 +116,11 @@ class ImportResult:
     touched: set[tuple[str, str]] = field(default_factory=set)
 
     @property
+    def excluded(self) -> pd.DataFrame:
+        """The ratings whose current revision is excluded (``standing_exclusions``)."""
+        return standing_exclusions(self.revisions)
+
+    @property
     def rejected(self) -> pd.DataFrame:
         return self.imports[self.imports["status"].isin(REFUSED_STATUSES)]
 
@@ -123,12 +131,27 @@ class ImportResult:
         return self.imports[[k in self.touched for k in keys]].reset_index(drop=True)
 
 
+#: The per-file counts of a log row, in the order they are said.
+COUNTS = ("imported", "skipped", "revised", "excluded", "refused")
+
+
+def _explained(row: Mapping[str, Any]) -> bool:
+    """Whether the row's ``error`` says something: why it was refused, or which ratings were excluded."""
+    said = isinstance(row.get("error"), str) and bool(row["error"])
+    return said and (row["status"] in REFUSED_STATUSES or _n(row, "excluded") > 0)
+
+
+def _n(row: Mapping[str, Any], column: str) -> int:
+    value = row.get(column)
+    return 0 if value is None or pd.isna(value) else int(value)
+
+
 def import_line(row: Mapping[str, Any]) -> str:
-    """One file's outcome in a line: status, its ratings imported / skipped / revised / refused,
-    and why it was refused."""
-    counts = ", ".join(f"{int(row[c] or 0)} {c}" for c in ("imported", "skipped", "revised", "refused"))
+    """One file's outcome in a line: status, its ratings imported / skipped / revised / excluded /
+    refused, and why it was refused or which ratings were excluded."""
+    counts = ", ".join(f"{_n(row, c)} {c}" for c in COUNTS)
     line = f"{row['file']} ({row['format']}): {row['status']}: {counts}"
-    return f"{line}: {row['error']}" if row["status"] in REFUSED_STATUSES and row.get("error") else line
+    return f"{line}: {row['error']}" if _explained(row) else line
 
 
 def import_lines(imports: pd.DataFrame) -> list[str]:
@@ -138,11 +161,11 @@ def import_lines(imports: pd.DataFrame) -> list[str]:
 
 def import_table(imports: pd.DataFrame) -> str:
     """A Markdown table of ``annotation_imports`` rows (Dagster metadata): one row per file."""
-    head = "| file | format | status | imported | skipped | revised | refused | error |\n" + "|---" * 8 + "|"
+    head = f"| file | format | status | {' | '.join(COUNTS)} | error |\n" + "|---" * (4 + len(COUNTS)) + "|"
     rows = [
         f"| {r['file']} | {r['format']} | {r['status']} | "
-        + " | ".join(str(int(r[c] or 0)) for c in ("imported", "skipped", "revised", "refused"))
-        + f" | {_md_cell(r['error']) if r['status'] in REFUSED_STATUSES else ''} |"
+        + " | ".join(str(_n(r, c)) for c in COUNTS)
+        + f" | {_md_cell(r['error']) if _explained(r) else ''} |"
         for r in imports.to_dict("records")
     ]
     return "\n".join([head, *rows]) if rows else "no annotation file imported in this run"
@@ -212,7 +235,7 @@ def import_annotations(
             "file": file.name,
             "sha256": file.sha256,
             "format": file.format,
-            **dict.fromkeys(("records", "imported", "skipped", "revised", "refused"), 0),
+            **dict.fromkeys(("records", *COUNTS), 0),
             "status": "rejected",
             "error": None,
             "imported_at": imported_at,
@@ -229,7 +252,12 @@ def import_annotations(
             {"source_file": file.name, "source_sha256": file.sha256, "imported_at": imported_at},
         )
         entry.update(
-            status="accepted", imported=verdict.imported, skipped=verdict.skipped, revised=verdict.revised
+            status="accepted",
+            imported=verdict.imported,
+            skipped=verdict.skipped,
+            revised=verdict.revised,
+            excluded=verdict.excluded,
+            error=_exclusions(verdict),
         )
         by_sha[file.sha256] = entry
         to_archive.append(file)
@@ -243,9 +271,21 @@ def import_annotations(
     )
 
 
+def _exclusions(verdict: Verdict) -> str | None:
+    """The ``error`` of an accepted file with excluded ratings: how many, the first (file, record,
+    field and why) and how many more; None without any."""
+    if not verdict.exclusions:
+        return None
+    more = f" (and {len(verdict.exclusions) - 1} more)" if len(verdict.exclusions) > 1 else ""
+    return (
+        f"{len(verdict.exclusions)} rating(s) excluded, counted in no statistic until corrected: "
+        f"{verdict.exclusions[0]}{more}"
+    )
+
+
 def _previous_log(previous: pd.DataFrame) -> list[dict[str, Any]]:
     """The log's rows; one written before issue 19 (``accepted``/``rejected`` counts) read as
-    imported / refused, with nothing skipped or revised."""
+    imported / refused, with nothing skipped or revised; one before issue 36 with nothing excluded."""
     if not len(previous):
         return []
     frame = previous.copy()
@@ -253,6 +293,8 @@ def _previous_log(previous: pd.DataFrame) -> list[dict[str, Any]]:
         frame["imported"] = frame.get("accepted", 0)
         frame["refused"] = frame.get("rejected", 0)
         frame["skipped"] = frame["revised"] = 0
+    if "excluded" not in frame.columns:
+        frame["excluded"] = 0
     return frame[IMPORT_COLUMNS].to_dict("records")
 
 
@@ -316,21 +358,51 @@ def _new_verdict(
     return verdict
 
 
-def import_status(imports: pd.DataFrame, annotations: pd.DataFrame, inbox: str) -> tuple[bool, str]:
-    """``(passed, description)`` of the import's check: WARN while awaiting annotations or when a
-    file was refused; revisions and skipped files are named; simulated ratings are named as such."""
+def standing_exclusions(revisions: pd.DataFrame | None) -> pd.DataFrame:
+    """The ratings whose current revision is excluded (not counted until a later export corrects them)."""
+    if revisions is None or not len(revisions) or "excluded_reason" not in revisions.columns:
+        return pd.DataFrame(columns=REVISION_COLUMNS)
+    return revisions[revisions["current"].astype(bool) & revisions["excluded_reason"].notna()]
+
+
+def _exclusion_note(standing: pd.DataFrame, shown: int = 3) -> str:
+    """The standing exclusions named: task, annotator, file, record and reason of the first few."""
+    named = [
+        f"task {r['task_id']!r} by {r['annotator_id']!r} ({r['source_file']!r}, {r['record']}): "
+        f"{r['excluded_reason']}"
+        for r in standing.head(shown).to_dict("records")
+    ]
+    more = f"; and {len(standing) - shown} more" if len(standing) > shown else ""
+    return (
+        f"{len(standing)} rating(s) excluded, counted in no statistic until a later export corrects "
+        f"them: {'; '.join(named)}{more}"
+    )
+
+
+def import_status(
+    imports: pd.DataFrame,
+    annotations: pd.DataFrame,
+    inbox: str,
+    revisions: pd.DataFrame | None = None,
+) -> tuple[bool, str]:
+    """``(passed, description)`` of the import's check: WARN while awaiting annotations, when a
+    file was refused, or while a rating is excluded (``revisions``: its current revision is, named
+    with its reason); revisions and skipped files are named; simulated ratings are named as such."""
     if imports.empty:
         passed, description = False, f"awaiting annotations: the inbox {inbox} holds no annotation file yet"
     else:
         refused = imports[imports["status"].isin(REFUSED_STATUSES)]
         accepted = imports[imports["status"] == "accepted"]
-        passed = refused.empty
+        standing = standing_exclusions(revisions)
+        passed = refused.empty and standing.empty
         description = f"{len(annotations)} ratings from {len(accepted)} file(s)"
-        if not passed:
+        if not refused.empty:
             description = (
                 f"{len(refused)} of {len(imports)} file(s) not imported: {refused['error'].iloc[0]}; "
                 + description
             )
+        if not standing.empty:
+            description += f"; {_exclusion_note(standing)}"
         revised, skipped = int(accepted["revised"].sum()), int(accepted["skipped"].sum())
         duplicates = int((imports["status"] == "duplicate").sum())
         notes = [f"{revised} revised in Label Studio since imported"] if revised else []

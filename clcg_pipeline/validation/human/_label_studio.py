@@ -53,8 +53,13 @@ PROJECT_FILES = (
 )
 OPTIONAL_KINDS = frozenset({"fill"})
 TITLE_SEPARATOR = " · "
-#: Label Studio serves tasks in import order with this sampling: attention checks stay where the
-#: export placed them.
+#: How Label Studio 1.23 picks the next task of a project with overlap (``maximum_annotations`` >
+#: 1; ``projects/functions/next_task.py``, checked against the server by the live test): a task
+#: of the project that others have annotated and the asker has not (most annotations first,
+#: at random among those), else, with this sampling, the first task in import order that nobody
+#: holds. So whoever is ahead takes the export's order as it stands, the others a shuffle of the
+#: stretch the first has done: the export lays the individual tasks out as the design's forms
+#: (``_export.served_order``), and every annotator meets its attention checks at the design's rate.
 SAMPLING = "Sequential sampling"
 EXPORT_TIMEOUT_S = 300
 REQUEST_TIMEOUT_S = 120.0
@@ -301,6 +306,8 @@ def _update_settings(client: Any, conn: Connection, project: Any, spec: ProjectS
         changes["maximum_annotations"] = spec.max_annotations
     if project.overlap_cohort_percentage != 100:
         changes["overlap_cohort_percentage"] = 100
+    if project.sampling != SAMPLING:  # "Uniform sampling" would serve even the first annotator at random
+        changes["sampling"] = SAMPLING
     if changes:
         with _api(conn, f"updating {sorted(changes)} of project {spec.title!r} (id {project.id})"):
             client.projects.update(project.id, **changes)
@@ -352,8 +359,8 @@ def _push_line(conn: Connection, spec: ProjectSpec, result: PushResult) -> str:
     )
     if spec.fewer_planned:
         line += (
-            f" ({spec.fewer_planned} task(s), the attention checks, are planned for fewer annotators: "
-            "Label Studio's overlap is per project)"
+            f" ({spec.fewer_planned} of them attention checks, one per form of the design, each answered "
+            "by as many annotators as any task: Label Studio's overlap is per project)"
         )
     if result.tasks_differing:
         line += (

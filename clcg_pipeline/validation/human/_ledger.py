@@ -11,6 +11,10 @@ file by file in import order, a rating of a file is:
 - **revised** when Label Studio changed it since: same annotation id, another result. The new
   revision (n + 1) is the current one, the earlier ones stay in ``human_annotation_revisions``;
   unless Label Studio dates it (``updated_at``) before the current one: an older export, refused;
+- **excluded** (issue 36) when it is new or a revision but contradicts itself or the codebook
+  (``excluded_reason``, ``_ratings.py``): kept as a revision like any other, but left out of
+  ``human_annotations`` (no statistic sees it). Whatever later replaces it (the annotation
+  edited, or deleted and made again; a CSV row filled again) is its revision;
 - **refused** otherwise: another annotation of the same task by the same annotator, or a filled
   CSV row with other values (a CSV row has no annotation id to tell a correction from a second
   rating). One refused rating refuses the file whole, so a refused file changes nothing.
@@ -52,7 +56,10 @@ class Verdict:
     imported: int = 0
     skipped: int = 0
     revised: int = 0
+    excluded: int = 0
     conflicts: list[str] = field(default_factory=list)
+    #: The excluded ratings' messages (file, record, field and why), in file order.
+    exclusions: list[str] = field(default_factory=list)
 
     def error(self) -> str:
         more = f" (and {len(self.conflicts) - 1} more refused rating(s))" if len(self.conflicts) > 1 else ""
@@ -68,8 +75,12 @@ def _norm(value: Any) -> Any:
 
 
 def result_of(record: dict[str, Any]) -> tuple[Any, ...]:
-    """What a rating says, comparable between two imports of it."""
-    return tuple(_norm(record.get(name)) for name in RESULT_FIELDS)
+    """What a rating says, comparable between two imports of it (an excluded one: what it said)."""
+    return (*(_norm(record.get(name)) for name in RESULT_FIELDS), record.get("raw_result"))
+
+
+def excluded(record: dict[str, Any]) -> bool:
+    return bool(record.get("excluded_reason"))
 
 
 def _when(text: Any) -> dt.datetime | None:
@@ -96,17 +107,28 @@ def judge(ledger: Ledger, records: list[dict[str, Any]], file: str) -> Verdict:
         old = ledger.current.get(key)
         if old is None:
             verdict.new.append({**r, "revision": 1})
-            verdict.imported += 1
+            _count(verdict, r, "imported")
             continue
         same_id = r.get("ls_annotation_id") == old.get("ls_annotation_id")
         if same_id and result_of(r) == result_of(old):
             verdict.skipped += 1
-        elif same_id and r.get("ls_annotation_id") is not None and not _older(r, old):
+        elif not _older(r, old) and (excluded(old) or (same_id and r.get("ls_annotation_id") is not None)):
+            # An excluded rating counts for nothing: whatever replaces it (the annotation edited,
+            # deleted and made again, a CSV row filled again) is its correction.
             verdict.new.append({**r, "revision": int(old["revision"]) + 1})
-            verdict.revised += 1
+            _count(verdict, r, "revised")
         else:
             verdict.conflicts.append(_conflict(file, r, old, same_id))
     return verdict
+
+
+def _count(verdict: Verdict, record: dict[str, Any], as_: str) -> None:
+    """Count a new rating or revision as ``as_``, or as excluded (with its message)."""
+    if excluded(record):
+        verdict.excluded += 1
+        verdict.exclusions.append(str(record.get("excluded_message") or record["excluded_reason"]))
+    else:
+        setattr(verdict, as_, getattr(verdict, as_) + 1)
 
 
 def _conflict(file: str, new: dict[str, Any], old: dict[str, Any], same_id: bool) -> str:
@@ -157,8 +179,10 @@ def _with_ids(records: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame
 
 def annotations_frame(ledger: Ledger) -> pd.DataFrame:
     """``human_annotations``: the current revision of every rating, with each annotator's
-    attention verdict (every attention item they answered was right; None: they had none)."""
-    annotations = _with_ids(list(ledger.current.values()), ANNOTATION_COLUMNS)
+    attention verdict (every attention item they answered was right; None: they had none). A
+    rating whose current revision is excluded is left out: no statistic reads it (issue 36)."""
+    counted = [r for r in ledger.current.values() if not excluded(r)]
+    annotations = _with_ids(counted, ANNOTATION_COLUMNS)
     passed = _passed(annotations)
     annotations["attention_passed"] = [passed.get(a) for a in annotations["annotator_id"]]
     return annotations.sort_values(["task_id", "annotator_id"]).reset_index(drop=True)
@@ -175,6 +199,7 @@ def revisions_frame(ledger: Ledger, annotations: pd.DataFrame) -> pd.DataFrame:
     current = {id(r) for r in ledger.current.values()}
     rows = [{**r, "current": id(r) in current} for r in ledger.history]
     revisions = _with_ids(rows, REVISION_COLUMNS)
+    revisions["excluded_reason"] = [r if isinstance(r, str) else None for r in revisions["excluded_reason"]]
     passed = dict(zip(annotations["annotator_id"], annotations["attention_passed"], strict=True))
     revisions["attention_passed"] = [passed.get(a) for a in revisions["annotator_id"]]
     return revisions.sort_values(["task_id", "annotator_id", "revision"]).reset_index(drop=True)

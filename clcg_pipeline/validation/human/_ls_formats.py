@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clcg_pipeline.validation.human._annotators import ls_user_id
@@ -76,11 +76,13 @@ _VALUE_KEY = {
 def json_format(payload: list[Any]) -> str:
     """JSON-MIN when the objects are flat annotations (``annotator``/``annotation_id``, no ``data``)."""
     first = next((x for x in payload if isinstance(x, dict)), None)
-    flat = first is not None and "data" not in first and "annotations" not in first
+    if first is None:
+        return LS_JSON
+    flat = "data" not in first and "annotations" not in first
     return LS_JSON_MIN if flat and ("annotation_id" in first or "annotator" in first) else LS_JSON
 
 
-def is_ls_csv(header: list[str]) -> bool:
+def is_ls_csv(header: Sequence[str]) -> bool:
     """A Label Studio CSV export: its ``annotator`` and ``annotation_id`` columns, no ``annotator_id``."""
     return "annotator_id" not in header and {"annotator", "annotation_id"} <= set(header)
 

@@ -18,6 +18,7 @@ removed it (``kept`` otherwise) and ``qc_reason`` saying why.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -118,6 +119,18 @@ _SYNONYMS: dict[str, dict[str, Any]] = {
         "equal": "none",
     },
 }
+
+
+def missing_required(kind: str, values: Mapping[str, Any]) -> list[str]:
+    """The required rubric fields of a ``kind`` rating that ``values`` leaves unanswered (the
+    import excludes such a rating; the item-level controls remove one that reaches QC anyway)."""
+    return [
+        spec.name
+        for spec in RUBRIC
+        if spec.required
+        and kind in spec.kinds
+        and normalize_value(spec.name, values.get(spec.name)) == (None, None)
+    ]
 
 
 def _key(value: Any) -> str:
@@ -383,14 +396,9 @@ def _item_control_reasons(ratings: pd.DataFrame, task_ids: set[str] | None) -> p
     reasons = pd.Series([None] * len(ratings), index=ratings.index, dtype=object)
     for i, row in ratings.iterrows():
         why: list[str] = list(row["_invalid"])
-        for spec in RUBRIC:
-            if (
-                spec.required
-                and row["kind"] in spec.kinds
-                and row[spec.name] is None
-                and not any(w.startswith(f"{spec.name}=") for w in why)
-            ):
-                why.append(f"required field {spec.name} missing")
+        for name in missing_required(str(row["kind"]), row):
+            if not any(w.startswith(f"{name}=") for w in why):
+                why.append(f"required field {name} missing")
         if task_ids is not None and str(row["task_id"]) not in task_ids:
             why.append(f"task {row['task_id']!r} is not in the annotation sample")
         if why:

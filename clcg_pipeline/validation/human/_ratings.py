@@ -7,6 +7,7 @@ rubric domains of ``_qc.RUBRIC`` (the QC funnel's), so import and QC agree.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,10 +30,11 @@ from clcg_pipeline.validation.human._exchange_format import (
     QUESTION_VALID,
     SINGLE_FIELDS,
     AnnotationFileError,
+    RatingError,
     cell_text,
 )
 from clcg_pipeline.validation.human._keypoints import keypoints_by_item
-from clcg_pipeline.validation.human._qc import normalize_value
+from clcg_pipeline.validation.human._qc import missing_required, normalize_value
 
 #: The labels annotators read, to their stored value: Label Studio stores the ``alias`` (the
 #: value), but a Label Studio that ignores it, or a hand-filled CSV, gives the label.
@@ -91,7 +93,10 @@ def where(file: str, record: str, fld: str | None = None) -> str:
 def rating(
     ctx: Context, file: str, record: str, task_id: Any, annotator: Any, answers: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """One validated rating; raises AnnotationFileError naming file, record and field."""
+    """One validated rating. A record that is not a rating of this sample (no or an unknown task,
+    no annotator) raises AnnotationFileError: the file is not this project's export. A rating whose
+    answers contradict themselves or the codebook comes back excluded (``excluded_reason``), so the
+    rest of its file imports (issue 36)."""
     task_id = cell_text(task_id).strip()
     if not task_id:
         raise AnnotationFileError(f"{where(file, record, 'task_id')}: missing")
@@ -103,15 +108,48 @@ def rating(
     annotator_id = cell_text(annotator).strip()
     if not annotator_id:
         raise AnnotationFileError(f"{where(file, record, 'annotator_id')}: missing")
+    out: dict[str, Any] = {"task_id": task_id, "annotator_id": annotator_id, "kind": str(task["kind"])}
+    out["record"] = record
+    try:
+        out.update(_answers(ctx, file, record, task, answers))
+    except RatingError as exc:
+        out.update(_excluded(exc, answers))
+    return out
+
+
+def _excluded(error: RatingError, answers: Mapping[str, Any]) -> dict[str, Any]:
+    """An excluded rating: no answer kept, its reason, and what it said (``raw_result``) so that an
+    unchanged re-export is skipped and a corrected one is a revision."""
+    said = {k: v for k, v in answers.items() if k != "seconds"}
+    return {
+        "excluded_reason": error.reason,
+        "excluded_message": str(error),
+        "raw_result": json.dumps(said, sort_keys=True, default=str),
+        "keypoint_hits": None,
+        "seconds": None,
+        "comment": cell_text(answers.get("comment")).strip() or None,
+        "simulated": _simulated(answers.get("simulated")),
+        "attention_correct": None,
+    }
+
+
+def _simulated(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes") if value not in (None, "") else False
+
+
+def _answers(
+    ctx: Context, file: str, record: str, task: Mapping[str, Any], answers: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A rating's answers, checked against the rubric; RatingError for a bad one."""
     kind = str(task["kind"])
     allowed = PAIR_FIELDS if kind == "pair" else (FILL_FIELDS if kind == "fill" else SINGLE_FIELDS)
-    out: dict[str, Any] = {"task_id": task_id, "annotator_id": annotator_id, "kind": kind, "record": record}
+    out: dict[str, Any] = {}
     for name, raw in answers.items():
         if name in ("seconds", "comment", "simulated"):
             continue
         present = raw not in (None, "", []) and not (isinstance(raw, float) and math.isnan(raw))
         if present and name not in allowed:
-            raise AnnotationFileError(f"{where(file, record, name)}: does not apply to a {kind} task")
+            raise _bad(file, record, name, f"does not apply to a {kind} task", "not_asked")
     for name in allowed:
         if name == "keypoint_hits":
             continue
@@ -135,27 +173,36 @@ def rating(
             if pref == "none"
             else (task["a_side"] if pref == "A" else ("lower" if task["a_side"] == "higher" else "higher"))
         )
-    seconds = answers.get("seconds")
-    if seconds in (None, "") or (isinstance(seconds, float) and math.isnan(seconds)):
-        out["seconds"] = None
-    else:
-        try:
-            out["seconds"] = float(seconds)
-        except (TypeError, ValueError):
-            raise AnnotationFileError(
-                f"{where(file, record, 'seconds')}: {seconds!r} is not a number"
-            ) from None
-        if not math.isfinite(out["seconds"]) or out["seconds"] < 0:
-            raise AnnotationFileError(f"{where(file, record, 'seconds')}: {seconds!r} is not a duration")
+    missing = missing_required(kind, out)
+    if missing:
+        raise _bad(file, record, missing[0], "missing (a required answer)", "missing_required")
+    out["seconds"] = _seconds(file, record, answers.get("seconds"))
     out["comment"] = cell_text(answers.get("comment")).strip() or None
-    sim = answers.get("simulated")
-    out["simulated"] = str(sim).strip().lower() in ("true", "1", "yes") if sim not in (None, "") else False
+    out["simulated"] = _simulated(answers.get("simulated"))
     if kind == "attention":
         given = out.get(str(task["attention_field"]))
         out["attention_correct"] = given is not None and str(given) == str(task["attention_expected"])
     else:
         out["attention_correct"] = None
     return out
+
+
+def _seconds(file: str, record: str, seconds: Any) -> float | None:
+    """The time spent, a non-negative number; None when not given."""
+    if seconds in (None, "") or (isinstance(seconds, float) and math.isnan(seconds)):
+        return None
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise _bad(file, record, "seconds", f"{seconds!r} is not a duration", "bad_duration")
+    return value
+
+
+def _bad(file: str, record: str, name: str, why: str, code: str = "out_of_scale") -> RatingError:
+    """A RatingError naming file, record and field, its stored reason without the file."""
+    return RatingError(f"{where(file, record, name)}: {why}", code, f"field {name!r}: {why}")
 
 
 def _field_value(ctx: Context, file: str, record: str, kind: str, name: str, raw: Any) -> Any:
@@ -168,17 +215,13 @@ def _field_value(ctx: Context, file: str, record: str, kind: str, name: str, raw
         if name in NOT_APPLICABLE_FIELDS and key in _NA_SPELLINGS:
             if kind == "attention":
                 return None
-            raise AnnotationFileError(
-                f"{where(file, record, name)}: {raw!r} is only an answer of an attention check"
-            )
+            raise _bad(file, record, name, f"{raw!r} is only an answer of an attention check")
         raw = _LABELS.get(name, {}).get(key, raw)
     value, why = normalize_value(name, raw)
     if why:
-        raise AnnotationFileError(f"{where(file, record, name)}: {why}")
+        raise _bad(file, record, name, why)
     if name == "primary_error_category" and value is not None and value not in ctx.error_categories:
-        raise AnnotationFileError(
-            f"{where(file, record, name)}: {raw!r} is not one of {sorted(ctx.error_categories)}"
-        )
+        raise _bad(file, record, name, f"{raw!r} is not one of {sorted(ctx.error_categories)}")
     return value
 
 
@@ -194,21 +237,17 @@ def keypoint_hits(file: str, record: str, raw: Any, checklist: list[str]) -> lis
         return None
     said_none = [t for t in ticks if t.lower() in _NONE_SPELLINGS]
     if said_none and len(said_none) < len(ticks):
-        raise AnnotationFileError(
-            f"{where(file, record, 'keypoint_hits')}: {ticks} ticks {KEYPOINTS_NONE[0]!r} and a fact"
+        raise _bad(
+            file, record, "keypoint_hits", f"{ticks} ticks {KEYPOINTS_NONE[0]!r} and a fact", "contradiction"
         )
     if said_none:
         if not checklist:
-            raise AnnotationFileError(
-                f"{where(file, record, 'keypoint_hits')}: {KEYPOINTS_NONE[0]!r}, but this task has "
-                "no checklist"
-            )
+            why = f"{KEYPOINTS_NONE[0]!r}, but this task has no checklist"
+            raise _bad(file, record, "keypoint_hits", why, "not_asked")
         return []
     bad = [h for h in ticks if h not in checklist]
     if bad:
-        raise AnnotationFileError(
-            f"{where(file, record, 'keypoint_hits')}: {bad} not in this task's checklist {checklist}"
-        )
+        raise _bad(file, record, "keypoint_hits", f"{bad} not in this task's checklist {checklist}")
     return sorted(set(ticks), key=checklist.index)
 
 
@@ -219,15 +258,11 @@ def _fill_value(file: str, record: str, name: str, raw: Any) -> int:
         or (isinstance(raw, str) and not raw.strip())
         or (isinstance(raw, float) and math.isnan(raw))
     ):
-        raise AnnotationFileError(
-            f"{where(file, record, name)}: missing (all five fill dimensions are required)"
-        )
+        raise _bad(file, record, name, "missing (all five fill dimensions are required)", "missing_required")
     try:
         number = float(raw)
     except (TypeError, ValueError):
-        raise AnnotationFileError(f"{where(file, record, name)}: {name}={raw!r} is not a number") from None
+        raise _bad(file, record, name, f"{name}={raw!r} is not a number") from None
     if isinstance(raw, bool) or not number.is_integer() or not 0 <= number <= FILL_MAX:
-        raise AnnotationFileError(
-            f"{where(file, record, name)}: {name}={raw!r} is outside 0..{FILL_MAX} (whole numbers)"
-        )
+        raise _bad(file, record, name, f"{name}={raw!r} is outside 0..{FILL_MAX} (whole numbers)")
     return int(number)

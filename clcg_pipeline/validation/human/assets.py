@@ -5,7 +5,7 @@
 import datetime as dt
 import functools
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -26,7 +26,7 @@ from clcg_pipeline.storage import (
     write_frame,
 )
 from clcg_pipeline.validation._dagster import GROUP, JudgeRunConfig
-from clcg_pipeline.validation.human._analysis import HumanValidationResult, run_human_validation
+from clcg_pipeline.validation.human._analysis import HumanValidationResult
 from clcg_pipeline.validation.human._annotation_sample import build_annotation_sample
 from clcg_pipeline.validation.human._annotators import AnnotatorMapError
 from clcg_pipeline.validation.human._codebook import inbox_readme
@@ -37,6 +37,7 @@ from clcg_pipeline.validation.human._exchange_format import (
     REFUSED_STATUSES,
 )
 from clcg_pipeline.validation.human._export import export_files, missing_passages_warning, passages_of
+from clcg_pipeline.validation.human._from_tables import HUMAN_VALIDATION_TABLES, human_validation_from_tables
 from clcg_pipeline.validation.human._import import (
     import_annotations,
     import_line,
@@ -387,7 +388,7 @@ def _annotation_import_asset() -> dg.AssetsDefinition:
         for row in result.now.to_dict("records"):  # this run's files: refused ones with their reason
             log = context.log.warning if row["status"] in REFUSED_STATUSES else context.log.info
             log(f"annotation import: {import_line(row)}")
-        passed, description = import_status(imports, annotations, str(inbox_dir))
+        passed, description = import_status(imports, annotations, str(inbox_dir), result.revisions)
         refused = result.rejected
         simulated = bool(annotations["simulated"].any()) if len(annotations) else False
         yield dg.Output(
@@ -420,28 +421,15 @@ def _annotation_import_asset() -> dg.AssetsDefinition:
                 "refused": len(refused),
                 "ratings": len(annotations),
                 "revisions": len(result.revisions),
+                # issue 36: ratings whose current revision is excluded (named in the description)
+                "excluded": len(result.excluded),
             },
         )
 
     return annotation_import
 
 
-def _stored(study: StudyResource, table: str) -> pd.DataFrame | None:
-    """Every stored partition of ``table``, or None when nothing is stored (optional inputs)."""
-    frame = read_all_partitions(study.data_dir, table)
-    return frame if len(frame) else None
-
-
-def _near_sample(frame: pd.DataFrame | None, sample: pd.DataFrame) -> pd.DataFrame | None:
-    """Only the rows of the sampled responses (a study's scores are ~800k rows; the sample ~700)."""
-    if frame is None or sample.empty:
-        return frame
-    keys = ["model", "language", "doc_id", "item_id"]
-    wanted = pd.MultiIndex.from_frame(sample[keys].dropna().astype(str))
-    return frame[pd.MultiIndex.from_frame(frame[keys].astype(str)).isin(wanted)].reset_index(drop=True)
-
-
-def human_validation_check(doc: dict[str, Any]) -> dg.AssetCheckResult:
+def human_validation_check(doc: Mapping[str, Any]) -> dg.AssetCheckResult:
     """WARN while awaiting annotations, when skipped or empty, and when the set is simulated."""
     status = doc["status"]
     simulated = bool(doc.get("simulated"))
@@ -477,6 +465,7 @@ def build_human_validation_defs(config: ProjectConfig) -> dg.Definitions:
             dg.AssetDep("scores"),
             dg.AssetDep("diagnostic_sample"),
             dg.AssetDep("error_judgements"),
+            dg.AssetDep("task_judgements"),  # issue 36: the granularity judges' error overlap
         ],
         outs={
             "human_qc": dg.AssetOut(
@@ -515,36 +504,17 @@ def build_human_validation_defs(config: ProjectConfig) -> dg.Definitions:
         human_annotations: pd.DataFrame,
         annotation_sample: pd.DataFrame,
     ):
-        """QC funnel, Krippendorff's alpha, Spearman, class adequacy, paired preference, ceiling rule and
-        human-vs-judge agreement."""
-        cfg = study.load()
-        # Paragraph-filling ratings (kind fill, issue 11) are the granularity analysis's
-        # (granularity_results.human_judge_correlation); this study's QC and statistics are
-        # defined on the single/pair/attention arms only.
-        human_annotations = _without_fill(human_annotations)
-        annotation_sample = _without_fill(annotation_sample)
-        result = run_human_validation(
-            cfg,
+        """QC funnel, alpha, Spearman, class adequacy, preference, ceiling rule and the judges' checks."""
+        # The same function re-derives the section from a data folder (results.derive_study_results).
+        result = human_validation_from_tables(
+            study.load(),
             human_annotations,
             annotation_sample,
-            predictions=_near_sample(_stored(study, "predictions"), annotation_sample),
-            scores=_near_sample(_stored(study, "scores"), annotation_sample),
-            judgements=_stored(study, "error_judgements"),
-            diagnostic=_stored(study, "diagnostic_sample"),
-            # No class CLCG here: study_results fills it in from the same run's estimates, which
-            # are computed after this asset (it feeds study_results).
-            estimates=None,
+            {table: read_all_partitions(study.data_dir, table) for table in HUMAN_VALIDATION_TABLES},
         )
         yield from _human_validation_outputs(context, result)
 
     return dg.Definitions(assets=[human_validation])
-
-
-def _without_fill(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` without its paragraph-filling rows (kind ``fill``, the granularity analysis's)."""
-    if len(frame) and "kind" in frame.columns:
-        return frame[frame["kind"] != "fill"]
-    return frame
 
 
 def _human_validation_outputs(

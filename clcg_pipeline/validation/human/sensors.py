@@ -17,7 +17,7 @@ from upath import UPath
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.resources import StudyResource
-from clcg_pipeline.storage import write_bytes_atomic
+from clcg_pipeline.storage import read_records, write_bytes_atomic
 from clcg_pipeline.validation.human._exchange_format import ANNOTATOR_MAP_FILE, INBOX_README, InboxFile
 
 HUMAN_VALIDATION_JOB = "human_validation_job"
@@ -83,6 +83,13 @@ def inbox_fingerprint(data_dir: str, inbox: str) -> str:
     return inbox_cursor(read_inbox(inbox_dir(data_dir, inbox)), read_annotator_map_file(data_dir))
 
 
+def imported_inbox(data_dir: str) -> str | None:
+    """The inbox as the last import saw it (the data folder's record of ``annotation_imports``,
+    whoever ran the import: ``clcg run``, the daemon, the UI), if there was an import."""
+    record = read_records(data_dir, "annotation_imports").get(None) or {}
+    return record.get("metadata", {}).get(INBOX_METADATA)
+
+
 def build_annotation_inbox_sensor(config: ProjectConfig) -> dg.SensorDefinition:
     del config  # the inbox is re-read from the config on each tick, like the other sensors
 
@@ -104,6 +111,10 @@ def build_annotation_inbox_sensor(config: ProjectConfig) -> dg.SensorDefinition:
             return dg.SensorResult(skip_reason=f"awaiting annotations: {folder} holds no file", cursor=cursor)
         if cursor == context.cursor:
             return dg.SensorResult(skip_reason="no new or changed annotation file", cursor=cursor)
+        if cursor == imported_inbox(study.data_dir):
+            # A fresh cursor (a new instance, `make dev` after `make run`): the import already
+            # took every file; requesting it again would only rewrite the same tables.
+            return dg.SensorResult(skip_reason="every annotation file is already imported", cursor=cursor)
         missing = [
             name
             for name in IMPORT_INPUTS

@@ -114,9 +114,9 @@ def _agreement_one(
     ca = frame[f"{column}_a"].map(code).to_numpy(dtype=np.int64)
     cb = frame[f"{column}_b"].map(code).to_numpy(dtype=np.int64)
     cells = boot.cells(frame[["doc_id"]].assign(cell=ca * k + cb, one=1.0), ["cell"], "one")
-    tables = np.zeros((cells.counts.shape[0], k * k))
-    tables[:, cells.cells["cell"].to_numpy(dtype=np.int64)] = cells.counts
-    tables = tables.reshape(-1, k, k)
+    flat = np.zeros((cells.counts.shape[0], k * k))
+    flat[:, cells.cells["cell"].to_numpy(dtype=np.int64)] = cells.counts
+    tables = flat.reshape(-1, k, k)
     pct, kap = kappa_rows(tables)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

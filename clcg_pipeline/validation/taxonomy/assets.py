@@ -13,9 +13,9 @@ from clcg_pipeline.corpus.assets import checked_outputs
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import empty_frame, read_all_partitions
 from clcg_pipeline.validation._dagster import GROUP, JudgeRunConfig, md_counts
-from clcg_pipeline.validation.taxonomy._analysis import run_error_taxonomy_analysis
 from clcg_pipeline.validation.taxonomy._diagnostic import candidate_pairs
 from clcg_pipeline.validation.taxonomy._diagnostic import diagnostic_sample as draw_diagnostic_sample
+from clcg_pipeline.validation.taxonomy._from_tables import TAXONOMY_TABLES, error_taxonomy_from_tables
 from clcg_pipeline.validation.taxonomy._judging import JudgingResult, judge_sample
 
 
@@ -98,7 +98,7 @@ def _diagnostic_sample_asset() -> dg.AssetsDefinition:
         cfg = study.load()
         et = cfg.study.error_taxonomy
         if not et.judges:
-            summary = {"status": "skipped", "reason": DISABLED_JUDGES, "pairs": 0}
+            summary: dict[str, Any] = {"status": "skipped", "reason": DISABLED_JUDGES, "pairs": 0}
             context.log.warning(f"diagnostic_sample: {DISABLED_JUDGES}")
             yield dg.Output(empty_frame("diagnostic_sample"), metadata={"status": "skipped"})
             yield sample_check(summary)
@@ -264,12 +264,9 @@ def build_error_taxonomy_analysis_defs(config: ProjectConfig) -> dg.Definitions:
     )
     def error_taxonomy_analysis(context: dg.AssetExecutionContext, study: StudyResource):  # type: ignore[no-untyped-def]
         """Label frequencies, transitions, crosslingual_loss, agreement, contributions."""
-        cfg = study.load()
-        result = run_error_taxonomy_analysis(
-            cfg,
-            read_all_partitions(study.data_dir, "diagnostic_sample"),
-            read_all_partitions(study.data_dir, "error_judgements"),
-            read_all_partitions(study.data_dir, "order_bias_judgements"),
+        # The same function re-derives the section from a data folder (results.derive_study_results).
+        result = error_taxonomy_from_tables(
+            study.load(), {table: read_all_partitions(study.data_dir, table) for table in TAXONOMY_TABLES}
         )
         doc = result.results
         context.log.info(
