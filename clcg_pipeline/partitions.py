@@ -80,13 +80,38 @@ def _latest(instance: dg.DagsterInstance, asset: str, partition: str) -> dg.Even
 _STREAM_RUNS = 50
 
 
+def _recorded_streams(instance: dg.DagsterInstance, model: str, since: float | None) -> tuple[str, ...]:
+    """The tokens ``model_calls[model]``'s materializations since ``since`` name, oldest first.
+
+    ``clcg run`` records its own stream's token there before it sends anything
+    (``_study_steps.record_streams``), so the token of a ``clcg run`` killed while sending is
+    known to the next run, which has a token of its own.
+    """
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey(MODEL_CALLS), asset_partitions=[model], after_timestamp=since
+        ),
+        limit=_STREAM_RUNS,
+    ).records
+    tokens: list[str] = []
+    for record in records:
+        materialization = record.asset_materialization
+        value = materialization.metadata.get(STREAM_TOKEN) if materialization else None
+        token = getattr(value, "value", value)
+        if isinstance(token, str) and token:
+            tokens.append(token)
+    return tuple(reversed(tokens))
+
+
 def streamed_tokens(instance: dg.DagsterInstance, partition_key: str, calls_asset: str) -> tuple[str, ...]:
     """The tokens of the model's streams that may have paid for this partition's calls, unclaimed.
 
     A ``model_calls`` run's token is its run id, so a stream killed or failed half-way still
-    names what it paid for. Streams started before ``calls_asset`` (the partition's calls
-    table) was last written were claimed by that write: a rerun finds those calls cached, and
-    the IO manager keeps the earlier record of payment.
+    names what it paid for; ``clcg run``'s own stream records its token in a materialization
+    of ``model_calls`` before sending, so a ``clcg run`` killed after paying is found too.
+    Streams started before ``calls_asset`` (the partition's calls table) was last written were
+    claimed by that write: a rerun finds those calls cached, and the IO manager keeps the
+    earlier record of payment.
     """
     model = model_of_partition(partition_key)
     if model is None:
@@ -97,9 +122,11 @@ def streamed_tokens(instance: dg.DagsterInstance, partition_key: str, calls_asse
         dg.RunsFilter(tags={"dagster/partition": model}, created_after=since), limit=_STREAM_RUNS
     )
     stream = dg.AssetKey(MODEL_CALLS)
-    return tuple(
+    run_tokens = tuple(
         record.dagster_run.run_id
         for record in runs
         if record.dagster_run.job_name == MODEL_CALLS_JOB
         or stream in (record.dagster_run.asset_selection or ())
     )
+    recorded = _recorded_streams(instance, model, own.timestamp if own else None)
+    return tuple(dict.fromkeys(run_tokens + recorded))  # a stream's run also records its token

@@ -82,11 +82,11 @@ def test_plan_counts_calls_before_anything_runs(demo_config_dir: Path, tmp_path:
         english, config.study.sampling, reference="en", repetitions=config.study.repetitions
     )
     reps = dict(zip(sample["doc_id"], sample["n_reps"], strict=True))
-    # 6 articles, 2 of them run 3 times = 10 calls per language; ht lacks demo-006; two conditions.
-    assert sum(reps.values()) == 10
-    assert cells[1] == str((7 * 10 - reps["demo-006"]) * 2)
-    # Closed-book prompts carry no passage: the same 10 requests in every language, sent once.
-    assert cells[3] == str(7 * 10 - reps["demo-006"] - 10)
+    # 11 articles, 2 of them run 3 times = 15 calls per language; ht lacks demo-006; two conditions.
+    assert sum(reps.values()) == 15
+    assert cells[1] == str((7 * 15 - reps["demo-006"]) * 2)
+    # Closed-book prompts carry no passage: the same 15 requests in every language, sent once.
+    assert cells[3] == str(7 * 15 - reps["demo-006"] - 15)
     assert not data.exists()  # planning writes nothing and calls nothing
 
 

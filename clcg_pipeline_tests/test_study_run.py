@@ -80,11 +80,22 @@ def test_results_show_a_gap_for_the_english_centric_reader(finished_study: dict)
     results = json.loads((finished_study["data_dir"] / "study_results.json").read_text())
     h1 = results["h1"]
     assert h1["h1_micro"]["estimate"] > 0
-    # 6 demo articles < study.min_articles (10): the interval is withheld, with the reason (issue 9).
-    micro = h1["h1_micro"]
-    assert micro["identifiable"] is False and "too few articles" in micro["reason"]
-    assert micro["ci_low"] is None
+    # Issue 34: 11 demo articles (10 in ht) >= study.min_articles (10): the headline estimates
+    # are identifiable, each with an interval around it.
+    for estimate in (h1["h1_micro"], *h1["by_language"].values()):
+        assert estimate["identifiable"] is True and estimate["reason"] is None
+        assert 0 < estimate["ci_low"] < estimate["estimate"] < estimate["ci_high"]
     assert set(h1["by_language"]) == {"is", "mt", "ka", "ht", "sw"}
+    # The SIMULATED per-language gap (models.yaml simulated_drop_*): it differs by language, the
+    # lowest drop rate (ka 0.3) giving the smallest gap and the highest (ht 0.75) the largest.
+    gaps = {iso: row["estimate"] for iso, row in h1["by_language"].items()}
+    assert min(gaps, key=gaps.__getitem__) == "ka" and max(gaps, key=gaps.__getitem__) == "ht"
+    assert gaps["ht"] - gaps["ka"] > 0.03
+    assert h1["pt_gap"]["estimate"] < gaps["ka"]
+    reader = next(m for m in results["settings"]["models"] if m["id"] == "lexical-reader")
+    assert reader["simulated"].startswith("SIMULATED per-language gap")
+    report = (finished_study["data_dir"] / "report.html").read_text(encoding="utf-8")
+    assert "SIMULATED per-language gap on the demo corpus" in report  # on the report's model line
     assert results["excluded_versions"] == []  # every demo translation is complete
     assert h1["macro_net"]["estimate"] == pytest.approx(h1["macro"]["estimate"] - h1["pt_gap"]["estimate"])
 
@@ -159,7 +170,8 @@ def test_run_then_query(demo_study: DemoStudy, tmp_path: Path) -> None:
 
 def test_judge_error_overlap_on_the_demo(finished_study: dict) -> None:
     """Issue 36: the judges' error overlap is in study_results.json, the report and a named query,
-    its 6 demo articles (< study.min_articles) give no interval, and the offline judges are marked."""
+    the 6 demo articles its judged pairs come from (< study.min_articles) give no interval, and the
+    offline judges are marked."""
     data: Path = finished_study["data_dir"]
     block = json.loads((data / "study_results.json").read_text(encoding="utf-8"))["human_validation"]
     pairs, effective = block["judge_error_correlation"], block["judge_effective_number"]

@@ -13,7 +13,7 @@ from clcg_pipeline.storage import finite, jsonable, write_bytes_atomic, write_js
 
 LEADERBOARD_FILES = ("leaderboard.csv", "leaderboard.json")
 
-#: Columns in order: the model, its gaps with intervals, English score, ranks, identifiability.
+#: Columns in order: the model, its gaps with intervals, English score, ranks and tie group, identifiability.
 LEADERBOARD_COLUMNS: list[str] = [
     "model",
     "h1_micro",
@@ -26,6 +26,7 @@ LEADERBOARD_COLUMNS: list[str] = [
     "rank",
     "rank_ci_low",
     "rank_ci_high",
+    "tie_group",
     "rank_net",
     "rank_net_ci_low",
     "rank_net_ci_high",
@@ -61,6 +62,8 @@ def _row(model: str, gaps: Mapping[str, Any], block: Mapping[str, Any]) -> dict[
     row |= _interval("macro_net", gaps.get("macro_net"))
     row["english_score"] = finite(english.get("estimate")) if isinstance(english, Mapping) else None
     row |= _interval("rank", ranks.get("h1_micro"))
+    # Empty when the tie groups are withheld (their reason is in the JSON's ``tie_groups``).
+    row["tie_group"] = _mapping_at(block, "tie_groups").get("by_model", {}).get(model)
     row |= _interval("rank_net", ranks.get("macro_net"))
     row["n_models"] = len(block.get("models", [])) or None
     row["n_articles"] = micro.get("n_articles")
@@ -70,11 +73,19 @@ def _row(model: str, gaps: Mapping[str, Any], block: Mapping[str, Any]) -> dict[
     return row
 
 
+def _tie_summary(block: Mapping[str, Any]) -> dict[str, Any]:
+    """The tie groups' rule, level and groups, or why there are none (said once, not per row)."""
+    ties = _mapping_at(block, "tie_groups")
+    if not ties:
+        return {"groups": [], "reason": "no tie groups in the results (written before issue 37)"}
+    return {key: ties.get(key) for key in ("gap", "level", "rule", "groups", "reason")}
+
+
 def leaderboard(results: Mapping[str, Any]) -> pd.DataFrame:
     """One row per model with H1 by-model estimates, by rank (then model id); columns ``LEADERBOARD_COLUMNS``.
 
-    Reads ``h1.by_model`` and ``model_contrasts``; a results document without models gives
-    an empty frame with the columns.
+    Reads ``h1.by_model`` and ``model_contrasts`` (ranks and ``tie_groups``); a results document
+    without models gives an empty frame with the columns.
     """
     by_model = _mapping_at(_mapping_at(results, "h1"), "by_model")
     block = _mapping_at(results, "model_contrasts")
@@ -84,6 +95,7 @@ def leaderboard(results: Mapping[str, Any]) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
     if len(frame):
         frame = frame.sort_values(["rank", "model"], na_position="last", kind="stable")
+    frame["tie_group"] = pd.array(frame["tie_group"], dtype="Int64")
     frame["n_models"] = pd.array(frame["n_models"], dtype="Int64")
     frame["n_articles"] = pd.array(frame["n_articles"], dtype="Int64")
     frame["identifiable"] = frame["identifiable"].astype(bool)
@@ -108,6 +120,7 @@ def write_leaderboard(results: Mapping[str, Any], folder: str | os.PathLike[str]
         "columns": LEADERBOARD_COLUMNS,
         "status": block.get("status", "no model_contrasts block in the results"),
         "ranking": block.get("ranking"),
+        "tie_groups": _tie_summary(block),
         "models": jsonable(frame.astype(object).where(frame.notna(), None).to_dict(orient="records")),
     }
     write_json(json_path, document)

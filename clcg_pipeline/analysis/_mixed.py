@@ -100,7 +100,12 @@ class _CrossedReml:
         return {"crit": float(crit), "beta": beta, "sigma2": sigma2, "xtvx": xtx}
 
     def objective(self, theta: np.ndarray) -> float:
-        return self.profile(theta)["crit"]
+        try:
+            return self.profile(theta)["crit"]
+        except np.linalg.LinAlgError:
+            # X'H^-1X (or the Schur block) is exactly singular at this theta: a degenerate corner
+            # the optimiser may probe (e.g. near-constant scores), never the REML optimum.
+            return float("inf")
 
 
 def fit_crossed(cells: pd.DataFrame, formula: str, term: str, *, confidence: float = 0.95) -> dict[str, Any]:

@@ -5,6 +5,7 @@ Provenance only (seed, band, models, sources, code version); no estimate depends
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +42,7 @@ def suite_settings(
                 "provider": m.provider,
                 "model": m.model,
                 "knowledge_cutoff": None if m.knowledge_cutoff is None else str(m.knowledge_cutoff),
+                **_simulated(m.options),
             }
             for m in config.models.evaluated
         ],
@@ -49,6 +51,23 @@ def suite_settings(
         "languages_without_data": without_data,
         "code_version": code_version(),
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _simulated(options: Mapping[str, object]) -> dict[str, str]:
+    """A ``simulated`` note for a model whose answers carry the demo's simulated gap, else nothing.
+
+    The offline reader's ``simulated_drop_<iso>`` options (calls/_lexical.py) invent a
+    per-language gap; every document that names the model says so next to its name.
+    """
+    rates = {
+        k.removeprefix("simulated_drop_"): v for k, v in options.items() if k.startswith("simulated_drop_")
+    }
+    if not rates:
+        return {}
+    listed = ", ".join(f"{iso} {rate}" for iso, rate in sorted(rates.items()))
+    return {
+        "simulated": f"SIMULATED per-language gap on the demo corpus (drop rates {listed}); no real model's"
     }
 
 

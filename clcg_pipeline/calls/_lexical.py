@@ -5,10 +5,24 @@ the numbered questions, and answers each question with the passage sentence that
 the largest share of the question's content words. It is English-centric by construction
 (English stopwords, exact word match), so it loses accuracy on other languages: a real,
 if crude, cross-lingual gap that makes the demo meaningful without a network or a key.
+
+That natural gap is the same for every language (an answer in the passage's language scores
+about 0 against the English gold answer), so the demo SIMULATES a language-dependent one.
+On the bundled demo corpus (``clcg_pipeline/corpus/demo_data``) the reader "understands" a
+target-language passage by reading its English original, paragraph by paragraph, except for a
+share ``options.simulated_drop_<iso>`` of that language's questions (e.g.
+``simulated_drop_ht: 0.75``), which it answers from the untranslated passage as the plain
+reader would. Which questions drop is a seeded coin on (language, question), so the result is
+deterministic whatever the order, repetition or cache. Articles outside the demo corpus, and
+languages without the option, get the plain reader. The rates are invented for the demo
+(assets_config/models.yaml); they measure no real model.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.resources
 import json
 import re
 import unicodedata
@@ -99,7 +113,80 @@ def answer_question(question: _Q, sentences: list[str], threshold: float) -> str
     return best
 
 
+#: Option-name prefix of the simulated per-language drop rate (``simulated_drop_ht``).
+SIMULATED_DROP_PREFIX = "simulated_drop_"
+
+
+def simulated_drop_rate(options: dict[str, float | int | str | bool], language: str, model: str) -> float:
+    """The simulated share of ``language``'s questions dropped; 0 when the option is absent."""
+    key = SIMULATED_DROP_PREFIX + language
+    value = options.get(key, 0.0)
+    # bool is an int: reject it explicitly so `simulated_drop_ht: true` is not read as 1.0.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise ValueError(
+            f"models.yaml: model {model!r}, options.{key}: {value!r} is not a share between 0 and 1"
+        )
+    return float(value)
+
+
+def simulated_drop(language: str, question: str, rate: float) -> bool:
+    """True when the simulation drops this (language, question): a seeded coin."""
+    if rate <= 0.0:
+        return False
+    digest = hashlib.sha256(f"{language}\x1f{question}".encode()).digest()
+    # The first 8 bytes as a uniform draw in [0, 1): fixed per pair, whatever the call order.
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
 def lexical_answers(prompt: str, *, threshold: float) -> str:
     """A JSON array of answers, one per numbered question in ``prompt``."""
     sentences, questions = _parse_prompt(prompt)
     return json.dumps([answer_question(q, sentences, threshold) for q in questions], ensure_ascii=False)
+
+
+@functools.cache
+def _demo_english() -> dict[tuple[str, str], str]:
+    """(doc_id, pid) -> English paragraph text of the bundled demo corpus."""
+    # Read as package data (not through the corpus package) so the calls layer imports nothing.
+    path = importlib.resources.files("clcg_pipeline.corpus") / "demo_data" / "articles" / "en.jsonl"
+    texts: dict[tuple[str, str], str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            article = json.loads(line)
+            for paragraph in article["paragraphs"]:
+                texts[(article["doc_id"], paragraph["pid"])] = paragraph["text"]
+    return texts
+
+
+def _english_original(prompt: str, doc_id: str) -> str | None:
+    """``prompt`` with each paragraph replaced by its demo English original; None if not demo."""
+    english = _demo_english()
+    lines = prompt.split("\n")
+    found = False
+    for i, line in enumerate(lines):
+        if line.startswith(PARAGRAPH_MARK):
+            mark, _, _ = line.partition(" ")
+            text = english.get((doc_id, mark.removeprefix(PARAGRAPH_MARK)))
+            if text is None:
+                return None  # not a demo article (or a pid the demo lacks): no simulation
+            lines[i], found = f"{mark} {text}", True
+    return "\n".join(lines) if found else None
+
+
+def simulated_answers(prompt: str, *, threshold: float, language: str, doc_id: str, drop_rate: float) -> str:
+    """The demo's simulated reader: answers from the English original except dropped questions.
+
+    Falls back to :func:`lexical_answers` when ``prompt`` is not a demo article (module docstring).
+    """
+    english_prompt = _english_original(prompt, doc_id)
+    if english_prompt is None:
+        return lexical_answers(prompt, threshold=threshold)
+    sentences, questions = _parse_prompt(prompt)
+    english_sentences, _ = _parse_prompt(english_prompt)
+    answers = [
+        answer_question(
+            q, sentences if simulated_drop(language, q.text, drop_rate) else english_sentences, threshold
+        )
+        for q in questions
+    ]
+    return json.dumps(answers, ensure_ascii=False)

@@ -50,9 +50,10 @@ def call_origin(calls_ahead: str | None, partition: str | None) -> str | None:
 
 def partition_origin(context: dg.AssetExecutionContext, calls_asset: str) -> Origin:
     """Whom calls sent ahead for this language x model partition were paid for: ``clcg run``'s
-    token (the run tag), and the tokens of the model's ``model_calls`` streams this partition
-    has not claimed yet (``partitions.streamed_tokens``): with the daemon and ``clcg run`` both
-    at work, either may have paid. ``calls_asset``: the partition's calls table.
+    token (the run tag), and the tokens of the model's streams this partition has not claimed
+    yet (``partitions.streamed_tokens``: ``model_calls`` runs, and earlier ``clcg run`` streams,
+    a killed one included): with the daemon and ``clcg run`` both at work, either may have
+    paid. ``calls_asset``: the partition's calls table.
     """
     # Imported here: ``partitions`` imports Dagster, which the rest of ``calls`` does without.
     from clcg_pipeline.partitions import streamed_tokens

@@ -220,6 +220,7 @@ def _print_study_results(data_dir: str) -> None:
     """The H1 table of study_results.json, and where the outputs are."""
     from upath import UPath
 
+    from clcg_pipeline.cli._tables import leaderboard_table
     from clcg_pipeline.report import format_h1_table, new_model_lines
     from clcg_pipeline.storage import default_catalog_path, read_json
 
@@ -228,6 +229,8 @@ def _print_study_results(data_dir: str) -> None:
     languages = results.get("languages")
     for line in new_model_lines(results):  # the model just added first: what its owner asks next
         console.print(line, highlight=False)
+    if (board := leaderboard_table(results)) is not None:  # then the models ranked, tie groups
+        console.print(board)
     table = format_h1_table(results["h1"], languages, results=results)
     # The caption goes under the table as whole lines: inside it, it wrapped at the table's width.
     caption, table.caption = table.caption, None

@@ -119,3 +119,50 @@ def query_description(path: Path) -> str:
             break
         lines.append(line.removeprefix("--").strip())
     return " ".join(line for line in lines if line)
+
+
+#: Rows of the terminal's leaderboard; the rest are in leaderboard.csv beside the results.
+LEADERBOARD_ROWS = 20
+
+
+def leaderboard_table(results: dict[str, Any]) -> Group | None:
+    """The models ranked (1 = smallest H1 micro gap) with rank interval and tie group, best first.
+
+    None without models. Where the tie groups are withheld, one line under the table says why.
+    """
+    from clcg_pipeline.analysis import leaderboard
+
+    frame = leaderboard(results)
+    if not len(frame):
+        return None
+    table = Table(title="Leaderboard (1 = smallest gap)", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("rank", "model", "rank interval", "tie group", "H1 micro", "interval"):
+        model = column == "model"  # a long model id folds onto a second line, whole, never cut
+        table.add_column(column, justify="left" if model else "right", no_wrap=not model, overflow="fold")
+    for row in frame.head(LEADERBOARD_ROWS).to_dict(orient="records"):
+        table.add_row(
+            Text(_whole(row["rank"])),
+            Text(str(row["model"])),
+            Text(_span(row["rank_ci_low"], row["rank_ci_high"], "{:.0f}\u2013{:.0f}")),
+            Text(_whole(row["tie_group"])),
+            Text(cell(row["h1_micro"])),
+            Text(_span(row["h1_micro_ci_low"], row["h1_micro_ci_high"], "[{:.4f}, {:.4f}]")),
+        )
+    parts: list[RenderableType] = [table]
+    if len(frame) > LEADERBOARD_ROWS:
+        parts.append(Text(f"... and {len(frame) - LEADERBOARD_ROWS} more models in leaderboard.csv"))
+    ties = (results.get("model_contrasts") or {}).get("tie_groups") or {}
+    if ties.get("reason"):
+        parts.append(Text(f"no tie groups: {ties['reason']}"))
+    return Group(*parts)
+
+
+def _whole(value: Any) -> str:
+    return "" if cell(value) == "" else f"{float(value):.0f}"
+
+
+def _span(low: Any, high: Any, form: str) -> str:
+    """An interval, or blank when withheld (the reason is said once, not per row)."""
+    if cell(low) == "" or cell(high) == "":
+        return ""
+    return form.format(float(low), float(high))

@@ -291,6 +291,9 @@ class StudyRun:
 
         ``clcg run`` is that asset's launcher here (its stream is ``_calls_ahead``): without the
         record, the daemon of ``make dev`` would find the stream missing and launch it again.
+        Recorded before anything is sent: the record names the stream's token, so if this
+        process is killed after paying, the next run's partitions still claim what it paid
+        (``partitions.streamed_tokens``).
         """
         streamed: dict[str, list[str]] = {}
         for model_id, iso in ahead.pending:

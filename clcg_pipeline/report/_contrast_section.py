@@ -1,12 +1,16 @@
-"""Model contrasts and ranks as two compact tables: every pair on each gap, every model's rank.
+"""Model contrasts and ranks as two compact tables: the pairs a reader needs, every model's rank.
 
 The generic walker would give each pair and each model a table of its own; with five models
-that is fifteen small tables for what reads best as two.
+that is fifteen small tables for what reads best as two. At hundreds of models the pairs grow
+with their square (issue 37): the report shows only the pairs adjacent in the H1 micro ranking,
+the new model's and those significant after Benjamini-Hochberg, and names the catalog query
+that lists them all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 from clcg_pipeline.report._builder import SectionBuilder
@@ -14,6 +18,66 @@ from clcg_pipeline.report._format import fmt_num, mapping_at
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 
 _GAPS = (("h1_micro", "H1 micro"), ("macro", "macro"), ("macro_net", "macro net"))
+#: The named catalog query with every pair (sql/queries/model_contrasts.sql).
+ALL_PAIRS_QUERY = "clcg query --named model_contrasts"
+# BH's customary level, for a document written before the tie groups recorded theirs.
+_DEFAULT_LEVEL = 0.05
+
+
+def _ranked(ranks: Mapping[str, Any]) -> list[str]:
+    """Models by H1 micro rank, equal ranks by id (the leaderboard's order); unranked ones left out."""
+    keyed = []
+    for model, block in ranks.items():
+        rank = block.get("h1_micro") if isinstance(block, Mapping) else None
+        if isinstance(rank, Mapping) and rank.get("estimate") is not None:
+            keyed.append((float(rank["estimate"]), str(model)))
+    return [model for _, model in sorted(keyed)]
+
+
+def _significant(pair: Mapping[str, Any], level: float) -> bool:
+    """Significant after BH on any of the gaps (each gap is its own BH family)."""
+    for gap, _ in _GAPS:
+        p_adj = pair.get(gap, {}).get("p_adj") if isinstance(pair.get(gap), Mapping) else None
+        if p_adj is not None and p_adj < level:
+            return True
+    return False
+
+
+def needed_pairs(value: Mapping[str, Any], new_model: str | None = None) -> list[str]:
+    """The pairs a reader needs, in the document's order: adjacent in the H1 micro ranking, the
+    new model's, and those significant after BH at the tie groups' level."""
+    pairs = mapping_at(value, "pairs")
+    order = _ranked(mapping_at(value, "ranks"))
+    adjacent = {frozenset(p) for p in pairwise(order)}
+    level = mapping_at(value, "tie_groups").get("level") or _DEFAULT_LEVEL
+    return [
+        name
+        for name, pair in pairs.items()
+        if isinstance(pair, Mapping)
+        and (
+            frozenset((pair.get("model_a"), pair.get("model_b"))) in adjacent
+            or new_model in (pair.get("model_a"), pair.get("model_b"))
+            or _significant(pair, float(level))
+        )
+    ]
+
+
+def _pairs_note(shown: int, total: int, new_model: str | None, level: float) -> str:
+    new = f", the new model's ({new_model})" if new_model else ""
+    return (
+        f"{shown} of the {total} pairs shown: those adjacent in the H1 micro ranking{new} and those "
+        f"significant after Benjamini-Hochberg (p (adj.) < {level:g} on any gap). All {total} pairs "
+        f"are in the catalog: {ALL_PAIRS_QUERY}"
+    )
+
+
+def _tie_note(ties: Mapping[str, Any]) -> str:
+    """The tie groups' rule, or why there are none (once for the table, not per model)."""
+    if not ties:
+        return "no tie groups in this document (written before they were computed)"
+    if ties.get("reason"):
+        return f"no tie groups: {ties['reason']}"
+    return f"tie groups at level {ties.get('level')}: {ties.get('rule')}"
 
 
 def _rank_cell(block: Mapping[str, Any]) -> str:
@@ -32,8 +96,29 @@ def _rank_flags(block: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(flags))
 
 
+def _contrast_rows(
+    value: Mapping[str, Any], builder: SectionBuilder, new_model: str | None
+) -> tuple[list[Row], str]:
+    """The needed pairs' rows on each gap, and the line that says how many the catalog has."""
+    pairs = mapping_at(value, "pairs")
+    shown = needed_pairs(value, new_model)
+    rows = [
+        builder.estimate_row(f"{name} ({label})", pairs[name][gap], key=gap)
+        for name in shown
+        for gap, label in _GAPS
+        if isinstance(pairs[name].get(gap), Mapping)
+    ]
+    level = float(mapping_at(value, "tie_groups").get("level") or _DEFAULT_LEVEL)
+    return rows, _pairs_note(len(shown), len(pairs), new_model, level)
+
+
 def contrast_section(
-    key: str, title: str, value: Mapping[str, Any], builder: SectionBuilder, caption: str
+    key: str,
+    title: str,
+    value: Mapping[str, Any],
+    builder: SectionBuilder,
+    caption: str,
+    new_model: str | None = None,
 ) -> Section:
     section = Section(key=key, title=title, caption=caption or str(value.get("contrast") or ""))
     status = str(value.get("status") or "")
@@ -42,25 +127,27 @@ def contrast_section(
     if not pairs and not ranks:
         section.parts.append(Part("note", text=status or "no model contrasts in this document"))
         return section
-    rows: list[Row] = []
-    for name, pair in pairs.items():
-        for gap, label in _GAPS:
-            if isinstance(pair.get(gap), Mapping):
-                rows.append(builder.estimate_row(f"{name} ({label})", pair[gap], key=gap))
-    if rows:
+    rows, note = _contrast_rows(value, builder, new_model)
+    if pairs:
         section.parts.append(Part("heading", text="Paired contrasts (first model minus second)"))
+        section.parts.append(Part("note", text=note))
+    if rows:
         section.parts.append(_pruned(Part("table", columns=builder.estimate_columns, rows=rows)))
     english = mapping_at(value, "english_score")
     if ranks:
         section.parts.append(Part("heading", text="Rank per model (1 = smallest gap)"))
         if value.get("ranking"):
             section.parts.append(Part("note", text=str(value["ranking"])))
-        columns = ["model", *(f"rank: {label}" for _, label in _GAPS), "English score", "flags"]
+        ties = mapping_at(value, "tie_groups")
+        section.parts.append(Part("note", text=_tie_note(ties)))
+        by_model = mapping_at(ties, "by_model")
+        columns = ["model", *(f"rank: {label}" for _, label in _GAPS), "tie group", "English score", "flags"]
         table = [
             Row(
                 cells=[
                     str(model),
                     *(_rank_cell(block.get(gap) or {}) for gap, _ in _GAPS),
+                    fmt_num(by_model.get(model), 0),
                     fmt_num((english.get(model) or {}).get("estimate")),
                     "",  # the row's flags go here (the template puts them in a "flags" column)
                 ],

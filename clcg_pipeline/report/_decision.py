@@ -27,7 +27,8 @@ class Decision:
     """The first screen's content, ready for the template."""
 
     languages: list[Row] = field(default_factory=list)  # language, CLCG, interval
-    models: list[Row] = field(default_factory=list)  # rank, model, rank interval, gap, interval
+    models: list[Row] = field(default_factory=list)  # rank, model, rank interval, tie group, gap, interval
+    ties: str = ""  # the tie groups' rule, or why there are none (said once)
     headline: list[list[str]] = field(default_factory=list)  # estimand, estimate, interval
     reasons: list[str] = field(default_factory=list)  # each reason once, with what it concerns
     global_reason: str = ""  # a reason every headline estimate shares ("" when none does)
@@ -68,8 +69,33 @@ def _rank_cell(rank: Mapping[str, Any]) -> str:
     return NOT_IDENTIFIABLE_MARK if rank.get("identifiable") is False else MISSING
 
 
+def _ties(results: Mapping[str, Any]) -> Mapping[str, Any]:
+    return mapping_at(mapping_at(results, "model_contrasts"), "tie_groups")
+
+
+def _tie_text(ties: Mapping[str, Any], global_reason: str) -> str:
+    """One line under the ranking: how the groups are drawn, or why there are none (once)."""
+    if not ties:
+        return ""
+    reason = ties.get("reason")
+    if reason and reason == global_reason:
+        return "No tie groups: the ranks have no intervals (the reason is below)."
+    if reason:
+        return f"No tie groups: {reason}."
+    return (
+        "Tie group: models whose ranks cannot be separated at level "
+        f"{ties.get('level')} (adjacent models in the ranking whose H1 micro difference is not "
+        "significant after Benjamini-Hochberg share a group)."
+    )
+
+
+def _withheld(rank: Mapping[str, Any]) -> str:
+    """A tie group's cell without a group: "n/i" when the rank's interval is withheld."""
+    return NOT_IDENTIFIABLE_MARK if rank.get("identifiable") is False else MISSING
+
+
 def _model_rows(results: Mapping[str, Any]) -> list[Row]:
-    """Models by their H1 micro rank (smallest gap first), with the rank interval and the gap."""
+    """Models by their H1 micro rank (smallest gap first), with the rank interval, tie group and gap."""
     h1 = mapping_at(results, "h1")
     by_model = h1.get("by_model") if isinstance(h1, Mapping) else None
     if not isinstance(by_model, Mapping) or not by_model:
@@ -77,6 +103,7 @@ def _model_rows(results: Mapping[str, Any]) -> list[Row]:
     contrasts = results.get("model_contrasts")
     ranks = contrasts.get("ranks") if isinstance(contrasts, Mapping) else None
     ranks = ranks if isinstance(ranks, Mapping) else {}
+    groups = mapping_at(_ties(results), "by_model")
     rows = []
     for model, block in by_model.items():
         gap = estimate_of(block.get("h1_micro") if isinstance(block, Mapping) else None)
@@ -86,7 +113,16 @@ def _model_rows(results: Mapping[str, Any]) -> list[Row]:
     # By rank where ranked; else by the gap (smallest first: rank 1 = smallest gap).
     rows.sort(key=lambda r: (r[0] is None, r[0] or 0.0, r[1] is None, r[1] or 0.0, r[2]))
     return [
-        Row(cells=[fmt_num(r[0], 0), r[2], _rank_cell(r[3]), fmt_num(r[4].get("estimate")), _interval(r[4])])
+        Row(
+            cells=[
+                fmt_num(r[0], 0),
+                r[2],
+                _rank_cell(r[3]),
+                fmt_num(groups[r[2]], 0) if r[2] in groups else _withheld(r[3]),
+                fmt_num(r[4].get("estimate")),
+                _interval(r[4]),
+            ]
+        )
         for r in rows
     ]
 
@@ -133,4 +169,5 @@ def decision(
             f"rank interval is withheld (marked \u201c{NOT_IDENTIFIABLE_MARK}\u201d here and "
             "\u201cnot identifiable\u201d in the sections below); the point estimates are descriptions only."
         ]
+    out.ties = _tie_text(_ties(results), out.global_reason)
     return out

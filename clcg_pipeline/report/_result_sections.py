@@ -23,6 +23,7 @@ from clcg_pipeline.report._format import (
     fmt_ci,
     fmt_int,
     fmt_num,
+    mapping_at,
 )
 from clcg_pipeline.report._labels import H1_SUMMARY, KNOWN_SECTIONS, METRIC_NAMES, MODEL_COLUMNS, NOT_SECTIONS
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
@@ -74,7 +75,10 @@ def result_sections(
             elif name in ("metric_sensitivity", "metrics") and isinstance(value, Mapping):
                 sections.append(_metric_section(name, title, value, builder, caption))
             elif name == "model_contrasts" and isinstance(value, Mapping):
-                sections.append(contrast_section(name, title, value, builder, caption))
+                new = mapping_at(results, "new_model").get("model")  # its pairs are always shown
+                sections.append(
+                    contrast_section(name, title, value, builder, caption, str(new) if new else None)
+                )
             elif name in ("h3", "level_profile") and isinstance(value, Mapping):
                 sections.append(_level_section(name, title, value, builder, caption))
             else:

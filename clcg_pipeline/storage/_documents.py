@@ -86,6 +86,18 @@ class ModelContrastsResults(TypedDict, total=False):
     ranks: dict[str, dict[str, Estimate]]
     english_score: dict[str, Estimate]
     multiplicity: dict[str, Any]
+    tie_groups: TieGroups
+
+
+class TieGroups(TypedDict, total=False):
+    """``model_contrasts.tie_groups``: runs of models whose ranks cannot be separated (docs/ESTIMANDS.md)."""
+
+    gap: str
+    level: float
+    rule: str
+    reason: str | None
+    groups: list[list[str]]
+    by_model: dict[str, int]
 
 
 class NewModel(TypedDict, total=False):

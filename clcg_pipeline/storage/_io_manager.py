@@ -18,6 +18,7 @@ from clcg_pipeline.storage._files import (
     partition_dir,
     read_frame,
     read_json,
+    update_frame,
     write_frame,
     write_json,
 )
@@ -76,10 +77,11 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         folder = self._dir(asset, key, context.asset_partitions_def if key else None)
         if isinstance(obj, pd.DataFrame):
             path = folder / DATA_FILE
+            contract = asset if asset in TABLES else None
             if is_calls_shaped(obj):
-                stored = read_frame(path) if path.exists() else None
-                obj = keep_paid_record(obj, stored, context.run_id, pd.Timestamp.now(tz="UTC"))
-            write_frame(path, obj, contract=asset if asset in TABLES else None)
+                obj = self._write_calls(path, obj, contract, context.run_id)
+            else:  # derived from the inputs alone: a concurrent writer's table is as good as this one
+                write_frame(path, obj, contract=contract)
             preview = obj.head(_PREVIEW_ROWS).to_markdown(index=False) if len(obj) else "(no rows)"
             context.add_output_metadata(
                 {
@@ -105,6 +107,15 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             run_id=context.run_id,
             path=str(path),
             metadata=context.output_metadata,
+        )
+
+    @staticmethod
+    def _write_calls(path: UPath, frame: pd.DataFrame, contract: str | None, run_id: str) -> pd.DataFrame:
+        """Write a calls table keeping every payment already stored, whoever else writes it now."""
+        now = pd.Timestamp.now(tz="UTC")
+        # Merged again with the other writer's table if one lands between this read and write.
+        return update_frame(
+            path, lambda stored: keep_paid_record(frame, stored, run_id, now), contract=contract
         )
 
     def load_input(self, context: dg.InputContext) -> Any:

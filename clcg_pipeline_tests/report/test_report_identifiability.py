@@ -1,22 +1,28 @@
 """One identifiability rule on the demo study (issue 34, item 1): what the estimates table
 withholds, no section of study_results.json, the report or the leaderboard shows.
 
-The demo has 6 articles, under ``study.min_articles`` = 10: every headline estimand is marked
-not identifiable in the estimates table. Reads the shared demo study (``demo_study`` fixture).
+The demo has 11 articles, enough for ``study.min_articles`` = 10, so this module re-analyses a
+copy of the shared demo study (``demo_study`` fixture) with ``min_articles`` raised to 12: every
+headline estimand is then marked not identifiable in the estimates table. The re-run makes no
+model call (the copy keeps the call cache); only the analysis and the report are redone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 
 from clcg_pipeline.storage import read_frame
+from clcg_pipeline_tests.conftest import run_clcg
 from clcg_pipeline_tests.demo_study import DemoStudy
 from clcg_pipeline_tests.results.test_identifiability import SHOWN, withheld_numbers
 
@@ -24,6 +30,28 @@ from clcg_pipeline_tests.results.test_identifiability import SHOWN, withheld_num
 # a whole-rank interval "(1–2)"), and a p value ("p 0.996", "p (lower bound test) 0.0005").
 _INTERVAL = re.compile(r"\[-?\d+\.\d+, -?\d+\.\d+\]|90% CI:? -?\d|\(\d+\u2013\d+\)")
 _P_VALUE = re.compile(r"(?:^|\s)p(?: \([^)]*\))?:? [<\u2264]?\d")
+
+
+_MIN_ARTICLES = re.compile(r"^min_articles: \d+", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def withheld_study(demo_study: DemoStudy, tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
+    """A copy of the demo study re-run with study.min_articles = 12 > its 11 articles."""
+    root = tmp_path_factory.mktemp("withheld_study")
+    config, data, home = root / "config", root / "data", root / "home"
+    shutil.copytree(demo_study.config_dir, config)
+    shutil.copytree(demo_study.data_dir, data)
+    shutil.copytree(demo_study.home, home)
+    study = config / "study.yaml"
+    text, raised = _MIN_ARTICLES.subn("min_articles: 12", study.read_text(encoding="utf-8"))
+    assert raised == 1, "study.yaml has no min_articles line to raise"
+    study.write_text(text, encoding="utf-8")
+    env = {**demo_study.env, "DAGSTER_HOME": str(home)}
+    done = run_clcg("run", "--config", str(config), "--data", str(data), env=env, cwd=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert " 0 new model calls" in done.stdout, done.stdout[-2000:]
+    return dataclasses.replace(demo_study, config_dir=config, data_dir=data, home=home, env=env, first=done)
 
 
 def _document(demo: DemoStudy) -> dict[str, Any]:
@@ -54,9 +82,9 @@ def _blocks(node: object, path: str = "") -> Iterator[tuple[str, dict[str, Any]]
             yield from _blocks(value, f"{path}[{index}]")
 
 
-def test_no_withheld_estimand_shows_a_number_anywhere_in_the_document(demo_study: DemoStudy) -> None:
-    document = _document(demo_study)
-    estimates = _estimates(demo_study)
+def test_no_withheld_estimand_shows_a_number_anywhere_in_the_document(withheld_study: DemoStudy) -> None:
+    document = _document(withheld_study)
+    estimates = _estimates(withheld_study)
     withheld = estimates.loc[estimates["identifiable"].eq(False).fillna(False)]
     keys = set(withheld["estimand"] + "/" + withheld["group"])
     assert {"h1_micro_rule_b/all", "tost_en_pt/all", "model_rank_micro/lexical-reader"} <= keys
@@ -85,13 +113,13 @@ def test_no_withheld_estimand_shows_a_number_anywhere_in_the_document(demo_study
                 assert "identifiable" in block, path
 
 
-def test_report_sections_show_no_withheld_interval_and_say_why(demo_study: DemoStudy) -> None:
+def test_report_sections_show_no_withheld_interval_and_say_why(withheld_study: DemoStudy) -> None:
     for key in ("parse_rule", "equivalence", "model_contrasts"):
-        text = _text(_section_html(demo_study, key))
+        text = _text(_section_html(withheld_study, key))
         assert not _INTERVAL.search(text), (key, _INTERVAL.search(text))
         assert not _P_VALUE.search(text), (key, _P_VALUE.search(text))
         assert "not identifiable" in text, key
-    contrasts = _section_html(demo_study, "model_contrasts")
+    contrasts = _section_html(withheld_study, "model_contrasts")
     ranks = contrasts[contrasts.index("Rank per model") :]
     ranks = ranks[: ranks.index("</table>")]
     rows = re.findall(r"<tr[^>]*>", ranks.split("<tbody>", 1)[-1])
@@ -99,8 +127,8 @@ def test_report_sections_show_no_withheld_interval_and_say_why(demo_study: DemoS
     assert "not identifiable" in _text(ranks)
 
 
-def test_leaderboard_withholds_what_the_estimates_table_withholds(demo_study: DemoStudy) -> None:
-    board = json.loads((Path(demo_study.data_dir) / "leaderboard.json").read_text(encoding="utf-8"))
+def test_leaderboard_withholds_what_the_estimates_table_withholds(withheld_study: DemoStudy) -> None:
+    board = json.loads((Path(withheld_study.data_dir) / "leaderboard.json").read_text(encoding="utf-8"))
     assert board["models"]
     for row in board["models"]:
         assert row["identifiable"] is False and "too few articles" in row["reason"]

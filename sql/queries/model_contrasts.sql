@@ -1,6 +1,7 @@
 -- Paired model contrasts (first model minus second, on the items both answered; BH across the
 -- pairs in p_adj) and each model's rank (1 = smallest gap) with its bootstrap rank interval,
--- from the estimates table: one row per estimand and pair or model.
+-- from the estimates table: one row per estimand and pair or model. Every pair is here; the
+-- report shows only those a reader needs (adjacent ranks, the new model's, significant after BH).
 SELECT
     estimand,
     "group",

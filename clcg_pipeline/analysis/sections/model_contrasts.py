@@ -8,7 +8,7 @@ H1 by-model gaps, again one set of draws for every model, so a replicate ranks a
 
 from __future__ import annotations
 
-from itertools import combinations
+from itertools import combinations, pairwise
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,12 @@ RANK_RULE = (
     "bootstrap replicate of the H1 by-model gaps (one set of article draws for all); interval: the "
     "lower and upper percentile of the rank over the replicates, whole ranks"
 )
+TIE_RULE = (
+    "models in H1 micro rank order (equal ranks by model id); a tie group is a maximal run of "
+    "consecutive models in which every adjacent pair's H1 micro contrast is not significant after "
+    "Benjamini-Hochberg across all pairs (p_adj >= the level, 1 - confidence); groups are numbered "
+    "from 1 (smallest gaps); withheld, with the reason, when any rank or adjacent contrast is"
+)
 
 
 def model_contrasts(ctx: SuiteContext, core: Any, band: pd.DataFrame) -> dict[str, Any]:
@@ -56,6 +62,8 @@ def model_contrasts(ctx: SuiteContext, core: Any, band: pd.DataFrame) -> dict[st
     out["ranks"] = _ranks(ctx, core, models)
     out["english_score"] = _english(ctx, core, models)
     _add_rows(ctx, out)
+    # Last, so the blocks above keep their place in the document (issue 37).
+    out["tie_groups"] = tie_groups(out, round(1 - ctx.confidence, 12))
     return out
 
 
@@ -240,3 +248,56 @@ def fill_p_adj(estimates: pd.DataFrame, block: dict[str, Any]) -> None:
         if mask.any():
             groups = estimates.loc[mask, "group"].to_numpy()
             estimates.loc[mask, "p_adj"] = pd.Series([adjusted[g] for g in groups], dtype=object).to_numpy()
+
+
+def _rank_order(block: dict[str, Any]) -> tuple[list[str], str | None]:
+    """The models by H1 micro rank (then id), or why they cannot be ordered with intervals."""
+    keyed = []
+    for model in block.get("models", []):
+        rank = block["ranks"].get(model, {}).get("h1_micro", {})
+        if rank.get("identifiable") is False:
+            return [], str(rank.get("reason") or "the ranks are not identifiable")
+        if rank.get("estimate") is None:
+            return [], f"{model} has no H1 micro rank"
+        keyed.append((float(rank["estimate"]), model))
+    return [model for _, model in sorted(keyed)], None
+
+
+def _adjacent_p_adj(pairs: dict[str, Any], first: str, second: str) -> tuple[float | None, str]:
+    """The BH-adjusted p of the H1 micro contrast of two models, whichever way the pair is named."""
+    name = pair_label(first, second)
+    pair = pairs.get(name) or pairs.get(pair_label(second, first)) or {}
+    entry = pair.get("h1_micro", {})
+    reason = str(entry.get("reason") or "no adjusted p")
+    return finite(entry.get("p_adj")), f"{name}: {reason}"
+
+
+def tie_groups(block: dict[str, Any], level: float) -> dict[str, Any]:
+    """Tie groups of the ``model_contrasts`` block at ``level`` (``TIE_RULE``); ``by_model``: group per model.
+
+    Without intervals (too few articles) or with fewer than two models there are no groups:
+    ``groups`` is empty and ``reason`` says why, once for all models.
+    """
+    out: dict[str, Any] = {"gap": "h1_micro", "level": level, "rule": TIE_RULE, "reason": None}
+    out |= {"groups": [], "by_model": {}}
+    if block.get("status") != "estimated":
+        out["reason"] = str(block.get("status"))
+        return out
+    order, reason = _rank_order(block)
+    groups: list[list[str]] = [order[:1]]
+    for first, second in pairwise(order):
+        if reason is not None:
+            break
+        p_adj, why = _adjacent_p_adj(block["pairs"], first, second)
+        if p_adj is None:
+            reason = why
+        elif p_adj < level:  # separated: the next model opens a group
+            groups.append([second])
+        else:
+            groups[-1].append(second)
+    if reason is not None:
+        out["reason"] = reason
+        return out
+    out["groups"] = groups
+    out["by_model"] = {model: k for k, group in enumerate(groups, start=1) for model in group}
+    return out

@@ -12,7 +12,12 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from clcg_pipeline.calls._lexical import lexical_answers
+from clcg_pipeline.calls._lexical import (
+    SIMULATED_DROP_PREFIX,
+    lexical_answers,
+    simulated_answers,
+    simulated_drop_rate,
+)
 from clcg_pipeline.calls._providers._base import ModelAPI, ModelOutput
 from clcg_pipeline.calls._requests import PROMPT_VERSIONS, ChatRequest
 from clcg_pipeline.calls._tokens import count_tokens
@@ -24,7 +29,16 @@ OfflineHandler = Callable[[ChatRequest, ModelSpec], str]
 
 def _reader(request: ChatRequest, spec: ModelSpec) -> str:
     user = "\n".join(m["content"] for m in request.messages if m["role"] == "user")
-    return lexical_answers(user, threshold=float(spec.options.get("threshold", 0.2)))
+    threshold = float(spec.options.get("threshold", 0.2))
+    # The demo's simulated per-language gap (calls/_lexical.py): only for a passage in a
+    # language that has a simulated_drop_<iso> option.
+    language, doc_id = request.metadata.get("language", ""), request.metadata.get("doc_id", "")
+    if language and doc_id and SIMULATED_DROP_PREFIX + language in spec.options:
+        drop_rate = simulated_drop_rate(spec.options, language, spec.id)
+        return simulated_answers(
+            user, threshold=threshold, language=language, doc_id=doc_id, drop_rate=drop_rate
+        )
+    return lexical_answers(user, threshold=threshold)
 
 
 _READER_FAMILIES = {version.rsplit("-v", 1)[0] for version in PROMPT_VERSIONS.values()}
@@ -92,6 +106,10 @@ class OfflineAPI(ModelAPI):
                 f"model {spec.id!r}: options.threshold must be a number in [0, 1], got {threshold!r}"
             )
         self.threshold = float(threshold)
+        # A bad simulated_drop_<iso> is refused here, before the first call, not mid-run.
+        for key in spec.options:
+            if key.startswith(SIMULATED_DROP_PREFIX):
+                simulated_drop_rate(spec.options, key.removeprefix(SIMULATED_DROP_PREFIX), spec.id)
 
     async def generate(self, request: ChatRequest, *, timeout_s: float) -> ModelOutput:
         family = prompt_family(request.prompt_version)
