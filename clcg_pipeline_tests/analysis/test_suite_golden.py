@@ -30,8 +30,9 @@ N_MODELS = 4
 N_ARTICLES = 24
 REPLICATES = 200
 TOLERANCE = 1e-12
-# Differ between runs by design (clock, checkout), not estimands.
-VOLATILE = ("generated_at", "code_version")
+# Differ between runs by design (clock, checkout), not estimands; ``config_hash`` hashes the
+# repository's assets_config/ the panel's config starts from, which changes with any edit there.
+VOLATILE = ("generated_at", "code_version", "config_hash")
 
 
 def _languages() -> LanguagesConfig:
