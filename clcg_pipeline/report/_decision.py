@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from clcg_pipeline.report._document import lang_name
+from clcg_pipeline.report._document import lang_name, settings_of
 from clcg_pipeline.report._format import MISSING, as_float, estimate_of, fmt_ci, fmt_num, mapping_at
 from clcg_pipeline.report._labels import H1_SUMMARY
 from clcg_pipeline.report._page import Row
@@ -33,6 +33,15 @@ class Decision:
     reasons: list[str] = field(default_factory=list)  # each reason once, with what it concerns
     global_reason: str = ""  # a reason every headline estimate shares ("" when none does)
     simulated: bool = False
+    simulated_models: list[str] = field(default_factory=list)  # "model: note" of each simulated reader
+
+
+def _simulated_models(results: Mapping[str, Any]) -> list[str]:
+    """The models whose answers are simulated (the demo's offline reader), with their note."""
+    models = settings_of(results).get("models") or []
+    return [
+        f"{m.get('id')}: {m['simulated']}" for m in models if isinstance(m, Mapping) and m.get("simulated")
+    ]
 
 
 def _interval(block: Mapping[str, Any]) -> str:
@@ -157,6 +166,7 @@ def decision(
             if isinstance(h1.get(key), Mapping)
         ],
         simulated=simulated,
+        simulated_models=_simulated_models(results),
     )
     blocks = _headline_blocks(results)
     reasons = Counter(r for _, b in blocks if (r := _reason(b)) is not None)

@@ -42,6 +42,15 @@ def _no_data_lines(missing: Sequence[Mapping[str, Any]], langs: Mapping[str, Map
     ]
 
 
+def _model_label(model: object) -> str:
+    """A model's id, marked when its answers are simulated (the demo's offline reader)."""
+    if not isinstance(model, Mapping):
+        return str(model)
+    return str(model.get("id", model)) + (
+        " (SIMULATED gap, see the report)" if model.get("simulated") else ""
+    )
+
+
 def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]) -> str:
     """What the table measured (metric, band, corpus, models) and which languages had no data."""
     settings = settings_of(results)
@@ -59,9 +68,7 @@ def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]])
     h1 = mapping_at(results, "h1")
     if models:
         items = models if isinstance(models, list | tuple) else [models]
-        lines.append(
-            "models: " + ", ".join(str(m.get("id", m)) if isinstance(m, Mapping) else str(m) for m in items)
-        )
+        lines.append("models: " + ", ".join(_model_label(m) for m in items))
     elif isinstance(h1, Mapping) and isinstance(h1.get("by_model"), Mapping) and h1["by_model"]:
         lines.append("models: " + ", ".join(str(m) for m in h1["by_model"]))
     missing = languages_without_data(results, langs)

@@ -595,3 +595,15 @@ def test_p_at_the_bootstrap_floor_is_a_bound_not_a_warning() -> None:
     rows = {_text(m)[:14]: m for m in re.findall(r"<tr[^>]*>.*?</tr>", summary, re.S)}
     assert "\u22640.024" in _text(rows["H1 micro CLCG "]) and 'class="flagged"' not in rows["H1 micro CLCG "]
     assert 'class="flagged"' in rows["Portuguese gap"]  # a real flag still marks its row
+
+
+def test_the_terminal_table_marks_a_simulated_reader() -> None:
+    results = _described()
+    results["settings"]["models"] = [
+        {"id": "reader", "simulated": "SIMULATED per-language gap"},
+        {"id": "real"},
+    ]
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(format_h1_table(results["h1"], LANGUAGES, results=results))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "models: reader (SIMULATED gap, see the report), real" in out

@@ -109,3 +109,16 @@ def test_the_funnel_and_the_counts_give_one_annotator_figure() -> None:
         f"{last['remaining_annotators']} annotators were not excluded, but 1 of them lost every rating"
         in text
     )
+
+
+def test_a_simulated_reader_is_said_on_the_first_screen() -> None:
+    """The demo's reader invents its per-language gap: the first screen says so above its numbers."""
+    results = _full()
+    plain = _text(_decision(render_report(results, _estimates())))
+    assert "SIMULATED" not in plain
+    results["settings"]["models"] = [
+        {"id": "reader", "simulated": "SIMULATED per-language gap on the demo corpus (drop rates ht 0.75)"},
+        {"id": "real-model"},
+    ]
+    first = _text(_decision(render_report(results, _estimates())))
+    assert "reader: SIMULATED per-language gap" in first and "real-model:" not in first
