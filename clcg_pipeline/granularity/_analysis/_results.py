@@ -137,7 +137,7 @@ def documents_summary(documents: pd.DataFrame | None) -> list[DocumentBucket]:
 
 
 #: Columns the bootstrap tables factorize many times: categoricals, fast on their codes.
-_CATEGORICAL: tuple[str, ...] = (
+_CATEGORICAL = (
     "model",
     "language",
     "doc_id",
@@ -146,8 +146,11 @@ _CATEGORICAL: tuple[str, ...] = (
     "metric",
     "region",
     "position",
+    "language_group",
+    "bucket",
+    "sentence_position",
+    "role",
 )
-_CATEGORICAL += ("language_group",)
 
 
 def analyse_granularity(
@@ -175,23 +178,7 @@ def analyse_granularity(
         out["prompt_tokens_by_task"] = prompt_tokens_by_task(calls, predictions)
         return GranularityAnalysis(out, empty_estimates())
     ctx = _suite_context(config, replicates, seed)
-    rows = categorical(
-        analysis_rows(scores, config),
-        [
-            "model",
-            "language",
-            "doc_id",
-            "task",
-            "granularity",
-            "metric",
-            "region",
-            "position",
-            "language_group",
-            "bucket",
-            "sentence_position",
-            "role",
-        ],
-    )
+    rows = categorical(analysis_rows(scores, config), list(_CATEGORICAL))
     boot = ClusterBootstrap(rows["doc_id"].unique(), ctx, unit="documents")
     est = Estimates()
     full = rows.loc[rows["context"] == "full"]
