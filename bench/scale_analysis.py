@@ -4,8 +4,9 @@ The study-shaped synthetic panel (150 articles, the configured languages, five m
 0.78M scored rows) is replicated to 5, 20, 50, 100 (and, with ``--sizes``, 500) models, each
 block of five with its own seed and model ids ``m000``, ``m001``... Every point runs
 ``estimate_file(..., full=True)`` (read the Parquet file, run the suite, write the JSON) in
-its own subprocess, which reports its wall time and its peak resident memory
-(``resource.getrusage(RUSAGE_SELF).ru_maxrss``).
+its own subprocess, which reports its wall time, its CPU seconds (user + system: on a shared
+machine the steadier figure; wall time grows with the other processes' load) and its peak
+resident memory (``resource.getrusage(RUSAGE_SELF).ru_maxrss``).
 
 The baseline is the suite as it was before issue 37 (``--baseline-ref``, a commit), extracted
 with ``git archive`` into a temporary folder and put first on ``PYTHONPATH`` for its
@@ -47,9 +48,10 @@ config = panel_config(load_config(default_config_dir()), {n_models})
 estimate_file(sys.argv[1], sys.argv[2], config, full=True, replicates={replicates},
               articles_path=sys.argv[3])
 wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+usage = resource.getrusage(resource.RUSAGE_SELF)
+peak, cpu = usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 import clcg_pipeline.analysis as a
-print(json.dumps({{"wall": wall, "peak": peak, "module": a.__file__}}))
+print(json.dumps({{"wall": wall, "cpu": cpu, "peak": peak, "module": a.__file__}}))
 """
 
 
@@ -168,7 +170,8 @@ def main() -> int:
         synthetic_articles(args.articles, seed=0).to_parquet(articles, index=False)
         old_tree = baseline_tree(args.baseline_ref, work / "baseline") if args.baseline_sizes else None
         print(f"[scale] {args.replicates} replicates, {args.articles} articles; baseline {args.baseline_ref}")
-        heads = ("models", 6), ("rows", 11), ("wall s", 8), ("peak GB", 8), ("old s", 8), ("old GB", 7)
+        heads = ("models", 6), ("rows", 11), ("wall s", 8), ("cpu s", 8), ("peak GB", 8)
+        heads += ("old s", 8), ("old cpu", 8), ("old GB", 7)
         print(" ".join(f"{name:>{width}}" for name, width in heads), f"{'speed-up':>8}")
         for n in sorted(set(args.sizes) | set(args.baseline_sizes)):
             scores = work / f"scores_{n}.parquet"
@@ -176,7 +179,7 @@ def main() -> int:
             rows = write_panel(scores, n, args.articles)
             gen = time.perf_counter() - t0
             new = run_point(n, scores, articles, work / f"new_{n}.json", args.replicates, None)
-            line = f"{n:6d} {rows:11,d} {new['wall']:8.2f} {new['peak'] / 1e9:8.2f}"
+            line = f"{n:6d} {rows:11,d} {new['wall']:8.2f} {new['cpu']:8.2f} {new['peak'] / 1e9:8.2f}"
             if n in args.baseline_sizes and old_tree is not None:
                 old = run_point(n, scores, articles, work / f"old_{n}.json", args.replicates, old_tree)
                 diffs = differences(
@@ -184,7 +187,8 @@ def main() -> int:
                     json.loads((work / f"old_{n}.json").read_text()),
                 )
                 ok &= not diffs
-                line += f" {old['wall']:8.2f} {old['peak'] / 1e9:7.2f} {old['wall'] / new['wall']:7.1f}x"
+                line += f" {old['wall']:8.2f} {old['cpu']:8.2f} {old['peak'] / 1e9:7.2f}"
+                line += f" {old['wall'] / new['wall']:7.1f}x"
                 line += "  identical" if not diffs else f"  {len(diffs)} DIFFERENCES, first {diffs[:3]}"
             print(line + f"   (panel written in {gen:.0f}s)", flush=True)
             scores.unlink()

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
+import pandas as pd
 
 MODEL_DIMENSION = "model"
 LANGUAGE_DIMENSION = "language"
@@ -103,6 +106,10 @@ def _recorded_streams(instance: dg.DagsterInstance, model: str, since: float | N
     return tuple(reversed(tokens))
 
 
+# The token of no stream (see ``streamed_tokens``); ``calls`` knows an origin by its token.
+PARTITION_MARK = ""
+
+
 def streamed_tokens(instance: dg.DagsterInstance, partition_key: str, calls_asset: str) -> tuple[str, ...]:
     """The tokens of the model's streams that may have paid for this partition's calls, unclaimed.
 
@@ -112,6 +119,11 @@ def streamed_tokens(instance: dg.DagsterInstance, partition_key: str, calls_asse
     Streams started before ``calls_asset`` (the partition's calls table) was last written were
     claimed by that write: a rerun finds those calls cached, and the IO manager keeps the
     earlier record of payment.
+
+    Last comes ``PARTITION_MARK``, the token of no stream: the origins it makes
+    (``calls.partition_origin``) name the partition whatever the instance holds, so a calls
+    table written on a fresh Dagster home (a copied data folder) still records what a killed
+    run or stream paid for this partition (``calls.from_cache``, ``storage/_paid.py``).
     """
     model = model_of_partition(partition_key)
     if model is None:
@@ -129,4 +141,119 @@ def streamed_tokens(instance: dg.DagsterInstance, partition_key: str, calls_asse
         or stream in (record.dagster_run.asset_selection or ())
     )
     recorded = _recorded_streams(instance, model, own.timestamp if own else None)
-    return tuple(dict.fromkeys(run_tokens + recorded))  # a stream's run also records its token
+    # A stream's run also records its token.
+    return (*dict.fromkeys(run_tokens + recorded), PARTITION_MARK)
+
+
+# -- runs over a partition range (issue 32: fewer, bigger runs) -------------------------------
+# Every asset of the language x model family carries ``single_run_policy()``: an asset backfill
+# (the UI's, or a daemon that emits backfills) of a new model's partitions is one run over the
+# model's language range, not one run per language paying the run start-up each. Assets with
+# different policies never share a run, so the family takes this one function, not a copy.
+
+
+def single_run_policy() -> dg.BackfillPolicy:
+    """The backfill policy of every language x model asset."""
+    return dg.BackfillPolicy.single_run()
+
+
+@dataclass(frozen=True)
+class PartitionFrames:
+    """One output of a run over a partition range: each partition's table and its metadata.
+
+    The IO manager writes each frame to its own partition, with its own record, exactly as a
+    run of that partition alone would. A frame is not split by its columns because some tables
+    cannot be: ``task_judge_calls`` names the judge in ``model`` and no language.
+    """
+
+    frames: Mapping[str, pd.DataFrame]
+    metadata: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+def partition_check(result: dg.AssetCheckResult, partition: str) -> dg.AssetCheckEvaluation:
+    """``result`` as the evaluation of one partition of its check.
+
+    Dagster resolves a yielded ``AssetCheckResult`` to the run's single partition key
+    (``to_asset_check_evaluation`` reads ``dagster/partition``), which a range run has not: it
+    would record one unpartitioned evaluation for the whole range. An ``AssetCheckEvaluation``
+    yielded by the op is recorded as it is, so each partition gets its own result.
+    """
+    return dg.AssetCheckEvaluation(
+        asset_key=_check_asset_key(result),
+        check_name=str(result.check_name),
+        passed=result.passed,
+        metadata=result.metadata,
+        severity=result.severity,
+        description=result.description,
+        partition=partition,
+    )
+
+
+def _check_asset_key(result: dg.AssetCheckResult) -> dg.AssetKey:
+    if result.asset_key is None or result.check_name is None:
+        raise ValueError(f"a check result in a range run must name its asset and check: {result!r}")
+    return dg.AssetKey.from_coercible(result.asset_key)
+
+
+PartitionEvent = dg.Output | dg.AssetCheckResult
+
+
+def range_events(
+    context: dg.AssetExecutionContext, by_partition: Mapping[str, Sequence[PartitionEvent]]
+) -> Iterator[dg.Output | dg.AssetCheckEvaluation]:
+    """The events of a range run, from what each partition would have yielded alone.
+
+    Each output becomes one ``PartitionFrames`` output; each partition's output metadata goes to
+    that partition's materialization (``add_asset_metadata(partition_key=)``) and record; each
+    check result becomes that partition's evaluation (``partition_check``), after the outputs.
+    """
+    frames: dict[str, dict[str, pd.DataFrame]] = {}
+    metadata: dict[str, dict[str, Mapping[str, Any]]] = {}
+    checks: list[dg.AssetCheckEvaluation] = []
+    selected_checks = context.selected_asset_check_keys
+    for key, events in by_partition.items():
+        for event in events:
+            if isinstance(event, dg.AssetCheckResult):
+                evaluation = partition_check(event, key)
+                if evaluation.asset_check_key in selected_checks:
+                    checks.append(evaluation)
+                continue
+            frames.setdefault(event.output_name, {})[key] = event.value
+            metadata.setdefault(event.output_name, {})[key] = event.metadata
+            # The row count the IO manager gives a partition run's materialization, per partition.
+            rows = {"dagster/row_count": len(event.value)} if isinstance(event.value, pd.DataFrame) else {}
+            asset = context.asset_key_for_output(event.output_name)
+            context.add_asset_metadata({**event.metadata, **rows}, asset_key=asset, partition_key=key)
+    for name, by_key in frames.items():
+        yield dg.Output(PartitionFrames(by_key, metadata[name]), output_name=name)
+    # The checks' own outputs, which Dagster requires and yields itself for an AssetCheckResult;
+    # they carry nothing (the evaluations below do).
+    for name in sorted(context.op_execution_context.selected_output_names - frames.keys()):
+        yield dg.Output(None, output_name=name)
+    yield from checks
+
+
+def partition_rows(frame: pd.DataFrame, partition: str) -> pd.DataFrame:
+    """The rows of one language x model partition (``"en|gpt-4o"``) of a table read over a range."""
+    dims = dict(zip(sorted((LANGUAGE_DIMENSION, MODEL_DIMENSION)), str(partition).split("|"), strict=True))
+    if not len(frame):
+        return frame
+    mask = pd.Series(True, index=frame.index)
+    for column, value in dims.items():
+        mask &= frame[column] == value
+    return frame.loc[mask].reset_index(drop=True)
+
+
+# The tags of a run over a partition range (a single-run backfill, or ``clcg run``'s run of a
+# model's languages): Dagster's own names, set by users too (``dagster job launch --tags``).
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+
+def run_span(tags: Mapping[str, str]) -> str | None:
+    """What a run covers, from its tags: ``en|m`` for one partition, ``en|m..sw|m`` for a range."""
+    if "dagster/partition" in tags:
+        return tags["dagster/partition"]
+    if RANGE_START_TAG in tags and RANGE_END_TAG in tags:
+        return f"{tags[RANGE_START_TAG]}..{tags[RANGE_END_TAG]}"
+    return None

@@ -25,6 +25,7 @@ DEMO_STUDY_MODULES = (
     "clcg_pipeline_tests/release/",
     "clcg_pipeline_tests/report/test_browser_demo.py",
     "clcg_pipeline_tests/report/test_report_identifiability.py",
+    "clcg_pipeline_tests/storage/test_document_validation_demo.py",
 )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from clcg_pipeline.analysis import withheld_reason
 from clcg_pipeline.cli import _run
 from clcg_pipeline.cli._tables import LEADERBOARD_ROWS, leaderboard_table
 from clcg_pipeline_tests.analysis.test_tie_groups import run_planted
@@ -37,10 +38,23 @@ def test_run_prints_the_models_ranked_with_tie_groups_first(tmp_path, monkeypatc
     assert rows["model-e"][:4] == ["5", "model-e", "5\u20135", "3"]
 
 
-def test_withheld_tie_groups_are_said_once(tmp_path, monkeypatch):
+def test_withheld_intervals_and_tie_groups_are_said_once(tmp_path, monkeypatch):
+    """Issue 34: the blank interval, rank interval and tie group columns share the rule's one
+    reason, said once under the leaderboard (before the H1 table says it for its own rows)."""
     results = run_planted([0.0, 0.0, 0.1], n_articles=4)
     text = _printed(results, tmp_path / "data", monkeypatch)
-    assert text.count("no tie groups: too few articles") == 1
+    board = text[: text.index("Cross-Lingual Comprehension Gap (H1)")]
+    rule = withheld_reason(0.0, 4, 10)
+    assert board.count(rule) == 1
+    assert f"interval, rank interval, tie group withheld: {rule}" in board
+
+
+def test_a_blank_interval_without_a_recorded_reason_says_so():
+    console = Console(record=True, width=120)
+    table = leaderboard_table({"h1": {"by_model": {"m1": {"h1_micro": {"estimate": 0.1}}}}})
+    assert table is not None
+    console.print(table)
+    assert "interval withheld: no reason recorded in study_results.json" in console.export_text()
 
 
 def test_a_long_leaderboard_names_where_the_rest_is():

@@ -26,7 +26,7 @@ from clcg_pipeline.orchestration._jobs import (
     code_location_job_origin,
     runs_under_code_location,
 )
-from clcg_pipeline.partitions import MODEL_CALLS, response_key
+from clcg_pipeline.partitions import MODEL_CALLS, response_key, run_span
 from clcg_pipeline.storage import query
 from clcg_pipeline_tests.conftest import add_fake_model, partition_call_rows
 
@@ -66,6 +66,19 @@ def _latest(instance: dg.DagsterInstance, asset: str, partition: str | None = No
         limit=1,
     ).records
     return records[0].timestamp if records else 0.0
+
+
+def _run_model(run: dg.DagsterRun) -> str:
+    """The model of a responses run: one partition, or a range over one model's languages."""
+    return str(run_span(run.tags)).split("|")[-1]
+
+
+def _materializations(instance: dg.DagsterInstance, asset: str, partition: str) -> int:
+    return len(
+        instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=10
+        ).records
+    )
 
 
 @pytest.mark.slow
@@ -114,12 +127,20 @@ def test_daemon_builds_the_study_from_nothing_then_follows_a_new_model(
                 r for r in runs if dg.AssetKey("predictions") in (r.dagster_run.asset_selection or ())
             ]
             assert {r.dagster_run.tags[PROVIDER_TAG] for r in responses} == {"offline", "openai_compatible"}
-            assert len(responses) == 2 * len(PANEL)  # each partition once, never twice
-            # The hosted model's stream ran first; its partitions' runs started after it ended.
-            streamed = _run_ended(instance, MODEL_CALLS, SECOND)
+            # The new model's languages ran as ONE run (the family's single-run backfill policy),
+            # and no partition ran twice.
+            by_model: dict[str, list[dg.DagsterRun]] = {}
             for r in responses:
-                if r.dagster_run.tags["dagster/partition"].endswith(f"|{SECOND}"):
-                    assert (instance.get_run_stats(r.dagster_run.run_id).start_time or 0.0) >= streamed
+                by_model.setdefault(_run_model(r.dagster_run), []).append(r.dagster_run)
+            assert len(by_model[SECOND]) == 1, [run.tags for run in by_model[SECOND]]
+            assert len(by_model[FIRST]) <= len(PANEL)
+            for iso in PANEL:
+                for model in (FIRST, SECOND):
+                    assert _materializations(instance, "scores", str(response_key(iso, model))) == 1
+            # The hosted model's stream ran first; its partitions' run started after it ended.
+            streamed = _run_ended(instance, MODEL_CALLS, SECOND)
+            (run,) = by_model[SECOND]
+            assert (instance.get_run_stats(run.run_id).start_time or 0.0) >= streamed
         sent = dict(server.state.requests)
     assert catalog_built > last_scores, "the DuckDB catalog was not rebuilt after the new model's scores"
     # Every call sent once, by the stream, and recorded as paid by the partition it was sent for.

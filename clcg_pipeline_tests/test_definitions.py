@@ -6,7 +6,7 @@ import dagster as dg
 import yaml
 
 from clcg_pipeline.orchestration._definitions import build_definitions
-from clcg_pipeline.orchestration._jobs import CODE_LOCATION
+from clcg_pipeline.orchestration._jobs import CODE_LOCATION, RESPONSE_ASSETS
 
 LANGUAGE = "language"
 GRID = "language x model"
@@ -186,6 +186,7 @@ def test_graph_snapshot(demo_config_dir: Path, tmp_path: Path) -> None:
     assert {s.name for s in defs.sensors or []} == {
         "model_partitions_sensor",
         "study_automation_sensor",
+        "model_family_automation_sensor",
         "annotation_inbox_sensor",
     }
     assert {s.name for s in defs.schedules or []} == {"missing_partitions_schedule"}
@@ -224,11 +225,17 @@ def test_the_daemon_automates_every_asset(demo_config_dir: Path, tmp_path: Path)
         for node in graph.asset_nodes
     }
     assert labels == EXPECTED_AUTOMATION
-    sensor = next(s for s in defs.sensors or [] if s.name == "study_automation_sensor")
-    assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
-    # Running as soon as the daemon starts: nobody has to switch it on in the UI.
-    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
-    assert sensor.asset_selection.resolve(graph) == set(graph.materializable_asset_keys)
+    sensors = [s for s in defs.sensors or [] if isinstance(s, dg.AutomationConditionSensorDefinition)]
+    # Running as soon as the daemon starts: nobody has to switch them on in the UI.
+    assert all(sensor.default_status == dg.DefaultSensorStatus.RUNNING for sensor in sensors)
+    # Together they cover every asset, each asset once.
+    covered = [key for sensor in sensors for key in sensor.asset_selection.resolve(graph)]
+    assert sorted(covered) == sorted(graph.materializable_asset_keys)
+    # The language x model family is requested as backfills: its single-run policy then makes a
+    # new model's languages one run (only a backfill honours a backfill policy).
+    family = next(s for s in sensors if s.name == "model_family_automation_sensor")
+    assert family.emit_backfills
+    assert {key.to_user_string() for key in family.asset_selection.resolve(graph)} == set(RESPONSE_ASSETS)
 
 
 def test_checks_report_per_partition(demo_config_dir: Path, tmp_path: Path) -> None:

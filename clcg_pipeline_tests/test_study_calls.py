@@ -21,6 +21,7 @@ from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import load_config
 from clcg_pipeline.orchestration._calls_ahead import _Inputs
 from clcg_pipeline.orchestration._study_run import run_study
+from clcg_pipeline.partitions import run_span
 from clcg_pipeline_tests.conftest import (
     add_fake_model,
     assert_interrupted_in_one_line,
@@ -126,16 +127,15 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
     assert max_in_flight <= LIMIT
     # The runs sent nothing: each partition's run started once its calls were all answered
     # (while later partitions were still calling: the runs overlap the stream).
-    assert sorted(run.tags["dagster/partition"] for run, _ in runs) == sorted(
-        f"{iso}|fake-gpt" for iso in LANGUAGES
-    )
+    # One run per stretch of adjacent languages (en and pt adjacent in languages.yaml, ka apart).
+    assert sorted(str(run_span(run.tags)) for run, _ in runs) == ["en|fake-gpt..pt|fake-gpt", "ka|fake-gpt"]
     assert all(run.status == dg.DagsterRunStatus.SUCCESS for run, _ in runs)
     assert {run.tags[CALLS_AHEAD_TAG] for run, _ in runs} == {ahead.token}
     ended = {call_id: end for call_id, _, end in spans}
     for run, started in runs:
-        iso = run.tags["dagster/partition"].split("|")[0]
-        asked = set(tables.loc[tables["language"] == iso, "call_id"])
-        assert max(ended[c] for c in asked) <= started, iso
+        isos = ["ka"] if run.tags.get("dagster/partition") else ["en", "pt"]
+        asked = set(tables.loc[tables["language"].isin(isos), "call_id"])
+        assert max(ended[c] for c in asked) <= started, isos
     # One stream: each held call was released by the next partition's calls (no drain at a
     # partition boundary), so the partitions' calls overlap.
     assert released_by == dict(itertools.pairwise(LANGUAGES))
@@ -169,38 +169,14 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
     assert set(stored["paid_run"].dropna()) == set(new["paid_run"].dropna())
 
 
-def test_without_calls_ahead_the_runs_make_their_own_calls(
-    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv(KEY_ENV, KEY)
-    spans = record_chat_spans(monkeypatch, time.time)
-    with FakeServer(Faults(latency_s=0.05)) as server:
-        add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=5.0)
-        summary = run_study(
-            config_dir=str(demo_config_dir),
-            data_dir=str(tmp_path / "data"),
-            models=["fake-gpt"],
-            languages=LANGUAGES[:2],
-            calls_ahead=False,
-        )
-        requests = dict(server.state.requests)
-    assert summary.calls_ahead is None
-    assert requests and set(requests.values()) == {1}
-    assert summary.response_calls + summary.task_calls == len(requests)
-    runs = _responses_runs(tmp_path / "home")
-    assert all(CALLS_AHEAD_TAG not in run.tags for run, _ in runs)
-    # The calls were made inside the runs.
-    assert max(end for _, _, end in spans) > min(start for _, start in runs)
-
-
 def test_ctrl_c_while_calling_ahead_stops_cleanly_and_pays_nothing_twice(
     demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable
 ) -> None:
     home, data = tmp_path / "home", tmp_path / "data"
     env = {**os.environ, "DAGSTER_HOME": str(home), KEY_ENV: KEY}
     command = [sys.executable, "-m", "clcg_pipeline.cli", "run", "--config", str(demo_config_dir)]
-    command += ["--data", str(data), "--models", "fake-gpt", "--languages", ",".join(LANGUAGES)]
+    # Two partitions make a stream that crosses a partition boundary; a third adds only work.
+    command += ["--data", str(data), "--models", "fake-gpt", "--languages", ",".join(LANGUAGES[:2])]
     with FakeServer(Faults(latency_s=0.3)) as server:
         add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=2, timeout_s=5.0)
         pipe = subprocess.PIPE

@@ -52,7 +52,10 @@ def test_every_partition_is_materialized(finished_study: dict) -> None:
     assert leaderboard["model"].tolist() == [m.id for m in config.models.evaluated]
     assert json.loads((data_dir / "leaderboard.json").read_text())["models"][0]["model"] == "lexical-reader"
     assert (data_dir / "item_level_audit" / "data.parquet").exists()  # empty: no auditor configured
-    assert finished_study["study"].runs_after_first == len(config.languages.isos) * 2 + 2
+    # A run per corpus language, the study inputs, one responses run per model over all its
+    # languages (issue 32), the analysis.
+    runs = len(config.languages.isos) + 1 + len(config.models.evaluated) + 1
+    assert finished_study["study"].runs_after_first == runs
 
 
 def test_every_slot_has_one_prediction(finished_study: dict) -> None:

@@ -12,8 +12,10 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from clcg_pipeline.calls import CALLS_AHEAD_TAG
 from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.orchestration import run_study
+from clcg_pipeline.partitions import run_span
 from clcg_pipeline_tests.conftest import add_fake_model, assert_interrupted_in_one_line, record_chat_spans
 
 pytestmark = pytest.mark.slow
@@ -29,16 +31,22 @@ def _responses_runs(home: Path) -> list[dg.DagsterRun]:
         return [run for run in instance.get_runs() if run.job_name == "responses_job"]
 
 
+def _first_start(home: Path, runs: list[dg.DagsterRun]) -> float:
+    """When the first of ``runs`` started (seconds since the epoch)."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return min(instance.get_run_stats(run.run_id).start_time or 0.0 for run in runs)
+
+
 def test_partitions_overlap_without_paying_twice_or_passing_the_limit(
     demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv(KEY_ENV, KEY)
     data = tmp_path / "data"
-    spans = record_chat_spans(monkeypatch, time.monotonic)
-    # Calls long enough that each partition calls for 20-30 s (60-80 calls, 2 at a time),
-    # so two partitions started by the two workers overlap however the machine staggers them.
-    with FakeServer(Faults(latency_s=0.3)) as server:
+    spans = record_chat_spans(monkeypatch, time.time)  # the clock of Dagster's run start times
+    # Calls long enough that each run calls for 5-15 s (60-160 calls, 2 at a time), so the two
+    # runs started by the two workers (en..pt, ka) overlap however the machine staggers them.
+    with FakeServer(Faults(latency_s=0.15)) as server:
         add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=5.0)
         summary = run_study(
             config_dir=str(demo_config_dir),
@@ -46,12 +54,14 @@ def test_partitions_overlap_without_paying_twice_or_passing_the_limit(
             models=["fake-gpt"],
             languages=LANGUAGES,
             parallel=2,
-            # The calls inside the partitions' runs (test_study_calls.py covers sending them ahead).
+            # The calls inside the partitions' runs (test_study_calls.py covers sending them ahead;
+            # this test is also its case without calls ahead).
             calls_ahead=False,
         )
         requests = dict(server.state.requests)
         max_in_flight = server.state.max_in_flight
 
+    assert summary.calls_ahead is None
     # No call sent twice (claims hold across the workers), and every new call was sent.
     assert requests and set(requests.values()) == {1}
     # (The judges and writers are offline models: their calls never reach the server.)
@@ -82,11 +92,15 @@ def test_partitions_overlap_without_paying_twice_or_passing_the_limit(
         if a < b and any(s1 < e2 and s2 < e1 for s1, e1 in by_language[a] for s2, e2 in by_language[b])
     }
     assert overlapping, "the responses partitions ran one after another"
-    # Each partition is its own Dagster run on the instance, tagged as before.
     runs = _responses_runs(tmp_path / "home")
-    assert sorted(run.tags["dagster/partition"] for run in runs) == sorted(
-        f"{iso}|fake-gpt" for iso in LANGUAGES
-    )
+    assert runs
+    # Without calls ahead, the runs made their own calls: none is tagged as served by a stream,
+    # and calls were still answered after the first run had started.
+    assert all(CALLS_AHEAD_TAG not in run.tags for run in runs)
+    assert max(end for _, _, end in spans) > _first_start(tmp_path / "home", runs)
+    # One run per stretch of adjacent languages (en and pt adjacent in languages.yaml, ka apart).
+    spans = sorted(str(run_span(run.tags)) for run in runs)
+    assert spans == ["en|fake-gpt..pt|fake-gpt", "ka|fake-gpt"]
     assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs)
     assert all(run.tags.get("clcg/provider") and run.tags.get("clcg/fingerprint") for run in runs)
 

@@ -4,13 +4,11 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
-import dagster as dg
 import pytest
 
 from clcg_pipeline.config import load_config
-from clcg_pipeline.orchestration._freshness import Freshness, data_location, fingerprint
+from clcg_pipeline.orchestration._freshness import Freshness
 from clcg_pipeline.orchestration._versions import code_versions
 
 DEMO = Path(__file__).resolve().parents[1] / "clcg_pipeline" / "corpus" / "demo_data"
@@ -79,21 +77,7 @@ def test_content_hashes_are_cached_across_processes(jsonl_config: Path, tmp_path
     assert (tmp_path / "home" / "clcg_source_hashes.json").exists()
 
 
-def test_the_fingerprint_ignores_how_the_data_folder_is_spelled(
-    jsonl_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    assert fingerprint(load_config(jsonl_config)) == code_versions(load_config(jsonl_config))["study"]
-    spellings = {str(tmp_path / "data"), f"file://{tmp_path / 'data'}", "data", "./data/"}
-    assert len({data_location(s).rstrip("/") for s in spellings}) == 1
-    assert data_location("s3://bucket/clcg") == "s3://bucket/clcg"
-
-
 def test_a_responses_partition_stopped_by_the_budget_is_unfinished() -> None:
-    def stored(outcomes: dict[str, int]) -> object:
-        metadata = {"outcomes": dg.MetadataValue.json(outcomes), "path": dg.MetadataValue.path("/x")}
-        return SimpleNamespace(asset_materialization=SimpleNamespace(metadata=metadata))
-
     cases = [
         ({"ok": 5}, False),
         ({"ok": 3, "skipped_budget": 2}, True),
@@ -102,12 +86,8 @@ def test_a_responses_partition_stopped_by_the_budget_is_unfinished() -> None:
     ]
     fresh = Freshness.__new__(Freshness)
     fresh.folder_record = lambda asset, partition: None  # type: ignore[method-assign]
-    for outcomes, unfinished in cases:  # a folder without records: the instance says
-        fresh.stored_here = lambda asset, partition, o=outcomes: stored(o)  # type: ignore[method-assign]
-        assert fresh.unfinished_calls("en|m") is unfinished, outcomes
-    fresh.stored_here = lambda asset, partition: None  # type: ignore[method-assign]
-    assert fresh.unfinished_calls("en|m") is True  # never stored here
-    for outcomes, unfinished in cases:  # the folder's records say, whatever the instance holds
+    assert fresh.unfinished_calls("en|m") is True  # never recorded here
+    for outcomes, unfinished in cases:  # the folder's records say
         record = {"metadata": {"outcomes": outcomes}, "path": "x"}
         fresh.folder_record = lambda asset, partition, r=record: r  # type: ignore[method-assign]
         assert fresh.unfinished_calls("en|m") is unfinished, outcomes

@@ -13,8 +13,16 @@ from clcg_pipeline.analysis._bootstrap import (
     percentile_ci,
     ratio,
     replicate,
+    valid_replicates,
 )
-from clcg_pipeline.analysis._context import SuiteContext
+from clcg_pipeline.analysis._context import (
+    NO_ESTIMATE,
+    NO_VALID_REPLICATE,
+    WITHHELD_FIELDS,
+    SuiteContext,
+    withheld_reason,
+    withhold_fields,
+)
 from clcg_pipeline.analysis._drilldown import drilldown
 from clcg_pipeline.analysis._h1 import estimate_h1, h1_core, roles_of
 from clcg_pipeline.analysis._io import estimate_file, read_scores, write_json
@@ -33,6 +41,9 @@ __all__ = [
     "ESTIMATE_COLUMNS",
     "LEADERBOARD_COLUMNS",
     "LEADERBOARD_FILES",
+    "NO_ESTIMATE",
+    "NO_VALID_REPLICATE",
+    "WITHHELD_FIELDS",
     "ClusterBootstrap",
     "ClusterCells",
     "ClusterTable",
@@ -60,6 +71,9 @@ __all__ = [
     "replicate",
     "roles_of",
     "run_suite",
+    "valid_replicates",
+    "withheld_reason",
+    "withhold_fields",
     "write_json",
     "write_leaderboard",
 ]

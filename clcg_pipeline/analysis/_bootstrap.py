@@ -88,7 +88,12 @@ def cluster_table(
         cell_codes = np.zeros(len(frame), dtype=np.int64)
         cell_index = pd.DataFrame(index=[0])
     n_a, n_c = len(articles), len(cell_index)
-    flat = art_codes.astype(np.int64) * n_c + cell_codes
+    # In place: one int64 array over the rows rather than three (the product, the sum).
+    flat = art_codes.astype(np.int64)
+    del art_codes
+    flat *= n_c
+    flat += cell_codes
+    del cell_codes
     values = frame[value_col].to_numpy(dtype=np.float64)
     # bincount adds each bin's rows in input order; visiting the rows by ascending value makes
     # every bin's sum the sum of its values in ascending order (the (cell, value) sort's order),
@@ -150,21 +155,27 @@ def _sorted_categorical(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 def _factorize_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
     """Codes of each row's cell, cells sorted lexicographically by ``cols``."""
-    per_col = [sorted_factorize(frame[c]) for c in cols]
-    for col, (codes, _) in zip(cols, per_col, strict=True):
+    # Folded one column at a time (most significant first), so only one column's row codes
+    # exist beside the combined code: not one int64 array per column over millions of rows.
+    combined = np.zeros(len(frame), dtype=np.int64)
+    per_col: list[np.ndarray] = []
+    for col in cols:
+        codes, uniques = sorted_factorize(frame[col])
         if (codes < 0).any():
             _missing_error(frame, col, codes)
-    sizes = [len(u) for _, u in per_col]
-    combined = np.zeros(len(frame), dtype=np.int64)
-    for (codes, _), size in zip(per_col, sizes, strict=True):
-        combined = combined * size + codes
+        combined *= len(uniques)
+        combined += codes
+        per_col.append(np.asarray(uniques, dtype=object))
+        del codes
+    sizes = [len(u) for u in per_col]
     used, cell_codes = dense_unique(combined, math.prod(sizes))
+    del combined
     parts: dict[str, np.ndarray] = {}
     rest = used.copy()
-    for col, (_, uniques), size in reversed(list(zip(cols, per_col, sizes, strict=True))):
-        parts[col] = np.asarray(uniques, dtype=object)[rest % size]
+    for col, uniques, size in reversed(list(zip(cols, per_col, sizes, strict=True))):
+        parts[col] = uniques[rest % size]
         rest = rest // size
-    return cell_codes.astype(np.int64), pd.DataFrame({c: parts[c] for c in cols})
+    return cell_codes.astype(np.int64, copy=False), pd.DataFrame({c: parts[c] for c in cols})
 
 
 def dense_unique(codes: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
@@ -203,10 +214,19 @@ def replicate(table: ClusterTable, weights: np.ndarray) -> Replicates:
         zeros = np.zeros((weights.shape[0], table.sums.shape[1]))
         return Replicates(table.cells, np.vstack([point_s, zeros]), np.vstack([point_c, zeros]))
     return Replicates(
-        table.cells,
-        np.vstack([point_s, weights @ table.sums]),
-        np.vstack([point_c, weights @ table.counts]),
+        table.cells, _point_first(point_s, weights, table.sums), _point_first(point_c, weights, table.counts)
     )
+
+
+def _point_first(point: np.ndarray, weights: np.ndarray, per_article: np.ndarray) -> np.ndarray:
+    """``vstack([point, weights @ per_article])`` written in place: the replicates' product is
+    the largest array of a panel (replicates x cells), and stacking it copied it once more."""
+    out = np.empty(
+        (weights.shape[0] + 1, per_article.shape[1]), dtype=np.result_type(point, weights, per_article)
+    )
+    out[0] = point[0]
+    np.matmul(weights, per_article, out=out[1:])
+    return out
 
 
 def pooled_mean(rep: Replicates, mask: np.ndarray) -> np.ndarray:

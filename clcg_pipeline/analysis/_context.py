@@ -21,6 +21,47 @@ REPLICATE_RULE = (
 )
 
 
+#: Fields that state an interval, a p value or a test's verdict: withheld with the estimand.
+WITHHELD_FIELDS = ("ci_low", "ci_high", "ci_90", "p", "p_adj", "p_lower", "p_upper", "equivalent")
+#: Why an estimand has no estimate at all.
+NO_ESTIMATE = "no estimate: a group or language of the contrast has no scored rows"
+#: Why a bootstrapped estimand with an estimate has no interval: every replicate was dropped.
+NO_VALID_REPLICATE = (
+    "no valid bootstrap replicate: every draw left a group or language of the contrast without rows"
+)
+
+
+def withheld_reason(
+    estimate: float | None,
+    n_articles: int | None,
+    min_articles: int,
+    valid_replicates: int | None = None,
+) -> str | None:
+    """The identifiability rule, stated once: why an estimand's interval and p are withheld, or
+    None when they may be shown.
+
+    The suite while it computes (:meth:`SuiteContext.qualify`), ``results`` for the sections it
+    restates and ``clcg compare`` for the numbers it computes or reads all ask this function, so a
+    threshold or a reason cannot differ between them. Below ``study.min_articles`` articles a
+    bootstrap interval is degenerate; with no valid replicate there is none. The point estimate
+    stays in every case, as a description of the sample.
+    """
+    if estimate is None:
+        return NO_ESTIMATE
+    if n_articles is not None and n_articles < min_articles:
+        return f"too few articles: {n_articles} < study.min_articles = {min_articles}"
+    if valid_replicates == 0:
+        return NO_VALID_REPLICATE
+    return None
+
+
+def withhold_fields(block: dict[str, Any]) -> None:
+    """Set every interval, p value and test verdict of ``block`` (``WITHHELD_FIELDS``) to None."""
+    for name in WITHHELD_FIELDS:
+        if name in block:
+            block[name] = None
+
+
 def _min_p(valid: int, sided: str) -> float:
     return (2.0 if sided == "two-sided" else 1.0) / (valid + 1)
 
@@ -86,21 +127,16 @@ class SuiteContext:
     def qualify(self, out: dict[str, Any], *, sided: str | None = "one-sided") -> dict[str, Any]:
         """Add ``identifiable``, ``reason``, ``p_bound`` and ``flags`` to a bootstrapped estimand.
 
-        Below ``study.min_articles`` articles the interval and p are withheld (they would be
-        degenerate) and the estimand is marked not identifiable; the point estimate stays as a
-        description. ``sided=None``: p is not a bootstrap p (no attainable bound to label).
+        The rule is :func:`withheld_reason` (below ``study.min_articles`` articles the interval
+        and p would be degenerate): a withheld estimand is marked not identifiable with its
+        reason; the point estimate stays as a description. ``sided=None``: p is not a bootstrap
+        p (no attainable bound to label).
         """
         flags: list[str] = list(out.get("flags", []))
-        reason: str | None = None
-        n_art = out.get("n_articles")
         valid = out.get("valid_replicates")
-        if out.get("estimate") is None:
-            reason = "no estimate: a group or language of the contrast has no scored rows"
-        elif n_art is not None and n_art < self.min_articles:
-            reason = f"too few articles: {n_art} < study.min_articles = {self.min_articles}"
-            out["ci_low"] = out["ci_high"] = None
-            if "p" in out:
-                out["p"] = None
+        reason = withheld_reason(out.get("estimate"), out.get("n_articles"), self.min_articles, valid)
+        if reason is not None:
+            withhold_fields(out)
         if valid is not None and valid < self.replicates and reason is None:
             flags.append(f"{valid} of {self.replicates} bootstrap replicates valid ({REPLICATE_RULE})")
         p = out.get("p")

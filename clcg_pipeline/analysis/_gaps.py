@@ -7,7 +7,9 @@ identities such as ``net = raw - PT gap`` hold replicate by replicate.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -41,6 +43,10 @@ class GapPanel:
         self.article_counts = article_counts
         self._cols = {c: rep.cells[c].to_numpy() for c in rep.cells.columns}
         self._width = rep.sums.shape[1]
+        # Sections ask for the same filters and means over and over (every model, pair and
+        # level repeats the reference's): each is computed once per panel.
+        self._masks: dict[tuple[str, object], np.ndarray] = {}
+        self._means: dict[bytes, np.ndarray] = {}
 
     @property
     def size(self) -> int:
@@ -52,12 +58,27 @@ class GapPanel:
         for col, value in where.items():
             if value is None:
                 continue
-            values = self._cols[col]
-            if isinstance(value, list | tuple | set | frozenset):
-                m &= np.isin(values, list(value))
-            else:
-                m &= values == value
+            m &= self._column_mask(col, value)
         return m
+
+    def _column_mask(self, col: str, value: object) -> np.ndarray:
+        """Cells whose ``col`` is ``value`` (or one of its values), cached; never written to."""
+        many = isinstance(value, list | tuple | set | frozenset)
+        try:
+            key = (col, ("in", frozenset(cast(Iterable[object], value))) if many else value)
+            hash(key)
+        except TypeError:  # an unhashable value: computed every time
+            return self._compute_mask(col, value, many)
+        cached = self._masks.get(key)
+        if cached is None:
+            cached = self._masks[key] = self._compute_mask(col, value, many)
+        return cached
+
+    def _compute_mask(self, col: str, value: object, many: bool) -> np.ndarray:
+        values = self._cols[col]
+        if many and isinstance(value, list | tuple | set | frozenset):
+            return np.isin(values, list(value))
+        return np.asarray(values == value)
 
     def n(self, **where: object) -> int:
         """Rows (full sample) in the matching cells."""
@@ -70,7 +91,13 @@ class GapPanel:
         return int((self.article_counts[:, self.mask(**where)].sum(axis=1) > 0).sum())
 
     def mean(self, language: str | list[str] | tuple[str, ...], **where: object) -> np.ndarray:
-        return pooled_mean(self.rep, self.mask(language=language, **where))
+        """:func:`pooled_mean` over the matching cells (a fresh array: callers may write to it)."""
+        mask = self.mask(language=language, **where)
+        key = np.packbits(mask).tobytes() + self._width.to_bytes(8, "little")
+        cached = self._means.get(key)
+        if cached is None:
+            cached = self._means[key] = pooled_mean(self.rep, mask)
+        return cached.copy()
 
     def clcg(self, language: str, **where: object) -> np.ndarray:
         """``mean_en - mean_l``."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -49,8 +49,9 @@ def apply_rule(frame: pd.DataFrame, values: np.ndarray, rule: Rule) -> pd.DataFr
     else:
         raise ValueError(f"rule must be 'A' or 'B', got {rule!r}")
     keep = np.isfinite(y)
-    # One copy of the rows (not a filtered copy and then its copy) when every row is kept.
-    out = frame.copy() if keep.all() else frame.loc[keep].copy()
+    # One copy of the rows, whether every row is kept or not (``take`` gives a frame of its
+    # own, where a filtered ``loc`` had to be copied once more before ``y`` could be added).
+    out = frame.copy() if keep.all() else frame.take(np.flatnonzero(keep))
     out["y"] = y[keep]
     return out
 
@@ -62,8 +63,13 @@ def select_rows(
     item_source: str | Iterable[str] | None = None,
     context_scope: str | Iterable[str] | None = None,
     languages: Iterable[str] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Rows matching every given filter (``None`` = no filter on that column)."""
+    """Rows matching every given filter (``None`` = no filter on that column).
+
+    ``columns``: only these columns are copied (a section that reads a few columns of
+    millions of rows then copies those alone); ``None`` = every column.
+    """
     mask = np.ones(len(scores), dtype=bool)
     for col, allowed in (
         ("level", levels),
@@ -75,7 +81,7 @@ def select_rows(
             continue
         values = [allowed] if isinstance(allowed, str) else list(allowed)
         mask &= scores[col].isin(values).to_numpy()
-    return scores.loc[mask]
+    return scores.loc[mask] if columns is None else scores.loc[mask, list(columns)]
 
 
 def analysis_rows(

@@ -16,10 +16,11 @@ from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from clcg_pipeline.analysis._context import SuiteContext, usable
 from clcg_pipeline.analysis._definitions import DEFINITIONS, definition_of, definitions_for
-from clcg_pipeline.analysis._h1 import h1_core, roles_of
+from clcg_pipeline.analysis._h1 import H1Core, h1_core, roles_of
 from clcg_pipeline.analysis._prepare import apply_rule, score_values, select_rows
 from clcg_pipeline.analysis._settings import language_coverage, panel_languages, suite_settings
 from clcg_pipeline.analysis.sections import context as sec_context
@@ -152,14 +153,23 @@ def _prepare(ctx: SuiteContext, holder: list[pd.DataFrame]) -> _Rows:
     The frame is taken out of ``holder``, so this is its last reference once reordered.
     """
     band = ctx.config.study.band
-    scores = usable(holder.pop(), band.metric)
+    raw = usable(holder.pop(), band.metric)
     panel_langs = [ctx.roles.reference, ctx.roles.baseline, *ctx.roles.targets]
-    in_panel = scores["language"].isin(panel_langs).to_numpy()
+    in_panel = raw["language"].isin(panel_langs).to_numpy()
     # The usual file holds panel languages only: no filtered copy of every row then.
-    scores = _canonical_order(scores if in_panel.all() else scores.loc[in_panel], band.metric)
+    holder.append(raw if in_panel.all() else raw.loc[in_panel])
+    del raw
+    scores = _canonical_order(holder, band.metric)
+    # The raw frame is gone now; its float columns were Arrow buffers (read_scores converts
+    # without copying), whose pages Arrow's allocator keeps until they are handed back: a
+    # third of the suite's resident memory from here on at a hundred models otherwise.
+    pa.default_memory_pool().release_unused()
     values = score_values(scores, band.metric)
     band_sel = {"levels": band.levels, "item_source": band.item_source, "context_scope": band.context_scope}
     band_raw = select_rows(scores, **band_sel)
+    # The other metrics are read from the band rows only (metric sensitivity): every row's
+    # copy of them is let go (three float columns over every scored row at a hundred models).
+    scores = _without(scores, [m for m in OTHER_METRICS if m not in (band.metric, "accuracy")])
     y = np.where((scores["status"] != "ok").to_numpy(), 0.0, values)  # rule A (apply_rule)
     if not np.isfinite(y).all():  # rule A drops rows (an ok row without a score): its own copies
         rows_a = apply_rule(scores, values, "A")
@@ -170,6 +180,18 @@ def _prepare(ctx: SuiteContext, holder: list[pd.DataFrame]) -> _Rows:
     rows_a["y"] = y
     band_a["y"] = y[scores.index.get_indexer(band_raw.index)]
     return _Rows(scores, rows_a, band_a, band_raw)
+
+
+# Score columns the sections read from the band rows only, never from every row.
+OTHER_METRICS = ("exact_match", "rouge_l", "semsim", "token_f1")
+
+
+def _without(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``frame`` less ``columns``, sharing the other columns' data (no copy of any row)."""
+    if not any(c in frame.columns for c in columns):
+        return frame
+    kept = [c for c in frame.columns if c not in columns]
+    return pd.DataFrame({c: frame[c].array for c in kept}, index=frame.index, copy=False)
 
 
 def _sections(
@@ -202,21 +224,20 @@ def _sections(
     with timed("model_contrasts"):
         results["model_contrasts"] = sec_model_contrasts.model_contrasts(ctx, core, band_a)
     with timed("h3"):
-        results["h3"] = sec_h3.h3(
-            ctx, select_rows(rows.rows_a, item_source=band.item_source, context_scope=band.context_scope)
-        )
+        results["h3"] = _h3(ctx, rows)
     with timed("h2"):
         results["h2"], h2_rows = sec_h2.h2(ctx, band_a, articles)
+    # Each section's own row subset is built in a helper and freed when the section returns:
+    # held to the end of this function, they added up to more than the scored rows themselves.
     with timed("h4"):
-        human = select_rows(rows.rows_a, item_source="human", context_scope=band.context_scope)
-        results["h4"] = sec_h4.h4(ctx, band_a, human)
+        results["h4"] = _h4(ctx, rows)
     with timed("parse_rule"):
-        band_b = apply_rule(rows.band_raw, score_values(rows.band_raw, band.metric), "B")
-        results["parse_rule"] = sec_h1.parse_rule(ctx, core, band_b)
+        results["parse_rule"] = _parse_rule(ctx, core, rows)
     with timed("equivalence"):
         results["equivalence"] = sec_h1.equivalence(ctx, core, band_a)
     with timed("mixed_effects"):
         results["mixed_effects"] = sec_mixed.mixed(ctx, band_a, h2_rows)
+    del h2_rows
     with timed("multiplicity"):
         results["multiplicity"] = sec_multiplicity.multiplicity(ctx, results, p_h1)
     with timed("repetitions"):
@@ -226,8 +247,7 @@ def _sections(
     with timed("nomological"):
         results["nomological"] = sec_nomological.nomological(ctx, core.result, fertility)
     with timed("context_scope"):
-        scope_rows = select_rows(rows.rows_a, levels=band.levels, item_source=band.item_source)
-        results["context_scope"] = sec_context.context_scope(ctx, scope_rows, band.context_scope)
+        results["context_scope"] = _context_scope(ctx, rows)
     with timed("replication"):
         results["replication"] = sec_replication.replication(ctx, core.result, replication_scores)
     with timed("metric_sensitivity"):
@@ -235,6 +255,51 @@ def _sections(
             ctx, rows.band_raw, band.metric, core
         )
     return results
+
+
+# The columns a panel of a section reads besides its cell columns (``cluster_table``: the
+# article, the analysed score, and the row's identity for an error message).
+_PANEL_COLUMNS = ["model", "language", "doc_id", "item_id", "y"]
+
+
+def _h3(ctx: SuiteContext, rows: _Rows) -> dict[str, Any]:
+    """H3 on every level of the band's item source and context scope."""
+    band = ctx.config.study.band
+    level_rows = select_rows(
+        rows.rows_a,
+        item_source=band.item_source,
+        context_scope=band.context_scope,
+        columns=[*_PANEL_COLUMNS, "level"],
+    )
+    return sec_h3.h3(ctx, level_rows)
+
+
+def _h4(ctx: SuiteContext, rows: _Rows) -> dict[str, Any]:
+    """H4 on the primary band and every human item under the band's context scope."""
+    scope = ctx.config.study.band.context_scope
+    human = select_rows(rows.rows_a, item_source="human", context_scope=scope, columns=_PANEL_COLUMNS)
+    return sec_h4.h4(ctx, rows.band_a, human)
+
+
+def _parse_rule(ctx: SuiteContext, core: H1Core, rows: _Rows) -> dict[str, Any]:
+    """The H1 family again under parse rule B (failed answers dropped instead of scored 0)."""
+    metric = ctx.config.study.band.metric
+    # The other metrics' columns stay behind: rule B copies the band rows it keeps.
+    band_raw = _without(rows.band_raw, [m for m in OTHER_METRICS if m not in (metric, "accuracy")])
+    band_b = apply_rule(band_raw, score_values(band_raw, metric), "B")
+    return sec_h1.parse_rule(ctx, core, band_b)
+
+
+def _context_scope(ctx: SuiteContext, rows: _Rows) -> dict[str, Any]:
+    """The band's levels and item source under every context scope."""
+    band = ctx.config.study.band
+    scope_rows = select_rows(
+        rows.rows_a,
+        levels=band.levels,
+        item_source=band.item_source,
+        columns=[*_PANEL_COLUMNS, "context_scope"],
+    )
+    return sec_context.context_scope(ctx, scope_rows, band.context_scope)
 
 
 def _h1_without_band(results: dict[str, Any], scores: pd.DataFrame, config: ProjectConfig) -> None:
@@ -355,37 +420,73 @@ def _warnings(results: dict[str, Any]) -> list[str]:
     return out
 
 
-def _canonical_order(scores: pd.DataFrame, metric: str) -> pd.DataFrame:
+def _canonical_order(holder: list[pd.DataFrame], metric: str) -> pd.DataFrame:
     """Rows sorted by their key and score, so every float sum is independent of input row order.
 
     The integer keys are folded into one mixed-radix int64 (most significant first), which
     sorts exactly like the lexicographic sort of the separate keys at a fraction of its cost.
+    The frame is taken out of ``holder`` (see :func:`_take_columns`).
     """
+    scores = holder.pop()
     if scores.empty:
         return scores
     from clcg_pipeline.analysis._bootstrap import sorted_factorize
 
+    # Each key in the narrowest integer type that holds it: seven int64 arrays over every
+    # scored row were most of the suite's peak memory at a hundred models.
     keys = [
-        sorted_factorize(scores[c])[0] for c in ("model", "language", "doc_id", "item_id", "context_scope")
+        _narrow(sorted_factorize(scores[c])[0])
+        for c in ("model", "language", "doc_id", "item_id", "context_scope", "status")
     ]
-    keys.append(sorted_factorize(scores["status"])[0])
     reps, rep_codes = _sorted_codes(scores["rep"].to_numpy())
-    keys.append(rep_codes)
+    keys.append(_narrow(rep_codes))
     sizes = [int(k.max()) + 1 for k in keys[:-1]] + [len(reps)]
     values = scores[metric].to_numpy(dtype=np.float64, na_value=np.nan)
     if math.prod(sizes) < 2**62:
         combined = np.zeros(len(scores), dtype=np.int64)
         for k, size in zip(keys, sizes, strict=True):
-            combined = combined * size + k
+            combined *= size
+            combined += k
+        del keys
         order = _key_order(combined, values)
+        del combined
     else:  # too many distinct keys to fold into one integer
         order = np.lexsort([values, *keys[::-1]])
+    del values  # a view of the raw score column: it would keep that column alive
     if (order == np.arange(len(order))).all():
         return scores.reset_index(drop=True)
-    # A new index on the reordered frame, not reset_index: that would copy every column again.
-    out = scores.iloc[order]
-    out.index = pd.RangeIndex(len(out))
-    return out
+    holder.append(scores)
+    del scores
+    return _take_columns(holder, order)
+
+
+def _take_columns(holder: list[pd.DataFrame], order: np.ndarray) -> pd.DataFrame:
+    """``frame.iloc[order]`` with a new ``RangeIndex``, the frame taken out of ``holder``.
+
+    Column by column, each source column let go once taken: when the suite owns the frame
+    (``estimate_file``) the raw and the reordered rows are never both held in full.
+    """
+    frame = holder.pop()
+    if not frame.columns.is_unique:  # columns by name would be ambiguous
+        out = frame.iloc[order]
+        out.index = pd.RangeIndex(len(out))
+        return out
+    names = list(frame.columns)
+    sources = {c: frame[c].array for c in names}
+    del frame
+    taken = {}
+    for c in names:
+        taken[c] = sources.pop(c).take(order)
+    return pd.DataFrame(taken, index=pd.RangeIndex(len(order)), copy=False)
+
+
+def _narrow(codes: np.ndarray) -> np.ndarray:
+    """Non-negative codes in the smallest signed integer type that holds their maximum."""
+    top = int(codes.max()) if len(codes) else 0
+    for dtype in (np.int8, np.int16, np.int32):
+        if top <= np.iinfo(dtype).max:
+            return codes.astype(dtype)
+    return codes
 
 
 def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -404,9 +505,11 @@ def _key_order(combined: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``np.lexsort((values, combined))``: by key, then by value among rows sharing a key.
 
     Keys are nearly always unique (one row per model, language, item, scope and repetition);
-    then one unstable sort of the keys gives the same permutation, several times faster.
+    then one sort of the keys gives the same permutation, several times faster. It is the
+    stable sort (timsort), whatever the uniqueness: files are written in runs already in key
+    order (per model or block), which it merges in a few passes (4x faster than quicksort).
     """
-    order = np.argsort(combined)
+    order = np.argsort(combined, kind="stable")
     if len(order) < 2 or (np.diff(combined[order]) > 0).all():
         return order
     return np.lexsort((values, combined))

@@ -6,10 +6,15 @@ import this module rather than each other.
 
 from __future__ import annotations
 
+import socket
+import sys
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+import pandas as pd
 
 from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.calls._requests import ChatRequest, model_key
@@ -43,22 +48,31 @@ def _origins(origin: Origin) -> tuple[str, ...]:
     return (origin,) if isinstance(origin, str) else tuple(origin or ())
 
 
+def _streams(origin: Origin) -> tuple[str, ...]:
+    """``origin``'s origins that name a stream: ``"/<partition>"`` (``partitions.PARTITION_MARK``
+    as the token) only names the partition the calls are made for."""
+    return tuple(o for o in _origins(origin) if not o.startswith("/"))
+
+
 def call_origin(calls_ahead: str | None, partition: str | None) -> str | None:
     """Whom calls sent ahead for ``partition`` by one ``clcg run`` were paid for (see ``from_cache``)."""
     return f"{calls_ahead}/{partition}" if calls_ahead and partition else None
 
 
-def partition_origin(context: dg.AssetExecutionContext, calls_asset: str) -> Origin:
+def partition_origin(
+    context: dg.AssetExecutionContext, calls_asset: str, partition_key: str | None = None
+) -> Origin:
     """Whom calls sent ahead for this language x model partition were paid for: ``clcg run``'s
     token (the run tag), and the tokens of the model's streams this partition has not claimed
     yet (``partitions.streamed_tokens``: ``model_calls`` runs, and earlier ``clcg run`` streams,
     a killed one included): with the daemon and ``clcg run`` both at work, either may have
-    paid. ``calls_asset``: the partition's calls table.
+    paid. ``calls_asset``: the partition's calls table. ``partition_key``: the partition, in a
+    run over a range of them (each its own origin); else the run's one partition.
     """
     # Imported here: ``partitions`` imports Dagster, which the rest of ``calls`` does without.
     from clcg_pipeline.partitions import streamed_tokens
 
-    key = str(context.partition_key)
+    key = str(partition_key if partition_key is not None else context.partition_key)
     tag = context.run.tags.get(CALLS_AHEAD_TAG)
     tokens = ((tag,) if tag else ()) + streamed_tokens(context.instance, key, calls_asset)
     return tuple(f"{token}/{key}" for token in tokens) or None
@@ -79,6 +93,62 @@ class CallResult:
     latency_s: float
     attempts: int
     cached: bool
+    # Who paid for the answer, as its cache entry says (``cache_entry``): set on a result read
+    # from the cache, so the calls table can record a payment that no table recorded yet.
+    paid_run: str | None = None
+    paid_host: str | None = None
+    paid_at: float | None = None  # seconds since the epoch, when the answer arrived
+
+
+# The payer of calls made outside any Dagster step and stream (a script, a test): one per process.
+_PROCESS_RUN = f"process-{uuid.uuid4()}"
+
+
+def _dagster_step() -> Any | None:
+    """The Dagster step making the calls (its ``OpExecutionContext``), if any."""
+    # Only where Dagster is loaded: without it there is no step, and ``calls`` does not need it.
+    dagster = sys.modules.get("dagster")
+    if dagster is None:
+        return None
+    try:
+        return dagster.OpExecutionContext.get()
+    except dagster.DagsterInvariantViolationError:
+        return None
+
+
+def _partitions(origin: Origin) -> tuple[str | None, ...]:
+    """The partitions a list of calls is made for, first first: those ``origin`` names, else the
+    Dagster step's one partition, else ``(None,)`` (an unpartitioned asset, say)."""
+    named = tuple(dict.fromkeys(o.split("/", 1)[1] for o in _origins(origin) if "/" in o))
+    if named:
+        return named
+    step = _dagster_step()
+    return (str(step.partition_key),) if step is not None and step.has_partition_key else (None,)
+
+
+def payer(origin: Origin = None) -> str:
+    """Who pays for a call made now: the Dagster run of the step making it, else the stream
+    that sends it ahead (``origin``'s token: a ``clcg run`` stream's, or a ``model_calls``
+    run's, which is its run id), else this process."""
+    step = _dagster_step()
+    if step is not None:
+        return str(step.run_id)
+    streams = _streams(origin)
+    return streams[0].split("/", 1)[0] if streams else _PROCESS_RUN
+
+
+def _entry_payer(entry: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The run that paid for a cache entry and the partition it paid for. An entry from before
+    payers were written names them only in its ``origin`` (a stream's), if at all."""
+    paid_run = entry.get("paid_run")
+    if isinstance(paid_run, str) and paid_run:
+        paid_for = entry.get("paid_for")
+        return paid_run, paid_for if isinstance(paid_for, str) and paid_for else None
+    origin = entry.get("origin")
+    if isinstance(origin, str) and "/" in origin and not origin.startswith("/"):
+        token, partition = origin.split("/", 1)
+        return token, partition
+    return None, None
 
 
 def cost_usd(model: ModelSpec, input_tokens: int, output_tokens: int) -> float:
@@ -121,6 +191,14 @@ def call_row(model: ModelSpec, request: ChatRequest, result: CallResult, **keys:
         "error": result.error,
         "cached": result.cached,
     }
+    if result.cached and result.paid_run:
+        # Whose payment answered it: the IO manager records it as paid by that run when no
+        # calls table did (a run killed after paying, a stream ahead), else as cached.
+        own["paid_run"] = result.paid_run
+        own["paid_host"] = result.paid_host
+        # Microseconds: the calls tables' timestamps keep no finer time.
+        paid_at = pd.Timestamp(result.paid_at, unit="s", tz="UTC").floor("us") if result.paid_at else None
+        own["paid_at"] = paid_at
     row = {name: own.get(name) for name in TABLES["calls"].names}
     row["request_hash"] = request.request_hash
     row["finish_reason"] = result.finish_reason
@@ -135,6 +213,9 @@ def from_cache(call_id: str, entry: dict[str, Any], origin: Origin = None) -> Ca
     tags each entry it writes with that partition; the partition's run then records those
     calls as its own new calls, and any other reader as cached.
     """
+    # A payment is the calls table's to record only in the partition it was made for: another
+    # partition asking the same request found it cached (``storage/_paid.py``).
+    paid_run, paid_for = _entry_payer(entry)
     return CallResult(
         call_id=call_id,
         text=entry.get("text"),
@@ -146,7 +227,10 @@ def from_cache(call_id: str, entry: dict[str, Any], origin: Origin = None) -> Ca
         cost_usd=float(entry.get("cost_usd", 0.0)),
         latency_s=float(entry.get("latency_s", 0.0)),
         attempts=int(entry.get("attempts", 1)),
-        cached=entry.get("origin") not in _origins(origin),
+        cached=entry.get("origin") not in _streams(origin),
+        paid_run=paid_run if paid_for in _partitions(origin) else None,
+        paid_host=entry.get("paid_host"),
+        paid_at=float(entry["created"]) if isinstance(entry.get("created"), int | float) else None,
     )
 
 
@@ -168,10 +252,17 @@ def cache_entry(
         "cost_usd": result.cost_usd,
         "latency_s": result.latency_s,
         "attempts": result.attempts,
-        "created": time.time(),
+        "created": time.time(),  # when the answer arrived: the payment's time
+        # Who paid, written with the answer: a run killed before any calls table recorded the
+        # call is still named, and the next write of a calls table records it (storage/_paid.py).
+        "paid_run": payer(origin),
+        "paid_host": socket.gethostname(),
     }
-    if _origins(origin):
-        entry["origin"] = _origins(origin)[0]  # who the call was paid for (see ``from_cache``)
+    paid_for = _partitions(origin)[0]
+    if paid_for is not None:
+        entry["paid_for"] = paid_for  # the partition whose calls table is to record the payment
+    if _streams(origin):
+        entry["origin"] = _streams(origin)[0]  # who the call was paid for (see ``from_cache``)
     return entry
 
 

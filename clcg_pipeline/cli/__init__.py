@@ -354,7 +354,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from upath import UPath
 
     from clcg_pipeline.report import render_report, write_report
-    from clcg_pipeline.storage import partition_dir, read_frame, read_json
+    from clcg_pipeline.storage import partition_dir, read_frame, read_json, validate_document
 
     _, data_dir = dirs(args)
     results_path = UPath(data_dir) / "study_results.json"
@@ -367,7 +367,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 1
     estimates = read_frame(estimates_path)
     out = UPath(args.out) if args.out else UPath(data_dir) / "report.html"
-    write_report(render_report(read_json(results_path), estimates), str(out))
+    results = read_json(results_path)
+    validate_document(results, source=str(results_path))  # a bad document: one line naming the field
+    write_report(render_report(results, estimates), str(out))
     console.print(f"report: {out}")
     return 0
 
@@ -396,7 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--parallel",
         type=POSITIVE_INT,
         default=None,
-        help="responses partitions run at once, in worker processes (default 2; 1 = one after another)",
+        help="responses runs at once (one per model over its languages), in worker processes "
+        "(default 2; 1 = one after another)",
     )
     run.add_argument(
         "--no-calls-ahead",

@@ -50,14 +50,33 @@ def cmd_plan_power(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interval_cells(table: pd.DataFrame) -> list[str]:
-    """B - A's interval, or why there is none (every missing interval says its reason)."""
-    return [
-        f"[{row['difference_ci_low']:.4f}, {row['difference_ci_high']:.4f}]"
-        if row["difference_ci_low"] is not None and row["difference_ci_high"] is not None
-        else f"none: {row['reason'] or 'not given'}"
-        for row in table.to_dict("records")
-    ]
+def _interval_cells(table: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """B - A's interval per row, and the lines that say why a row has none: each reason once,
+    under the table, not on every row it applies to.
+
+    One reason for every row without an interval: the cell says ``none`` and one line the reason.
+    Several: each reason is numbered once and the cell names its number (``none [2]``).
+    """
+    records = table.to_dict("records")
+    reasons: dict[str, list[int]] = {}  # reason -> the rows it applies to, in table order
+    cells = []
+    for index, row in enumerate(records):
+        low, high = row["difference_ci_low"], row["difference_ci_high"]
+        if low is not None and high is not None:
+            cells.append(f"[{low:.4f}, {high:.4f}]")
+            continue
+        reasons.setdefault(str(row["reason"] or "not given"), []).append(index)
+        cells.append("none")
+    if len(reasons) == 1:
+        ((reason, rows),) = reasons.items()
+        which = "any row" if len(rows) == len(records) else f"{len(rows)} of {len(records)} rows"
+        return cells, [f"no interval on {which}: {reason}"]
+    lines = []
+    for number, (reason, rows) in enumerate(reasons.items(), start=1):
+        for index in rows:
+            cells[index] = f"none [{number}]"
+        lines.append(f"[{number}] no interval ({len(rows)} row{'s' if len(rows) > 1 else ''}): {reason}")
+    return cells, lines
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -83,8 +102,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         say(f"comparison page written: {args.html}")
     say("\n".join([f"A: {a.label}", f"B: {b.label}", *comparison_lines(info)]))
     numbers = ["a_estimate", "b_estimate", "difference", "p"]
+    intervals, reasons = _interval_cells(table)
     shown = table[["estimand", "group", *numbers[:3]]].assign(
-        interval=_interval_cells(table),
+        interval=intervals,
         p=table["p"],
         pairing=table["pairing"],
         source=table["source"],
@@ -92,6 +112,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # Numbers as numbers (right-aligned; a missing one blank), whatever the table's dtype.
     shown[numbers] = shown[numbers].astype(float)
     console.print(frame_table(shown))
+    for line in reasons:  # each reason once, under the table (its p is withheld with it)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

@@ -84,9 +84,10 @@ def _say_where(config_dir: str, data_dir: str) -> None:
 
 def _check_languages_covered(config: Any, languages: list[str] | None) -> None:
     """Selected languages that no source has a file for, and nothing else: a usage error."""
-    from clcg_pipeline.orchestration import StudyRunError, covered_languages
-
     if languages:
+        # Imported only here: the up-to-date fast path imports no Dagster (storage/_snapshot.py).
+        from clcg_pipeline.orchestration import StudyRunError, covered_languages
+
         try:
             covered_languages(config, languages)
         except StudyRunError as exc:
@@ -143,6 +144,7 @@ def _complete_run_holds(args: argparse.Namespace, config: Any, config_dir: str, 
         languages=csv(args.languages),
         mode=args.mode,
         budget_usd=args.budget,
+        inbox=config.study.human_validation.inbox,
     )
     return complete_run_holds(data_dir, asked)
 

@@ -128,7 +128,8 @@ LEADERBOARD_ROWS = 20
 def leaderboard_table(results: dict[str, Any]) -> Group | None:
     """The models ranked (1 = smallest H1 micro gap) with rank interval and tie group, best first.
 
-    None without models. Where the tie groups are withheld, one line under the table says why.
+    None without models. A blank interval, rank interval or tie group is the identifiability
+    rule's doing: one line under the table per reason says what it withheld and why.
     """
     from clcg_pipeline.analysis import leaderboard
 
@@ -139,7 +140,8 @@ def leaderboard_table(results: dict[str, Any]) -> Group | None:
     for column in ("rank", "model", "rank interval", "tie group", "H1 micro", "interval"):
         model = column == "model"  # a long model id folds onto a second line, whole, never cut
         table.add_column(column, justify="left" if model else "right", no_wrap=not model, overflow="fold")
-    for row in frame.head(LEADERBOARD_ROWS).to_dict(orient="records"):
+    shown = frame.head(LEADERBOARD_ROWS).to_dict(orient="records")
+    for row in shown:
         table.add_row(
             Text(_whole(row["rank"])),
             Text(str(row["model"])),
@@ -151,10 +153,33 @@ def leaderboard_table(results: dict[str, Any]) -> Group | None:
     parts: list[RenderableType] = [table]
     if len(frame) > LEADERBOARD_ROWS:
         parts.append(Text(f"... and {len(frame) - LEADERBOARD_ROWS} more models in leaderboard.csv"))
-    ties = (results.get("model_contrasts") or {}).get("tie_groups") or {}
-    if ties.get("reason"):
-        parts.append(Text(f"no tie groups: {ties['reason']}"))
+    parts += [Text(line) for line in withheld_lines(shown, results)]
     return Group(*parts)
+
+
+#: A blank H1 interval whose row gives no reason (an older or hand-made results document).
+_NO_REASON = "no reason recorded in study_results.json"
+
+
+def withheld_lines(rows: list[dict[str, Any]], results: dict[str, Any]) -> list[str]:
+    """One line per reason: the leaderboard columns it left blank, then the reason, said once.
+
+    The reasons are the suite's (the rows' H1 micro, the ranks' and the tie groups' ``reason``):
+    below study.min_articles every model's interval, rank interval and the tie groups share one.
+    """
+    contrasts = results.get("model_contrasts") or {}
+    ranks = contrasts.get("ranks") or {}
+    blank: dict[str, list[str]] = {}
+    for row in rows:
+        if _blank(row["h1_micro_ci_low"], row["h1_micro_ci_high"]):
+            blank.setdefault(str(row["reason"] or _NO_REASON), []).append("interval")
+        rank = (ranks.get(row["model"]) or {}).get("h1_micro") or {}
+        if rank.get("reason") and _blank(row["rank_ci_low"], row["rank_ci_high"]):
+            blank.setdefault(str(rank["reason"]), []).append("rank interval")
+    ties = contrasts.get("tie_groups") or {}
+    if ties.get("reason"):
+        blank.setdefault(str(ties["reason"]), []).append("tie group")
+    return [f"{', '.join(dict.fromkeys(columns))} withheld: {reason}" for reason, columns in blank.items()]
 
 
 def _whole(value: Any) -> str:
@@ -163,6 +188,10 @@ def _whole(value: Any) -> str:
 
 def _span(low: Any, high: Any, form: str) -> str:
     """An interval, or blank when withheld (the reason is said once, not per row)."""
-    if cell(low) == "" or cell(high) == "":
+    if _blank(low, high):
         return ""
     return form.format(float(low), float(high))
+
+
+def _blank(low: Any, high: Any) -> bool:
+    return cell(low) == "" or cell(high) == ""

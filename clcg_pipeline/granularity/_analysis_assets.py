@@ -11,7 +11,7 @@ from clcg_pipeline.corpus.assets import checked_outputs
 from clcg_pipeline.granularity._analysis_inputs import GRANULARITY_TABLES, granularity_from_tables
 from clcg_pipeline.granularity._asset_parts import GROUP
 from clcg_pipeline.resources import StudyResource
-from clcg_pipeline.storage import read_all_partitions
+from clcg_pipeline.storage import read_all_partitions, validate_document
 
 
 def granularity_results_check(doc: Mapping[str, Any]) -> dg.AssetCheckResult:
@@ -134,6 +134,8 @@ def _granularity_analysis_asset() -> dg.AssetsDefinition:
             {table: read_all_partitions(study.data_dir, table) for table in GRANULARITY_TABLES},
         )
         doc = result.results
+        # Refused before it is written when it does not fit its shape (storage), naming the field.
+        validate_document(doc, "granularity", source=study.path("granularity_results.json"))
         if doc["status"] != "ok":
             context.log.warning(f"granularity analysis {doc['status']}: {doc['reason']}")
         for warning in exclusion_warnings(doc):

@@ -20,7 +20,15 @@ from clcg_pipeline.granularity._scoring import (
     judge_tasks,
     score_tasks,
 )
-from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION, model_calls_dep, response_partitions
+from clcg_pipeline.partitions import (
+    LANGUAGE_DIMENSION,
+    MODEL_DIMENSION,
+    model_calls_dep,
+    partition_rows,
+    range_events,
+    response_partitions,
+    single_run_policy,
+)
 from clcg_pipeline.resources import StudyResource
 
 
@@ -32,11 +40,9 @@ class TaskInferenceConfig(dg.Config):
     """batch submits through the provider's batch API (cheaper, slower; resumable)."""
 
 
-def _partition(
-    context: dg.AssetExecutionContext, partitions: dg.MultiPartitionsDefinition
-) -> tuple[str, str]:
+def _partition(partition: str, partitions: dg.MultiPartitionsDefinition) -> tuple[str, str]:
     # `dagster job launch` and some backfills hand the key over as text ("en|gpt-4o").
-    key = partitions.get_partition_key_from_str(str(context.partition_key)).keys_by_dimension
+    key = partitions.get_partition_key_from_str(partition).keys_by_dimension
     return key[LANGUAGE_DIMENSION], key[MODEL_DIMENSION]
 
 
@@ -128,6 +134,7 @@ def _task_responses_asset(partitions: dg.MultiPartitionsDefinition) -> dg.Assets
         partitions_def=partitions,
         # After the model's stream (model_calls), which sends this partition's calls ahead.
         deps=[model_calls_dep()],
+        backfill_policy=single_run_policy(),  # one run per new model, not per language (issue 32)
         ins={"long_paragraphs": dg.AssetIn(), "granularity_tasks": dg.AssetIn()},
         outs={
             "task_predictions": dg.AssetOut(
@@ -159,8 +166,31 @@ def _task_responses_asset(partitions: dg.MultiPartitionsDefinition) -> dg.Assets
     ):
         """Ask the partition's model every granularity task on the language's long documents."""
         cfg = study.load()
+        inputs = (long_paragraphs, granularity_tasks)
+        if not context.has_partition_key_range:
+            yield from _answer(context, config, study, cfg, str(context.partition_key), *inputs)
+            return
+        # A run over a range (a backfill of a new model): each partition answered as if alone.
+        yield from range_events(
+            context,
+            {
+                str(key): list(_answer(context, config, study, cfg, str(key), *inputs))
+                for key in context.partition_keys
+            },
+        )
+
+    def _answer(  # type: ignore[no-untyped-def]
+        context: dg.AssetExecutionContext,
+        config: TaskInferenceConfig,
+        study: StudyResource,
+        cfg: ProjectConfig,
+        partition: str,
+        long_paragraphs: pd.DataFrame,
+        granularity_tasks: pd.DataFrame,
+    ):
+        """One partition's task answers, calls and check."""
         gran = cfg.study.granularity
-        language, model_id = _partition(context, partitions)
+        language, model_id = _partition(partition, partitions)
         where = f"{language} / {model_id}"
         if not gran.enabled:
             context.log.warning(f"task_predictions: {DISABLED}")
@@ -184,7 +214,7 @@ def _task_responses_asset(partitions: dg.MultiPartitionsDefinition) -> dg.Assets
                 cfg,
                 config,
                 progress=logged_progress(context.log.info, f"{model_id} / {language} tasks"),
-                origin=partition_origin(context, "task_calls"),
+                origin=partition_origin(context, "task_calls", partition),
             ),
             reference=reference,
             language_name=names.get(language),
@@ -199,6 +229,7 @@ def _task_scoring_asset(partitions: dg.MultiPartitionsDefinition) -> dg.AssetsDe
     @dg.multi_asset(
         group_name=GROUP,
         partitions_def=partitions,
+        backfill_policy=single_run_policy(),  # one run per new model, not per language (issue 32)
         ins={
             "task_predictions": dg.AssetIn(),
             "granularity_tasks": dg.AssetIn(),
@@ -243,8 +274,39 @@ def _task_scoring_asset(partitions: dg.MultiPartitionsDefinition) -> dg.AssetsDe
     ):
         """Score every answer; the configured judges score filled paragraphs and label cloze errors."""
         cfg = study.load()
+        inputs = (granularity_tasks, long_paragraphs, long_documents)
+        if not context.has_partition_key_range:
+            yield from _score(
+                context, config, study, cfg, str(context.partition_key), task_predictions, *inputs
+            )
+            return
+        # A run over a range (a backfill of a new model): each partition scored as if alone.
+        yield from range_events(
+            context,
+            {
+                str(key): list(
+                    _score(
+                        context, config, study, cfg, str(key), partition_rows(task_predictions, key), *inputs
+                    )
+                )
+                for key in context.partition_keys
+            },
+        )
+
+    def _score(  # type: ignore[no-untyped-def]
+        context: dg.AssetExecutionContext,
+        config: TaskInferenceConfig,
+        study: StudyResource,
+        cfg: ProjectConfig,
+        partition: str,
+        task_predictions: pd.DataFrame,
+        granularity_tasks: pd.DataFrame,
+        long_paragraphs: pd.DataFrame,
+        long_documents: pd.DataFrame,
+    ):
+        """One partition's scores, judgements, judge calls and check."""
         gran = cfg.study.granularity
-        language, model_id = _partition(context, partitions)
+        language, model_id = _partition(partition, partitions)
         where = f"{language} / {model_id}"
         if not gran.enabled or not len(task_predictions):
             why = DISABLED if not gran.enabled else None

@@ -14,7 +14,9 @@ from clcg_pipeline.partitions import (
     MODEL_DIMENSION,
     by_dimension,
     model_calls_dep,
+    range_events,
     response_partitions,
+    single_run_policy,
 )
 from clcg_pipeline.resources import StudyResource
 
@@ -123,6 +125,7 @@ def _call_options(
     study: StudyResource,
     cfg: ProjectConfig,
     label: str,
+    partition: str,
 ) -> CallOptions:
     """The partition's cache, budgets, mode, call origin and progress log."""
     return CallOptions(
@@ -130,7 +133,7 @@ def _call_options(
         study_budget_usd=cfg.study.budget_usd,
         budget=run_budget(context.run_id, config.budget_usd),
         mode=config.mode,
-        origin=partition_origin(context, "calls"),
+        origin=partition_origin(context, "calls", partition),
         progress=logged_progress(context.log.info, label),
     )
 
@@ -167,6 +170,7 @@ def _responses_asset(
         partitions_def=responses_partitions,
         # After the model's stream (model_calls), which sends this partition's calls ahead.
         deps=[model_calls_dep()],
+        backfill_policy=single_run_policy(),  # one run per new model, not per language (issue 32)
         ins={
             "paragraphs": dg.AssetIn(partition_mapping=by_language),
             "items": dg.AssetIn(),
@@ -185,8 +189,32 @@ def _responses_asset(
     ):
         """Ask the partition's model every question of every sampled article in the partition's language."""
         cfg = study.load()
+        inputs = (paragraphs, items, study_sample)
+        if not context.has_partition_key_range:
+            yield from _answer(context, config, study, cfg, str(context.partition_key), *inputs)
+            return
+        # A run over a range (a backfill of a new model): each partition answered as if alone.
+        yield from range_events(
+            context,
+            {
+                str(key): list(_answer(context, config, study, cfg, str(key), *inputs))
+                for key in context.partition_keys
+            },
+        )
+
+    def _answer(  # type: ignore[no-untyped-def]
+        context: dg.AssetExecutionContext,
+        config: InferenceConfig,
+        study: StudyResource,
+        cfg: ProjectConfig,
+        partition: str,
+        paragraphs: pd.DataFrame,
+        items: pd.DataFrame,
+        study_sample: pd.DataFrame,
+    ):
+        """One partition's outputs and checks (``predict_partition`` keeps its language's paragraphs)."""
         # `dagster job launch` and some backfills hand the key over as text ("en|gpt-4o").
-        key = responses_partitions.get_partition_key_from_str(context.partition_key).keys_by_dimension
+        key = responses_partitions.get_partition_key_from_str(partition).keys_by_dimension
         language, model_id = key[LANGUAGE_DIMENSION], key[MODEL_DIMENSION]
         model = cfg.models.get(model_id)
         sampled_paragraphs, sampled_items, reps = sampled_inputs(paragraphs, items, study_sample)
@@ -197,7 +225,7 @@ def _responses_asset(
             items=sampled_items,
             reps=reps,
             conditions=cfg.study.conditions,
-            options=_call_options(context, config, study, cfg, f"{model_id} / {language}"),
+            options=_call_options(context, config, study, cfg, f"{model_id} / {language}", partition),
         )
         predictions, calls = result.predictions, result.calls
         yield _predictions_output(predictions)

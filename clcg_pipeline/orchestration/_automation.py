@@ -1,9 +1,10 @@
 """When the daemon materializes what, by itself (declarative automation).
 
 With ``dagster-daemon run`` (``make dev``) on the instance, ``study_automation_sensor``
-evaluates these conditions every few seconds and builds a study from nothing in dependency
-order: corpus per language -> study inputs -> each model's stream of calls (``model_calls``)
--> responses per language x model -> analysis, report and catalog. A new model in
+(and ``model_family_automation_sensor`` for the language x model family) evaluate these
+conditions every few seconds and build a study from nothing in dependency order: corpus per
+language -> study inputs -> each model's stream of calls (``model_calls``) -> responses of all
+of a model's languages in one run -> analysis, report and catalog. A new model in
 ``models.yaml`` gets its partitions from ``model_partitions_sensor`` and then follows the
 same path.
 
@@ -15,6 +16,8 @@ Everything cheap downstream follows its upstream (``follow_upstream``).
 from __future__ import annotations
 
 import dagster as dg
+
+from clcg_pipeline.orchestration._jobs import RESPONSE_ASSETS
 
 AC = dg.AutomationCondition
 
@@ -87,12 +90,26 @@ def after_every_partition() -> dg.AutomationCondition:
 
 study_automation_sensor = dg.AutomationConditionSensorDefinition(
     "study_automation_sensor",
-    target=dg.AssetSelection.all(),
+    target=dg.AssetSelection.all() - dg.AssetSelection.assets(*RESPONSE_ASSETS),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=AUTOMATION_INTERVAL_S,
-    # One run per partition, launched directly: a backfill adds a daemon hop per partition.
+    # Runs launched directly: a backfill would add the backfill daemon's 30 s hop per layer, and
+    # these assets are one run per partition anyway (a language, or the unpartitioned analysis).
     emit_backfills=False,
     description="Builds the study from nothing and follows new models (see orchestration/_automation.py).",
+)
+
+# The language x model family (responses, scores, granularity answers) has a single-run backfill
+# policy (``partitions.single_run_policy``): requested as a backfill, a new model's languages are
+# one Dagster run, not one per language. Only a backfill honours a backfill policy, so this
+# family's sensor emits one, at the cost of one hop of the backfill daemon (it ticks every 30 s).
+model_family_automation_sensor = dg.AutomationConditionSensorDefinition(
+    "model_family_automation_sensor",
+    target=dg.AssetSelection.assets(*RESPONSE_ASSETS),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=AUTOMATION_INTERVAL_S,
+    emit_backfills=True,
+    description="Answers, scores and judges a model's partitions, all its languages in one run.",
 )
 
 

@@ -17,7 +17,11 @@ from clcg_pipeline.granularity.assets import build_granularity_defs
 from clcg_pipeline.inference.assets import build_inference_defs
 from clcg_pipeline.inference.sensors import inference_automation_defs
 from clcg_pipeline.items.assets import build_items_defs
-from clcg_pipeline.orchestration._automation import study_automation_sensor, with_study_automation
+from clcg_pipeline.orchestration._automation import (
+    model_family_automation_sensor,
+    study_automation_sensor,
+    with_study_automation,
+)
 from clcg_pipeline.orchestration._jobs import build_jobs
 from clcg_pipeline.orchestration._model_calls import build_model_calls_defs
 from clcg_pipeline.orchestration._versions import with_code_versions
@@ -59,7 +63,7 @@ def build_definitions(
         inference_automation_defs,
         dg.Definitions(
             jobs=build_jobs(config),
-            sensors=[study_automation_sensor],
+            sensors=[study_automation_sensor, model_family_automation_sensor],
             resources={
                 "study": StudyResource(config_dir=config_path, data_dir=data_path),
                 "io_manager": ParquetIOManager(base_path=data_path),

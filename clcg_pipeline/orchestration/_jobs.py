@@ -141,6 +141,11 @@ def provider_tags(config: ProjectConfig, run_tags: Mapping[str, str]) -> dict[st
     model_id = run_tags.get(f"dagster/partition/{MODEL_DIMENSION}") or model_of_partition(partition)
     if model_id is None and partition in known:
         model_id = partition  # a model_calls run: partitioned by model alone
+    if model_id is None:
+        # A backfill's run over one model's languages (the family's single-run backfill policy).
+        first = model_of_partition(run_tags.get("dagster/asset_partition_range_start"))
+        last = model_of_partition(run_tags.get("dagster/asset_partition_range_end"))
+        model_id = first if first == last else None
     return {PROVIDER_TAG: known[model_id]} if model_id in known else {}
 
 

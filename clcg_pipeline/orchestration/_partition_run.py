@@ -6,19 +6,93 @@ traces included) is still stored on the instance and shown in the UI.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
 from clcg_pipeline.orchestration._jobs import runs_under_code_location
+from clcg_pipeline.partitions import LANGUAGE_DIMENSION, response_key
 
 # The console logger stays silent: ``clcg run`` prints its own progress (see above).
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 INTERRUPTS = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
 
 
+# The tags of a run over a partition range, as an asset backfill with a single-run policy
+# sets them (Dagster's own names; its constants are private).
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+
 class StudyRunError(RuntimeError):
-    """A job of the study failed; the message names the job and partition."""
+    """A job of the study failed; the message names the job and partition (or range)."""
+
+
+@dataclass(frozen=True)
+class LanguageRange:
+    """Languages of one model, contiguous in the partitions definition's order: one
+    ``responses_job`` run, as the daemon's backfill or the UI's Materialize launches it."""
+
+    model_id: str
+    isos: tuple[str, ...]
+
+    @property
+    def keys(self) -> list[str]:
+        return [str(response_key(iso, self.model_id)) for iso in self.isos]
+
+    @property
+    def partition(self) -> str | None:
+        """The partition key of a range of one language (a run of one partition), else None."""
+        return self.keys[0] if len(self.isos) == 1 else None
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """The range tags of a run over several languages (a one-language run has its key)."""
+        keys = self.keys
+        return {} if len(keys) == 1 else {RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]}
+
+    @property
+    def name(self) -> str:
+        """How a failure names it: ``en|m`` or ``en|m..sw|m``."""
+        keys = self.keys
+        return keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1]}"
+
+    @property
+    def label(self) -> str:
+        """Its progress line."""
+        isos = self.isos
+        shown = isos[0] if len(isos) == 1 else f"{isos[0]}..{isos[-1]} ({len(isos)} languages)"
+        return f"{self.model_id} / {shown}"
+
+
+def language_order(defs: dg.Definitions) -> list[str]:
+    """The language keys of ``responses_job``'s partitions definition, in its order: a range
+    run covers every language between its ends in this order."""
+    partitions = defs.resolve_job_def("responses_job").partitions_def
+    assert isinstance(partitions, dg.MultiPartitionsDefinition)
+    return list(partitions.get_partitions_def_for_dimension(LANGUAGE_DIMENSION).get_partition_keys())
+
+
+def stale_ranges(model_id: str, order: Sequence[str], stale: Sequence[str]) -> list[LanguageRange]:
+    """The contiguous stretches of ``stale`` (selected languages to run) in ``order``.
+
+    One run per stretch, not one over the model's whole span: a language left out of the
+    request, or up to date, between two stale ones is not run again. Its calls would come
+    from the cache free, but its items would be prepared and scored again and its files and
+    records rewritten (new run, new materializations), which costs more CPU than the start
+    of one more run, and a selection (``--languages``) must not run what it left out. A new
+    model, a new or wiped language, new items: one stretch, one run per model.
+    """
+    wanted = set(stale)
+    stretches: list[list[str]] = [[]]
+    for iso in order:
+        if iso in wanted:
+            stretches[-1].append(iso)
+        elif stretches[-1]:
+            stretches.append([])
+    return [LanguageRange(model_id, tuple(isos)) for isos in stretches if isos]
 
 
 def execute_job(

@@ -4,8 +4,10 @@ Each job runs in process against ``DAGSTER_HOME``'s instance, so every run, mate
 and asset check shows in the UI (``make dev``) exactly as if launched from there.
 
 A partition is skipped only when it is up to date *in this data folder* (``_freshness``).
-Responses partitions run several at a time (``parallel``), each as its own Dagster run in a
-forked worker process (``_workers``). The steps themselves are in ``_study_steps``.
+Each model's stale responses partitions are one Dagster run over their language range (the run
+the daemon's backfill and the UI's Materialize launch); several models' runs go at a time
+(``parallel``), each in a forked worker process (``_workers``). The steps themselves are in
+``_study_steps``.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from clcg_pipeline.orchestration._study_steps import StudyRequest, StudyRun
 from clcg_pipeline.orchestration._summary import RunSummary
 from clcg_pipeline.storage import complete_run_request, write_complete_run
 
-# Responses partitions run this many at a time (``clcg run --parallel``): two keep a model's
-# calls flowing while a partition starts or finishes (no drain between partitions) and use
-# both cores of a small machine for the offline provider.
+# Models' responses runs go this many at a time (``clcg run --parallel``): two keep one model
+# calling while another's run starts, prepares or scores, and use both cores of a small
+# machine for the offline provider. A study of one model is one run: nothing to run beside it.
 DEFAULT_PARALLEL = 2
 
 
@@ -139,15 +141,15 @@ def run_study(
     are never repeated either way, thanks to the cache. Ctrl-C stops after cleaning up and
     raises a plain ``KeyboardInterrupt``; what was stored stays, and the next run resumes.
 
-    Up to ``parallel`` responses partitions run at once, each in a worker process (forked, so
-    nothing is imported again) as its own Dagster run on the same instance. A model's calls
-    then flow without a drain between partitions, while the claims, concurrency slots and
-    spend ledger of ``calls/_coord.py`` hold across the workers: no call is paid twice,
-    the model's limit binds them together. With ``budget_usd`` the partitions run one after
-    another as before, each given what the previous ones left (a limit for this command only,
-    which the study-wide ledger does not express). Every paid op gets it, not only the
+    Each model's stale responses partitions are one Dagster run over their languages (one per
+    contiguous stretch of them). Up to ``parallel`` models' runs go at once, each in a worker
+    process (forked, so nothing is imported again) on the same instance, while the claims,
+    concurrency slots and spend ledger of ``calls/_coord.py`` hold across the workers: no
+    call is paid twice, a model's limit binds its calls. With ``budget_usd`` the runs go one
+    after another, each capped by what the previous ones left (a limit for this command
+    only, which the study-wide ledger does not express). Every paid op gets it, not only the
     responses: the confusion writer (study inputs), the granularity tasks and their judges
-    (each partition's run shares one budget: ``calls.run_budget``), and the
+    (each responses run shares one budget: ``calls.run_budget``), and the
     error-taxonomy judges and keypoint writer (analysis), which get whatever is left.
 
     With ``calls_ahead`` (online, no ``budget_usd``), the hosted models' calls of the pending
@@ -189,14 +191,15 @@ def run_study(
                 languages=list(languages) if languages else None,
                 mode=mode,
                 budget_usd=budget_usd,
+                inbox=config.study.human_validation.inbox,
             )
-            write_complete_run(data_dir, asked, run.total)
+            write_complete_run(data_dir, asked, run.partition_count)
         return summary
 
 
 def _run_steps(run: StudyRun) -> RunSummary:
     """The study, step by step: what is stale, corpus and inputs, the calls sent ahead, the
-    responses partitions, the analysis and report; the summary of what ran and was paid."""
+    responses runs, the analysis and report; the summary of what ran and was paid."""
     run.check_keys()  # what is stale decides which models need a key
     run.run_corpus()
     run.run_study_inputs()

@@ -1,9 +1,10 @@
 """The steps of one ``clcg run``, in the order they run, over the state they share.
 
 corpus (one run per language) -> study inputs -> calls sent ahead -> responses (one run per
-language x model, in process or in forked workers) -> analysis. Each step runs a job
-partition only when it is not up to date in the data folder (``_freshness``), counts the new
-calls it paid for (``_summary``) and passes on what the budget left.
+model over the range of its stale languages, in process or in forked workers) -> analysis.
+Each step runs a job partition only when it is not up to date in the data folder
+(``_freshness``), counts the new calls it paid for (``_summary``) and passes on what the
+budget left.
 """
 
 from __future__ import annotations
@@ -30,10 +31,18 @@ from clcg_pipeline.orchestration._jobs import (
     CORPUS_ASSETS,
     RESPONSE_ASSETS,
     STUDY_INPUT_ASSETS,
+    provider_tags,
     study_run_tags,
 )
 from clcg_pipeline.orchestration._model_calls import OFFLINE, record_stream, unstreamed_models
-from clcg_pipeline.orchestration._partition_run import StudyRunError, execute_job, failure_of
+from clcg_pipeline.orchestration._partition_run import (
+    LanguageRange,
+    StudyRunError,
+    execute_job,
+    failure_of,
+    language_order,
+    stale_ranges,
+)
 from clcg_pipeline.orchestration._summary import (
     ANALYSIS_CALL_TABLES,
     PARTITION_CALL_TABLES,
@@ -116,11 +125,14 @@ class StudyRun:
         self.defs = build_definitions(request.config_dir, request.data_dir)
         sync_model_partitions(instance, config)
         self.versions = code_versions(config)
-        self.fresh = Freshness(instance, self.defs, request.data_dir, self.versions)
+        self.fresh = Freshness(self.defs, request.data_dir, self.versions)
         self.summary = RunSummary(run_budget_usd=request.budget_usd, study_budget_usd=config.study.budget_usd)
         self.started_at = pd.Timestamp.now(tz="UTC")  # annotation files logged since are this command's
         isos, models = len(request.isos), len(request.model_ids)
-        self.total = isos + 1 + isos * models + 1
+        # corpus per language, the study inputs, one step per model's responses, the analysis.
+        self.total = isos + 1 + models + 1
+        # What a run with nothing to do counts as up to date (``RunSummary.skipped``).
+        self.partition_count = isos + 1 + isos * models + 1
         self.step = 0
         self.remaining = request.budget_usd  # what the budget left for the next paid run
         self.partitions = [(model_id, iso) for model_id in request.model_ids for iso in request.isos]
@@ -149,6 +161,14 @@ class StudyRun:
                 check_credentials(self.config.models.get(model_id))
 
     # -- running one job partition -------------------------------------------------------
+
+    def _range_tags(self, run_range: LanguageRange, extra: dict[str, str]) -> dict[str, str]:
+        """A responses run's tags: its range's, and its model's provider as the coordinator
+        gives a backfill's range run (``provider_tags``)."""
+        return {
+            **self._tags(run_range.partition, {**run_range.tags, **extra}),
+            **provider_tags(self.config, run_range.tags),
+        }
 
     def _tags(self, partition: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {
@@ -182,15 +202,27 @@ class StudyRun:
         ):
             self.summary.skipped += 1
             return None
+        return self._launch(job, partition, [partition], assets, run_config, self._tags(partition, tags))
+
+    def _launch(
+        self,
+        job: str,
+        partition: str | None,
+        written: Sequence[str | None],
+        assets: Sequence[str] | None,
+        run_config: dict[str, Any],
+        tags: dict[str, str],
+        name: str | None = None,
+    ) -> dg.ExecuteInProcessResult:
+        """One Dagster run in process; ``written``: the partitions it writes (a range's several)."""
         with ctrl_c_for_this_process_only():  # no traceback from Dagster's helper processes
-            result = execute_job(
-                self.instance, self.defs, job, partition, run_config, self._tags(partition, tags)
-            )
+            result = execute_job(self.instance, self.defs, job, partition, run_config, tags)
         self.summary.ran(result.run_id)  # the calls it paid for are this command's
         self.summary.runs += 1
-        self.fresh.forget(assets or (), partition)
+        for key in written:
+            self.fresh.forget(assets or (), key)
         if not result.success:
-            self._raise_failure(job, partition, result)
+            self._raise_failure(job, name or partition, result)
         if self.interrupted():
             raise KeyboardInterrupt
         return result
@@ -235,6 +267,14 @@ class StudyRun:
             self.summary, self.request.data_dir, PARTITION_CALL_TABLES, partition, self.started_at
         )
 
+    def account_range(self, run_range: LanguageRange) -> tuple[float, bool]:
+        """Count each partition of a finished range run, as if each had run alone."""
+        spent, stopped = 0.0, False
+        for iso in run_range.isos:
+            cost, hit = self.account(iso, run_range.model_id)
+            spent, stopped = spent + cost, stopped or hit
+        return spent, stopped
+
     # -- the steps -----------------------------------------------------------------------
 
     def run_corpus(self) -> None:
@@ -265,11 +305,26 @@ class StudyRun:
             self.summary.count("judges", int(bank.get("writer_new_calls") or 0), writer_cost)
             self.spend(writer_cost, False)
 
-    def in_workers(self) -> bool:
-        """Responses partitions run in forked workers: several at once, and no ``budget_usd``
-        (each in-process partition gets what the previous ones left)."""
+    def response_ranges(self) -> list[LanguageRange]:
+        """Each model's runs: the stretches of its stale languages (``stale_ranges``); the
+        partitions up to date are counted as skipped here."""
+        order = language_order(self.defs)
+        ranges: list[LanguageRange] = []
+        for model_id in self.request.model_ids:
+            stale = [
+                iso
+                for iso in self.request.isos
+                if self._reruns_responses() or not self.responses_done(iso, model_id)
+            ]
+            self.summary.skipped += len(self.request.isos) - len(stale)
+            ranges += stale_ranges(model_id, order, stale)
+        return ranges
+
+    def in_workers(self, ranges: Sequence[LanguageRange]) -> bool:
+        """The models' runs go to forked workers: several at once, and no ``budget_usd``
+        (each in-process run gets what the previous ones left). One run needs no worker."""
         request = self.request
-        return request.budget_usd is None and request.parallel > 1 and len(self.partitions) > 1
+        return request.budget_usd is None and request.parallel > 1 and len(ranges) > 1
 
     def plan_calls_ahead(self) -> _AheadPlan:
         """The stale partitions of hosted models, when calls go ahead (online, no budget)."""
@@ -314,37 +369,49 @@ class StudyRun:
             record_stream(self.instance, model_id, version, metadata)
 
     def run_responses(self, ahead: _AheadPlan) -> None:
-        """Every responses partition, in forked workers or one after another in process."""
+        """One run per model over its stale languages (issue 32: the runs the daemon's backfill
+        and the UI's Materialize launch), in forked workers or one after another in process."""
         self.record_streams(ahead)  # before the partitions: they are never older than their stream
         sender = _AheadSender(self, ahead)
-        if self.in_workers():
-            self._responses_in_workers(ahead, sender)
+        ranges = self.response_ranges()
+        if self.in_workers(ranges):
+            self._responses_in_workers(ranges, ahead, sender)
             return
         if ahead.pending:
             self.summary.calls_ahead = sender.send()
-        for model_id, iso in self.partitions:
-            self._responses_in_process(model_id, iso, ahead)
+        for model_id in self.request.model_ids:  # one progress step per model
+            if self.interrupted():
+                raise KeyboardInterrupt
+            self.step += 1
+            own = [r for r in ranges if r.model_id == model_id]
+            if not own and self.on_step:
+                self.on_step(f"{model_id} up to date", self.step, self.total)
+            for run_range in own:
+                self._range_in_process(run_range, ahead)
 
-    def _responses_in_process(self, model_id: str, iso: str, ahead: _AheadPlan) -> None:
+    def _range_in_process(self, run_range: LanguageRange, ahead: _AheadPlan) -> None:
+        if self.interrupted():
+            raise KeyboardInterrupt
+        if self.on_step:
+            self.on_step(run_range.label, self.step, self.total)
         if self.remaining is not None and self.remaining <= 0:
             self.summary.budget_exhausted = True
-            self.step += 1
             return
-        ran = self.execute(
+        self._launch(
             "responses_job",
-            f"{model_id} / {iso}",
-            str(response_key(iso, model_id)),
+            run_range.partition,
+            run_range.keys,
             RESPONSE_ASSETS,
+            # The budget left caps the whole run: one Budget per Dagster run (calls.run_budget).
             self.paid_ops("responses_job", self.remaining),
-            # New items change the questions: every partition answers them (cached calls are free).
-            rerun=self.request.regenerate_items,
-            done=lambda: self.responses_done(iso, model_id),
-            tags=ahead.tags,
+            self._range_tags(run_range, ahead.tags),
+            name=run_range.name,
         )
-        if ran is not None:
-            self.spend(*self.account(iso, model_id))
+        self.spend(*self.account_range(run_range))
 
-    def _responses_in_workers(self, ahead: _AheadPlan, sender: _AheadSender) -> None:
+    def _responses_in_workers(
+        self, ranges: list[LanguageRange], ahead: _AheadPlan, sender: _AheadSender
+    ) -> None:
         answered: set[tuple[str, str]] = set()
         pending = set(ahead.pending)
         background: list[futures.Future[CallsAhead]] = []
@@ -353,14 +420,24 @@ class StudyRun:
         def start_ahead() -> None:
             background.append(threads.submit(sender.send, lambda m, iso: answered.add((m, iso))))
 
-        def ready(model_id: str, iso: str) -> bool:
-            done = bool(background) and background[0].done()
-            return (model_id, iso) not in pending or (model_id, iso) in answered or done
+        def ready(run_range: LanguageRange) -> bool:
+            """A model's run starts once every call sent ahead for its languages is answered."""
+            if background and background[0].done():
+                return True
+            waiting = {(run_range.model_id, iso) for iso in run_range.isos} & pending
+            return waiting <= answered
+
+        base = self.step
+        steps: dict[str, int] = {}
+
+        def step_of(model_id: str) -> int:
+            """One step per model, numbered as its first run starts (the progress bar only grows)."""
+            return steps.setdefault(model_id, base + len(steps) + 1)
 
         hooks = WorkerHooks(
             run_config=self.paid_ops("responses_job", None),
-            tags=lambda key: self._tags(key, ahead.tags),
-            skip=lambda iso, model_id: not self._reruns_responses() and self.responses_done(iso, model_id),
+            tags=lambda run_range: self._range_tags(run_range, ahead.tags),
+            step_of=step_of,
             account=self.account,
             on_forget=lambda key: self.fresh.forget(RESPONSE_ASSETS, key),
             on_step=sender.show,
@@ -369,14 +446,13 @@ class StudyRun:
             workers_started=start_ahead if ahead.pending else None,
         )
         try:
-            self.step = run_responses_in_workers(
+            run_responses_in_workers(
                 self.instance,
                 self.defs,
-                self.partitions,
+                ranges,
                 parallel=self.request.parallel,
                 hooks=hooks,
                 summary=self.summary,
-                step=self.step,
                 total=self.total,
             )
         except BaseException:
@@ -384,6 +460,10 @@ class StudyRun:
             raise
         finally:
             threads.shutdown(wait=True)
+        for model_id in self.request.model_ids:  # the models with nothing to run, last
+            if model_id not in steps and self.on_step:
+                self.on_step(f"{model_id} up to date", step_of(model_id), self.total)
+        self.step = base + len(self.request.model_ids)
         if background:
             self.summary.calls_ahead = background[0].result()
 

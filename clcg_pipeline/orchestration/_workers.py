@@ -1,9 +1,9 @@
-"""The responses partitions run ``parallel`` at a time, each in a forked worker process.
+"""The models' responses runs go ``parallel`` at a time, each in a forked worker process.
 
 Threads would not do: Dagster handles Ctrl-C only in a main thread, and the runner's
 coordination (``calls/_coord.py``: call claims, the model's concurrency slots, the study's
-spend ledger) is built for processes. Each partition is its own Dagster run on the same
-instance.
+spend ledger) is built for processes. Each worker runs one model's range of languages
+(``LanguageRange``), one Dagster run on the same instance, as the daemon's backfill would.
 """
 
 from __future__ import annotations
@@ -22,13 +22,12 @@ from typing import Any
 
 import dagster as dg
 
-from clcg_pipeline.orchestration._partition_run import StudyRunError, execute_job, failure_of
+from clcg_pipeline.orchestration._partition_run import LanguageRange, StudyRunError, execute_job, failure_of
 from clcg_pipeline.orchestration._summary import RunSummary
-from clcg_pipeline.partitions import response_key
 
 # The workers' niceness while calls are sent ahead from the parent process (see _worker_start).
 _AHEAD_NICE = 10
-# (success, root-cause line, raised by this project's code, was an interrupt) of one partition.
+# (success, root-cause line, raised by this project's code, was an interrupt) of one run.
 Outcome = tuple[bool, str, bool, bool]
 
 # Set by the parent just before it forks the worker processes, which inherit them.
@@ -155,9 +154,10 @@ def _parent_ends(pool: futures.ProcessPoolExecutor, pids: Any) -> list[Any]:
 
 
 def _execute_partition(
-    job: str, partition: str, run_config: dict[str, Any], tags: dict[str, str], run_id: str
+    job: str, partition: str | None, run_config: dict[str, Any], tags: dict[str, str], run_id: str
 ) -> Outcome:
-    """In a worker: run one job partition; (success, root-cause line, ours, interrupted)."""
+    """In a worker: run one job partition, or the range its tags name; (success, root-cause
+    line, ours, interrupted)."""
     if _WORKER.get("interrupted"):
         return False, "interrupted", False, True
     result = execute_job(_WORKER["instance"], _WORKER["defs"], job, partition, run_config, tags, run_id)
@@ -175,47 +175,45 @@ def _in_step(instance: dg.DagsterInstance, run_id: str, step: str = "responses")
 
 @dataclass
 class WorkerHooks:
-    """What the study run tells the pool and hears back from it, per partition (model, language)."""
+    """What the study run tells the pool and hears back from it, per run (a model's language range)."""
 
     run_config: dict[str, Any]
-    tags: Callable[[str], dict[str, str]]  # a partition key's run tags
-    skip: Callable[[str, str], bool]  # (language, model): up to date, not run
+    tags: Callable[[LanguageRange], dict[str, str]]  # a run's tags
+    step_of: Callable[[str], int]  # a model's progress step (one per model, whatever its runs)
     account: Callable[[str, str], tuple[float, bool]]  # (language, model) finished: count its calls
     on_forget: Callable[[str], None]  # a partition key whose stored records changed
     on_step: Callable[[str, int, int], None] | None
     interrupted: Callable[[], bool]
-    ready: Callable[[str, str], bool] | None = None  # (model, language): its calls sent ahead are answered
+    ready: Callable[[LanguageRange], bool] | None = None  # its calls sent ahead are answered
     workers_started: Callable[[], None] | None = None
 
 
 def run_responses_in_workers(
     instance: dg.DagsterInstance,
     defs: dg.Definitions,
-    partitions: Sequence[tuple[str, str]],
+    ranges: Sequence[LanguageRange],
     *,
     parallel: int,
     hooks: WorkerHooks,
     summary: RunSummary,
-    step: int,
     total: int,
-) -> int:
-    """Run the responses partitions ``parallel`` at a time in forked workers; the last step number.
+) -> None:
+    """Run the models' responses runs ``parallel`` at a time in forked workers.
 
     With calls sent ahead (``orchestration/_calls_ahead.py``), ``workers_started`` starts them once the
     workers exist (forked before any other thread does), the workers run at a lower CPU
-    priority, and a partition starts only once ``ready(model id, language)``: its calls are
-    answered, while later partitions are still calling.
+    priority, and a model's run starts only once ``ready(range)``: the calls of its languages
+    are answered, while other models' calls are still streaming.
 
-    A failure lets the partitions in progress finish (their calls are paid for) and starts no
+    A failure lets the runs in progress finish (their calls are paid for) and starts no
     other; Ctrl-C is forwarded to the workers, whose Dagster runs stop as they do in process.
 
-    The first ``parallel`` partitions start one after another, each once the previous one has
-    finished its ``responses`` step: partitions of one model are alike, and started together
-    they would prepare, call and score in lockstep, every worker busy with the CPU at the same
-    moments and nobody calling. Staggered, one worker calls while another prepares or scores.
+    The first ``parallel`` runs start one after another, each once the previous one has
+    finished its ``responses`` step: started together they would prepare, call and score in
+    lockstep, every worker busy with the CPU at the same moments and nobody calling.
+    Staggered, one worker calls while another prepares or scores.
     """
-    pool = _WorkerPool(instance, defs, partitions, parallel, hooks, summary, step, total)
-    return pool.run()
+    _WorkerPool(instance, defs, ranges, parallel, hooks, summary, total).run()
 
 
 class _WorkerPool:
@@ -225,11 +223,10 @@ class _WorkerPool:
         self,
         instance: dg.DagsterInstance,
         defs: dg.Definitions,
-        partitions: Sequence[tuple[str, str]],
+        ranges: Sequence[LanguageRange],
         parallel: int,
         hooks: WorkerHooks,
         summary: RunSummary,
-        step: int,
         total: int,
     ) -> None:
         self.instance = instance
@@ -237,11 +234,10 @@ class _WorkerPool:
         self.parallel = parallel
         self.hooks = hooks
         self.summary = summary
-        self.step = step
         self.total = total
-        self.partitions = list(partitions)
-        self.queue = list(partitions)
-        self.running: dict[futures.Future[Outcome], tuple[str, str]] = {}
+        self.ranges = list(ranges)
+        self.queue = list(ranges)
+        self.running: dict[futures.Future[Outcome], LanguageRange] = {}
         self.calling: dict[futures.Future[Outcome], str] = {}  # run id, until the calls end
         self.started = 0
         self.workers: list[int] = []
@@ -249,12 +245,12 @@ class _WorkerPool:
         self.failure: StudyRunError | None = None
         self.stopped = False
 
-    def run(self) -> int:
+    def run(self) -> None:
         context = multiprocessing.get_context("fork")  # the definitions are built once, here
         self.pids = context.SimpleQueue()
         _WORKER["defs"] = self.defs
         self.pool = futures.ProcessPoolExecutor(
-            min(self.parallel, len(self.partitions)),
+            min(self.parallel, len(self.ranges)),
             mp_context=context,
             initializer=_worker_start,
             initargs=(self.instance.get_ref(), self.pids, _AHEAD_NICE if self.hooks.ready is not None else 0),
@@ -278,12 +274,11 @@ class _WorkerPool:
             raise KeyboardInterrupt
         if self.failure is not None:
             raise self.failure
-        return self.step
 
     def _tick(self) -> None:
         """One turn of the loop: start what may start, pass on Ctrl-C, collect what finished."""
         interrupted = self.hooks.interrupted
-        if self.started < self.parallel:  # only the first partitions are staggered
+        if self.started < self.parallel:  # only the first runs are staggered
             self.calling = {
                 f: r for f, r in self.calling.items() if f in self.running and _in_step(self.instance, r)
             }
@@ -311,24 +306,20 @@ class _WorkerPool:
             and not self.hooks.interrupted()
         ):
             if self.started < self.parallel and self.calling:
-                break  # still staggering the first partitions
-            waiting = [i for i, (m, lang) in enumerate(self.queue) if ready is None or ready(m, lang)]
+                break  # still staggering the first runs
+            waiting = [i for i, run_range in enumerate(self.queue) if ready is None or ready(run_range)]
             if not waiting:
-                break  # every partition left is still calling ahead
-            model_id, iso = self.queue.pop(waiting[0])
-            key = str(response_key(iso, model_id))
-            self.step += 1
+                break  # every run left is still calling ahead
+            run_range = self.queue.pop(waiting[0])
             if self.hooks.on_step:
-                self.hooks.on_step(f"{model_id} / {iso}", self.step, self.total)
-            if self.hooks.skip(iso, model_id):
-                self.summary.skipped += 1
-                continue
+                self.hooks.on_step(run_range.label, self.hooks.step_of(run_range.model_id), self.total)
             run_id = str(uuid.uuid4())
             self.summary.ran(run_id)  # the calls it pays for are this command's
+            tags = self.hooks.tags(run_range)
             future = self.pool.submit(
-                _execute_partition, "responses_job", key, self.hooks.run_config, self.hooks.tags(key), run_id
+                _execute_partition, "responses_job", run_range.partition, self.hooks.run_config, tags, run_id
             )
-            self.running[future] = (model_id, iso)
+            self.running[future] = run_range
             self.calling[future] = run_id
             self.started += 1
 
@@ -339,18 +330,19 @@ class _WorkerPool:
                 os.kill(pid, signal.SIGINT)
 
     def _finish(self, future: futures.Future[Outcome]) -> None:
-        model_id, iso = self.running.pop(future)
-        key = str(response_key(iso, model_id))
+        run_range = self.running.pop(future)
         self.summary.runs += 1
-        self.hooks.on_forget(key)
+        for key in run_range.keys:
+            self.hooks.on_forget(key)
         try:
             ok, message, _ours, was_interrupt = future.result()
         except futures.process.BrokenProcessPool:
             # Killed from outside (out of memory, kill -9): its run stays as Dagster last saw it.
             ok, message, was_interrupt = False, "its worker process died (out of memory?)", False
         if ok:
-            self.hooks.account(iso, model_id)
+            for iso in run_range.isos:  # each partition counted as if it had run alone
+                self.hooks.account(iso, run_range.model_id)
         elif was_interrupt or self.hooks.interrupted():
             self.stopped = True
         elif self.failure is None:
-            self.failure = StudyRunError(f"responses_job [{key}] failed: {message}")
+            self.failure = StudyRunError(f"responses_job [{run_range.name}] failed: {message}")

@@ -1,73 +1,55 @@
-"""Model contrasts and ranks as two compact tables: the pairs a reader needs, every model's rank.
+"""Model contrasts and ranks as two compact tables: every model's rank, the pairs a reader needs.
 
 The generic walker would give each pair and each model a table of its own; with five models
-that is fifteen small tables for what reads best as two. At hundreds of models the pairs grow
-with their square (issue 37): the report shows only the pairs adjacent in the H1 micro ranking,
-the new model's and those significant after Benjamini-Hochberg, and names the catalog query
-that lists them all.
+that is fifteen small tables for what reads best as two. The rank table is the leaderboard: it
+comes first and lists every model, whatever their number (never cut to the section's row
+budget). At hundreds of models the pairs grow with their square (issue 37): the report shows
+only the pairs adjacent in the H1 micro ranking, the new model's and those significant after
+Benjamini-Hochberg (``results.kept_pairs``, the rule that also decides which pairs
+study_results.json keeps), and names the catalog query that lists them all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import pairwise
 from typing import Any
 
 from clcg_pipeline.report._builder import SectionBuilder
 from clcg_pipeline.report._format import fmt_num, mapping_at
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
+from clcg_pipeline.results import SIGNIFICANT_KEPT, kept_pairs, rank_order, significant_pairs
 
 _GAPS = (("h1_micro", "H1 micro"), ("macro", "macro"), ("macro_net", "macro net"))
-#: The named catalog query with every pair (sql/queries/model_contrasts.sql).
+#: The named catalog query with every pair of a document that holds them all (its estimates table's
+#: rows: sql/queries/model_contrasts.sql); a newer document names its own (model_pairs).
 ALL_PAIRS_QUERY = "clcg query --named model_contrasts"
 # BH's customary level, for a document written before the tie groups recorded theirs.
 _DEFAULT_LEVEL = 0.05
 
 
-def _ranked(ranks: Mapping[str, Any]) -> list[str]:
-    """Models by H1 micro rank, equal ranks by id (the leaderboard's order); unranked ones left out."""
-    keyed = []
-    for model, block in ranks.items():
-        rank = block.get("h1_micro") if isinstance(block, Mapping) else None
-        if isinstance(rank, Mapping) and rank.get("estimate") is not None:
-            keyed.append((float(rank["estimate"]), str(model)))
-    return [model for _, model in sorted(keyed)]
-
-
-def _significant(pair: Mapping[str, Any], level: float) -> bool:
-    """Significant after BH on any of the gaps (each gap is its own BH family)."""
-    for gap, _ in _GAPS:
-        p_adj = pair.get(gap, {}).get("p_adj") if isinstance(pair.get(gap), Mapping) else None
-        if p_adj is not None and p_adj < level:
-            return True
-    return False
-
-
 def needed_pairs(value: Mapping[str, Any], new_model: str | None = None) -> list[str]:
-    """The pairs a reader needs, in the document's order: adjacent in the H1 micro ranking, the
-    new model's, and those significant after BH at the tie groups' level."""
-    pairs = mapping_at(value, "pairs")
-    order = _ranked(mapping_at(value, "ranks"))
-    adjacent = {frozenset(p) for p in pairwise(order)}
-    level = mapping_at(value, "tie_groups").get("level") or _DEFAULT_LEVEL
-    return [
-        name
-        for name, pair in pairs.items()
-        if isinstance(pair, Mapping)
-        and (
-            frozenset((pair.get("model_a"), pair.get("model_b"))) in adjacent
-            or new_model in (pair.get("model_a"), pair.get("model_b"))
-            or _significant(pair, float(level))
-        )
-    ]
+    """The pairs a reader needs, in the document's order (``results.kept_pairs``): adjacent in the
+    H1 micro ranking, the new model's, and those significant after BH at the tie groups' level."""
+    return kept_pairs(value, new_model)
 
 
-def _pairs_note(shown: int, total: int, new_model: str | None, level: float) -> str:
+def _pairs_note(shown: int, value: Mapping[str, Any], new_model: str | None, level: float) -> str:
+    """How many pairs are shown, by which rule, and where every pair is."""
+    table = mapping_at(value, "pairs_table")
+    # A document written before the pairs moved out holds them all (estimates table: model_contrasts).
+    total = int(table.get("pairs") or len(mapping_at(value, "pairs")))
+    where = str(table.get("query") or ALL_PAIRS_QUERY)
     new = f", the new model's ({new_model})" if new_model else ""
+    significant = table.get("significant") if table else significant_pairs(value)
+    cap = (
+        f"; {significant} are significant, the {SIGNIFICANT_KEPT} closest in rank shown"
+        if (isinstance(significant, int) and significant > SIGNIFICANT_KEPT)
+        else ""
+    )
     return (
         f"{shown} of the {total} pairs shown: those adjacent in the H1 micro ranking{new} and those "
-        f"significant after Benjamini-Hochberg (p (adj.) < {level:g} on any gap). All {total} pairs "
-        f"are in the catalog: {ALL_PAIRS_QUERY}"
+        f"significant after Benjamini-Hochberg (p (adj.) < {level:g} on any gap{cap}). All {total} pairs "
+        f"are in the catalog: {where}"
     )
 
 
@@ -109,7 +91,42 @@ def _contrast_rows(
         if isinstance(pairs[name].get(gap), Mapping)
     ]
     level = float(mapping_at(value, "tie_groups").get("level") or _DEFAULT_LEVEL)
-    return rows, _pairs_note(len(shown), len(pairs), new_model, level)
+    return rows, _pairs_note(len(shown), value, new_model, level)
+
+
+def _leaderboard_order(ranks: Mapping[str, Any]) -> list[str]:
+    """Every model of ``ranks``: by H1 micro rank (then id), the unranked ones after, as given."""
+    ranked = rank_order(ranks)
+    return ranked + [str(model) for model in ranks if str(model) not in set(ranked)]
+
+
+def _rank_parts(value: Mapping[str, Any]) -> list[Part]:
+    """The rank table, every model in rank order (the leaderboard: never cut), with its rules."""
+    ranks = mapping_at(value, "ranks")
+    english = mapping_at(value, "english_score")
+    parts = [Part("heading", text="Rank per model (1 = smallest gap)")]
+    if value.get("ranking"):
+        parts.append(Part("note", text=str(value["ranking"])))
+    ties = mapping_at(value, "tie_groups")
+    parts.append(Part("note", text=_tie_note(ties)))
+    by_model = mapping_at(ties, "by_model")
+    columns = ["model", *(f"rank: {label}" for _, label in _GAPS), "tie group", "English score", "flags"]
+    table = [
+        Row(
+            cells=[
+                model,
+                *(_rank_cell(ranks[model].get(gap) or {}) for gap, _ in _GAPS),
+                fmt_num(by_model.get(model), 0),
+                fmt_num((english.get(model) or {}).get("estimate")),
+                "",  # the row's flags go here (the template puts them in a "flags" column)
+            ],
+            flags=_rank_flags(ranks[model]),
+        )
+        for model in _leaderboard_order(ranks)
+        if isinstance(ranks.get(model), Mapping)
+    ]
+    parts.append(_pruned(Part("table", columns=columns, rows=table, whole=True)))
+    return parts
 
 
 def contrast_section(
@@ -127,6 +144,8 @@ def contrast_section(
     if not pairs and not ranks:
         section.parts.append(Part("note", text=status or "no model contrasts in this document"))
         return section
+    if ranks:  # first: the leaderboard, then the pairs that explain it
+        section.parts.extend(_rank_parts(value))
     rows, note = _contrast_rows(value, builder, new_model)
     if pairs:
         section.parts.append(Part("heading", text="Paired contrasts (first model minus second)"))
@@ -134,29 +153,6 @@ def contrast_section(
     if rows:
         section.parts.append(_pruned(Part("table", columns=builder.estimate_columns, rows=rows)))
     english = mapping_at(value, "english_score")
-    if ranks:
-        section.parts.append(Part("heading", text="Rank per model (1 = smallest gap)"))
-        if value.get("ranking"):
-            section.parts.append(Part("note", text=str(value["ranking"])))
-        ties = mapping_at(value, "tie_groups")
-        section.parts.append(Part("note", text=_tie_note(ties)))
-        by_model = mapping_at(ties, "by_model")
-        columns = ["model", *(f"rank: {label}" for _, label in _GAPS), "tie group", "English score", "flags"]
-        table = [
-            Row(
-                cells=[
-                    str(model),
-                    *(_rank_cell(block.get(gap) or {}) for gap, _ in _GAPS),
-                    fmt_num(by_model.get(model), 0),
-                    fmt_num((english.get(model) or {}).get("estimate")),
-                    "",  # the row's flags go here (the template puts them in a "flags" column)
-                ],
-                flags=_rank_flags(block),
-            )
-            for model, block in ranks.items()
-            if isinstance(block, Mapping)
-        ]
-        section.parts.append(_pruned(Part("table", columns=columns, rows=table)))
     if english:
         rows = [builder.estimate_row(str(model), block) for model, block in english.items()]
         section.parts.append(Part("heading", text="English score per model (the gaps' reference level)"))

@@ -4,6 +4,9 @@ The gap per target language with its interval, the models ranked with their rank
 and what is not identifiable and why, said once. A reason that every headline estimate shares
 (on a small study: "too few articles: 6 < study.min_articles = 10") stands here once; the
 sections below then mark their rows "not identifiable" and point here instead of repeating it.
+
+It reads the document as the typed ``StudyResults`` (clcg_pipeline.storage): attributes, not
+``.get()`` chains; a field of another type is a ``DocumentError`` naming it.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from clcg_pipeline.report._document import lang_name, settings_of
-from clcg_pipeline.report._format import MISSING, as_float, estimate_of, fmt_ci, fmt_num, mapping_at
+from clcg_pipeline.report._document import lang_name
+from clcg_pipeline.report._format import MISSING, as_float, fmt_ci, fmt_num
 from clcg_pipeline.report._labels import H1_SUMMARY
 from clcg_pipeline.report._page import Row
+from clcg_pipeline.storage import EstimateModel, StudyResults, TieGroupsModel, study_results_view
 
 # The short mark of a withheld interval in the first screen's tables; its meaning is said once.
 NOT_IDENTIFIABLE_MARK = "n/i"
@@ -36,89 +40,79 @@ class Decision:
     simulated_models: list[str] = field(default_factory=list)  # "model: note" of each simulated reader
 
 
-def _simulated_models(results: Mapping[str, Any]) -> list[str]:
+def _simulated_models(doc: StudyResults) -> list[str]:
     """The models whose answers are simulated (the demo's offline reader), with their note."""
-    models = settings_of(results).get("models") or []
-    return [
-        f"{m.get('id')}: {m['simulated']}" for m in models if isinstance(m, Mapping) and m.get("simulated")
-    ]
+    return [f"{m.id}: {m.simulated}" for m in doc.models() if m.simulated]
 
 
-def _interval(block: Mapping[str, Any]) -> str:
-    low, high = as_float(block.get("ci_low")), as_float(block.get("ci_high"))
+def _interval(block: EstimateModel) -> str:
+    low, high = as_float(block.ci_low), as_float(block.ci_high)
     if low is not None and high is not None:
         return fmt_ci(low, high)
-    return NOT_IDENTIFIABLE_MARK if block.get("identifiable") is False else MISSING
+    return NOT_IDENTIFIABLE_MARK if block.identifiable is False else MISSING
 
 
-def _reason(block: Mapping[str, Any]) -> str | None:
+def _reason(block: EstimateModel) -> str | None:
     """Why ``block`` has no interval (or no estimate at all), or None when it has both."""
-    if block.get("identifiable") is False:
-        return str(block.get("reason") or "no reason recorded")
-    if as_float(block.get("estimate")) is None:
-        return "no estimate: " + str(block.get("reason") or block.get("status") or "no scored rows")
+    if block.identifiable is False:
+        return block.reason or "no reason recorded"
+    if as_float(block.estimate) is None:
+        return "no estimate: " + (block.reason or block.status or "no scored rows")
     return None
 
 
-def _language_rows(h1: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]) -> list[Row]:
-    by_language = h1.get("by_language")
-    if not isinstance(by_language, Mapping):
-        return []
-    blocks = [(str(iso), estimate_of(block)) for iso, block in by_language.items()]
-    blocks.sort(
-        key=lambda e: (as_float(e[1].get("estimate")) is None, -(as_float(e[1].get("estimate")) or 0))
+def _language_rows(doc: StudyResults, langs: Mapping[str, Mapping[str, Any]]) -> list[Row]:
+    by_language = (doc.h1.by_language if doc.h1 else None) or {}
+    blocks = sorted(
+        by_language.items(),
+        key=lambda e: (as_float(e[1].estimate) is None, -(as_float(e[1].estimate) or 0)),
     )
-    return [Row(cells=[lang_name(iso, langs), fmt_num(b.get("estimate")), _interval(b)]) for iso, b in blocks]
+    return [Row(cells=[lang_name(iso, langs), fmt_num(b.estimate), _interval(b)]) for iso, b in blocks]
 
 
-def _rank_cell(rank: Mapping[str, Any]) -> str:
-    low, high = as_float(rank.get("ci_low")), as_float(rank.get("ci_high"))
+def _rank_cell(rank: EstimateModel) -> str:
+    low, high = as_float(rank.ci_low), as_float(rank.ci_high)
     if low is not None and high is not None:
         return f"{fmt_num(low, 0)}\u2013{fmt_num(high, 0)}"
-    return NOT_IDENTIFIABLE_MARK if rank.get("identifiable") is False else MISSING
+    return NOT_IDENTIFIABLE_MARK if rank.identifiable is False else MISSING
 
 
-def _ties(results: Mapping[str, Any]) -> Mapping[str, Any]:
-    return mapping_at(mapping_at(results, "model_contrasts"), "tie_groups")
+def _ties(doc: StudyResults) -> TieGroupsModel | None:
+    return doc.model_contrasts.tie_groups if doc.model_contrasts else None
 
 
-def _tie_text(ties: Mapping[str, Any], global_reason: str) -> str:
+def _tie_text(ties: TieGroupsModel | None, global_reason: str) -> str:
     """One line under the ranking: how the groups are drawn, or why there are none (once)."""
-    if not ties:
+    if ties is None or not ties.model_fields_set:
         return ""
-    reason = ties.get("reason")
+    reason = ties.reason
     if reason and reason == global_reason:
         return "No tie groups: the ranks have no intervals (the reason is below)."
     if reason:
         return f"No tie groups: {reason}."
     return (
         "Tie group: models whose ranks cannot be separated at level "
-        f"{ties.get('level')} (adjacent models in the ranking whose H1 micro difference is not "
+        f"{ties.level} (adjacent models in the ranking whose H1 micro difference is not "
         "significant after Benjamini-Hochberg share a group)."
     )
 
 
-def _withheld(rank: Mapping[str, Any]) -> str:
+def _withheld(rank: EstimateModel) -> str:
     """A tie group's cell without a group: "n/i" when the rank's interval is withheld."""
-    return NOT_IDENTIFIABLE_MARK if rank.get("identifiable") is False else MISSING
+    return NOT_IDENTIFIABLE_MARK if rank.identifiable is False else MISSING
 
 
-def _model_rows(results: Mapping[str, Any]) -> list[Row]:
+def _model_rows(doc: StudyResults) -> list[Row]:
     """Models by their H1 micro rank (smallest gap first), with the rank interval, tie group and gap."""
-    h1 = mapping_at(results, "h1")
-    by_model = h1.get("by_model") if isinstance(h1, Mapping) else None
-    if not isinstance(by_model, Mapping) or not by_model:
-        return []
-    contrasts = results.get("model_contrasts")
-    ranks = contrasts.get("ranks") if isinstance(contrasts, Mapping) else None
-    ranks = ranks if isinstance(ranks, Mapping) else {}
-    groups = mapping_at(_ties(results), "by_model")
+    by_model = (doc.h1.by_model if doc.h1 else None) or {}
+    ranks = (doc.model_contrasts.ranks if doc.model_contrasts else None) or {}
+    ties = _ties(doc)
+    groups = (ties.by_model if ties else None) or {}
     rows = []
     for model, block in by_model.items():
-        gap = estimate_of(block.get("h1_micro") if isinstance(block, Mapping) else None)
-        model_ranks = ranks.get(model)
-        rank = estimate_of(model_ranks.get("h1_micro") if isinstance(model_ranks, Mapping) else None)
-        rows.append((as_float(rank.get("estimate")), as_float(gap.get("estimate")), str(model), rank, gap))
+        gap = block.get("h1_micro") or EstimateModel()
+        rank = ranks.get(model, {}).get("h1_micro") or EstimateModel()
+        rows.append((as_float(rank.estimate), as_float(gap.estimate), model, rank, gap))
     # By rank where ranked; else by the gap (smallest first: rank 1 = smallest gap).
     rows.sort(key=lambda r: (r[0] is None, r[0] or 0.0, r[1] is None, r[1] or 0.0, r[2]))
     return [
@@ -128,7 +122,7 @@ def _model_rows(results: Mapping[str, Any]) -> list[Row]:
                 r[2],
                 _rank_cell(r[3]),
                 fmt_num(groups[r[2]], 0) if r[2] in groups else _withheld(r[3]),
-                fmt_num(r[4].get("estimate")),
+                fmt_num(r[4].estimate),
                 _interval(r[4]),
             ]
         )
@@ -136,39 +130,43 @@ def _model_rows(results: Mapping[str, Any]) -> list[Row]:
     ]
 
 
-def _headline_blocks(results: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def _headline_blocks(doc: StudyResults) -> list[tuple[str, EstimateModel]]:
     """Every estimate of the first screen, with what it is (for the reasons' "concerns")."""
-    h1 = mapping_at(results, "h1")
-    blocks: list[tuple[str, Mapping[str, Any]]] = []
-    for key, label in H1_SUMMARY:
-        if isinstance(h1.get(key), Mapping):
-            blocks.append((label, h1[key]))
-    for iso, block in (h1.get("by_language") or {}).items():
-        if isinstance(block, Mapping):
-            blocks.append((f"CLCG {iso}", block))
-    for model, block in (h1.get("by_model") or {}).items():
-        if isinstance(block, Mapping) and isinstance(block.get("h1_micro"), Mapping):
-            blocks.append((f"{model} H1 micro", block["h1_micro"]))
+    if doc.h1 is None:
+        return []
+    summary = doc.h1.summary()
+    blocks = [(label, summary[key]) for key, label in H1_SUMMARY if key in summary]
+    blocks += [(f"CLCG {iso}", block) for iso, block in (doc.h1.by_language or {}).items()]
+    blocks += [
+        (f"{model} H1 micro", block["h1_micro"])
+        for model, block in (doc.h1.by_model or {}).items()
+        if "h1_micro" in block
+    ]
     return blocks
+
+
+def _headline(doc: StudyResults) -> list[list[str]]:
+    summary = doc.h1.summary() if doc.h1 else {}
+    return [
+        [label, fmt_num(summary[key].estimate), _interval(summary[key])]
+        for key, label in H1_SUMMARY
+        if key in summary
+    ]
 
 
 def decision(
     results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]], *, simulated: bool = False
 ) -> Decision:
-    """What the first screen says, read from the results document as it is."""
-    h1 = mapping_at(results, "h1")
+    """What the first screen says, read from the results document as the typed ``StudyResults``."""
+    doc = study_results_view(results)
     out = Decision(
-        languages=_language_rows(h1, langs),
-        models=_model_rows(results),
-        headline=[
-            [label, fmt_num(estimate_of(h1.get(key)).get("estimate")), _interval(estimate_of(h1.get(key)))]
-            for key, label in H1_SUMMARY
-            if isinstance(h1.get(key), Mapping)
-        ],
+        languages=_language_rows(doc, langs),
+        models=_model_rows(doc),
+        headline=_headline(doc),
         simulated=simulated,
-        simulated_models=_simulated_models(results),
+        simulated_models=_simulated_models(doc),
     )
-    blocks = _headline_blocks(results)
+    blocks = _headline_blocks(doc)
     reasons = Counter(r for _, b in blocks if (r := _reason(b)) is not None)
     for reason, n in reasons.most_common():
         out.reasons.append(f"{reason} ({n} of the {len(blocks)} estimates above)")
@@ -179,5 +177,5 @@ def decision(
             f"rank interval is withheld (marked \u201c{NOT_IDENTIFIABLE_MARK}\u201d here and "
             "\u201cnot identifiable\u201d in the sections below); the point estimates are descriptions only."
         ]
-    out.ties = _tie_text(_ties(results), out.global_reason)
+    out.ties = _tie_text(_ties(doc), out.global_reason)
     return out

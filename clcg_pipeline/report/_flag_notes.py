@@ -75,4 +75,14 @@ def flags_once(section: Section, said: str = "") -> Section:
             if part.kind == "table" and any(r.flags for r in part.rows)
         )
         section.parts.insert(first_flagged, note)
+        said_here = note.rows[0].flags
+        for part in section.parts:
+            if part.kind == "list":  # a caveat opening with a reason the note gives says the rest only
+                part.items = [_without_said_reason(item, said_here) for item in part.items]
     return section
+
+
+def _without_said_reason(item: str, said: list[str]) -> str:
+    """``item`` less a leading "<reason>; " that the section's flag note already says."""
+    head, sep, rest = item.partition("; ")
+    return rest if sep and any(head in flag for flag in said) else item

@@ -36,6 +36,7 @@ class Part:
     items: list[str] = field(default_factory=list)  # a list part's entries
     numeric: list[str] = field(default_factory=list)  # table columns aligned right (besides the usual)
     summary: str = ""  # a table behind a <details> disclosure with this summary line (long tables)
+    whole: bool = False  # a table never cut to the section's row budget (the ranks: the leaderboard)
 
 
 @dataclass

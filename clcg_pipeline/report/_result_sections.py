@@ -98,10 +98,11 @@ def result_sections(
 
 
 def truncate(section: Section) -> None:
-    """Keep a pathological section readable; the rest stays in study_results.json."""
+    """Keep a pathological section readable; the rest stays in study_results.json. A table marked
+    ``whole`` (every model's rank: the leaderboard) is shown in full and spends none of the budget."""
     budget = _MAX_SECTION_ROWS
     for part in section.parts:
-        if part.kind == "table":
+        if part.kind == "table" and not part.whole:
             if len(part.rows) > budget:
                 section.truncated += len(part.rows) - budget
                 part.rows = part.rows[:budget]

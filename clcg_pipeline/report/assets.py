@@ -5,7 +5,7 @@ import pandas as pd
 
 from clcg_pipeline.report import render_report, write_report
 from clcg_pipeline.resources import StudyResource
-from clcg_pipeline.storage import write_record
+from clcg_pipeline.storage import validate_document, write_record
 
 GROUP = "report"
 REPORT_FILE = "report.html"
@@ -21,6 +21,8 @@ def report(
 ) -> dg.MaterializeResult:
     """The HTML report, rendered from study_results.json and the estimates table only."""
     path = study.path(REPORT_FILE)
+    # The document fits its shape before any work: a bad one fails here, naming file and field.
+    validate_document(study_results, source=study.path("study_results.json"))
     write_report(render_report(study_results, estimates), path)
     # Written here, not by the IO manager: the folder's record of it is made here too.
     version = context.assets_def.code_versions_by_key.get(context.asset_key)

@@ -27,12 +27,26 @@ from clcg_pipeline.results._inputs import (
     explain_missing_languages,
     read_replication_scores,
 )
-from clcg_pipeline.results._merge import STUDY_SECTIONS, merge_study_sections
+from clcg_pipeline.results._merge import (
+    PAIRS_TABLE,
+    SIGNIFICANT_KEPT,
+    STUDY_SECTIONS,
+    index_without_models,
+    kept_pairs,
+    merge_study_sections,
+    rank_order,
+    read_model_pairs,
+    significant_pairs,
+    split_model_pairs,
+    write_model_pairs,
+)
 from clcg_pipeline.results._new_model import analysis_times, new_model_block, newest_model
 
 __all__ = [
     "COMPARE_COLUMNS",
+    "PAIRS_TABLE",
     "RUN_METADATA",
+    "SIGNIFICANT_KEPT",
     "STUDY_SECTIONS",
     "AssembledResults",
     "RunSide",
@@ -46,15 +60,22 @@ __all__ = [
     "derive_study_results",
     "drop_incomplete_versions",
     "explain_missing_languages",
+    "index_without_models",
+    "kept_pairs",
     "leaf_differences",
     "load_run",
     "merge_study_sections",
     "new_model_block",
     "newest_model",
+    "rank_order",
+    "read_model_pairs",
     "read_replication_scores",
     "sections_from_documents",
+    "significant_pairs",
+    "split_model_pairs",
     "withheld_reasons",
     "withhold_unidentifiable",
     "write_comparison_html",
     "write_comparison_json",
+    "write_model_pairs",
 ]

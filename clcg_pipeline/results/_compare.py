@@ -16,8 +16,11 @@ For a prompt change or a new version of a model: each estimand of run A, of run 
 * **Intervals and p.** An unpaired difference gets the normal-approximation interval from the
   two runs' own intervals and no p (no bootstrap distribution of B - A exists). A paired one
   gets the percentile interval and the suite's bootstrap p, (k+1)/(B+1), two-sided
-  (``analysis.bootstrap_p``). Below ``study.min_articles`` articles an interval is withheld, as
-  everywhere in the suite. Every missing interval has its ``reason``.
+  (``analysis.bootstrap_p``). Whether an interval and p may be shown is the suite's rule
+  (``analysis.withheld_reason``), applied with this comparison's ``study.min_articles`` to every
+  row, recomputed or read from a document: a document's row that its own run marked not
+  identifiable, or that rests on fewer articles, keeps its estimate and loses its interval. Every
+  missing interval has its ``reason``.
 """
 
 from __future__ import annotations
@@ -26,11 +29,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from clcg_pipeline.analysis import bootstrap_p, h1_core, percentile_ci
+from clcg_pipeline.analysis import bootstrap_p, h1_core, percentile_ci, valid_replicates, withheld_reason
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.results._identifiability import withheld_reason
 
 __all__ = ["COMPARE_COLUMNS", "ITEM_KEY", "PAIR_KEY", "RunSide", "compare_runs", "paired_h1"]
 
@@ -166,14 +169,9 @@ def _articles_of(core: Any, vector: str, config: ProjectConfig) -> int:
     return core.panel.n_articles(language=languages.get(name, [en, *targets]), model=group or None)
 
 
-def _reason(estimate: float | None, low: float | None, articles: int, config: ProjectConfig) -> str | None:
-    """Why an interval is withheld: the suite's rule (``withheld_reason``), or no valid replicate."""
-    reason = withheld_reason(estimate, articles, config.study.min_articles)
-    if reason is not None:
-        return reason
-    if low is None:
-        return "no valid bootstrap replicate"
-    return None
+def _reason(vector: Any, articles: int, config: ProjectConfig) -> str | None:
+    """Why the interval of a point-first bootstrap vector is withheld: the suite's rule."""
+    return withheld_reason(_number(vector[0]), articles, config.study.min_articles, valid_replicates(vector))
 
 
 def scored_values(scores: pd.DataFrame, config: ProjectConfig) -> Values:
@@ -183,7 +181,7 @@ def scored_values(scores: pd.DataFrame, config: ProjectConfig) -> Values:
     for name, vector in core.vectors.items():
         estimate = _number(vector[0])
         low, high = (_number(v) for v in percentile_ci(vector[1:], config.study.confidence))
-        reason = _reason(estimate, low, _articles_of(core, name, config), config)
+        reason = _reason(vector, _articles_of(core, name, config), config)
         values[_estimand_of(name)] = {
             "estimate": estimate,
             "ci_low": None if reason else low,
@@ -194,26 +192,56 @@ def scored_values(scores: pd.DataFrame, config: ProjectConfig) -> Values:
     return values
 
 
-def _document_reason(record: dict[str, Any]) -> str | None:
-    if _number(record.get("ci_low")) is not None and _number(record.get("ci_high")) is not None:
+def _count(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
+
+
+def _own_reason(record: dict[str, Any]) -> str | None:
+    """The reason a document gives for a row its run marked not identifiable, else None."""
+    status = str(record.get("status") or "")
+    identifiable = record.get("identifiable")
+    marked = status.startswith("not identifiable") or (
+        isinstance(identifiable, bool | np.bool_) and not identifiable
+    )
+    if not marked:
         return None
     reason = record.get("reason")
     if isinstance(reason, str) and reason:
         return reason
-    status = str(record.get("status") or "")
-    if status.startswith("not identifiable: "):
-        return status.removeprefix("not identifiable: ")
-    return "no interval in the run's document"
+    return status.removeprefix("not identifiable: ") or "not identifiable in the run's document"
 
 
-def document_values(side: RunSide) -> Values:
-    """Every estimand of a run's document (estimates table or study_results.json)."""
+def _document_reason(record: dict[str, Any], min_articles: int) -> str | None:
+    """Why a document's row shows no interval: its run's own decision, else the suite's rule with
+    this comparison's ``study.min_articles`` (a document written under a smaller one shows
+    intervals this rule withholds), else that the document gives none."""
+    own = _own_reason(record)
+    if own is not None:
+        return own
+    estimate = _number(record.get("estimate"))
+    counts = (_count(record.get("n_articles")), min_articles, _count(record.get("valid_replicates")))
+    rule = withheld_reason(estimate, *counts)
+    if rule is not None and estimate is not None:
+        return rule
+    if rule is None and None not in (_number(record.get("ci_low")), _number(record.get("ci_high"))):
+        return None
+    # No estimate, or no interval in the document: the document's own words first.
+    said = record.get("reason")
+    return said if isinstance(said, str) and said else rule or "no interval in the run's document"
+
+
+def document_values(side: RunSide, min_articles: int) -> Values:
+    """Every estimand of a run's document (estimates table or study_results.json); an interval
+    the rule withholds is not read."""
     values: Values = {}
     for record in side.estimates.to_dict("records"):
         key = (str(record["estimand"]), str(record["group"]))
+        reason = _document_reason(record, min_articles)
         values[key] = {
-            **{k: _number(record.get(k)) for k in _VALUE_KEYS},
-            "reason": _document_reason(record),
+            "estimate": _number(record.get("estimate")),
+            **{k: None if reason else _number(record.get(k)) for k in ("ci_low", "ci_high")},
+            "reason": reason,
             "source": "document",
         }
     return values
@@ -238,7 +266,7 @@ def stale_document(document: Values, scored: Values) -> str | None:
 def side_values(side: RunSide, name: str, config: ProjectConfig) -> tuple[Values, str | None]:
     """One run's values by (estimand, group): scores first, the document for the rest; and why
     its document is stale (then the document's rows are withheld)."""
-    document = document_values(side)
+    document = document_values(side, config.study.min_articles)
     scored = scored_values(side.scores, config) if side.scores is not None and len(side.scores) else {}
     stale = stale_document(document, scored) if scored else None
     if stale is not None:
@@ -270,7 +298,7 @@ def paired_h1(a: pd.DataFrame, b: pd.DataFrame, config: ProjectConfig) -> tuple[
         diff = vb - va
         estimate = _number(diff[0])
         low, high = (_number(v) for v in percentile_ci(diff[1:], study.confidence))
-        reason = _reason(estimate, low, _articles_of(core_a, name, config), config)
+        reason = _reason(diff, _articles_of(core_a, name, config), config)
         sides = [(v, percentile_ci(v[1:], study.confidence)) for v in (va, vb)]
         estimand, group = _estimand_of(name)
         p = _number(bootstrap_p(diff[1:], "two-sided"))

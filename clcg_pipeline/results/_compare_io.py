@@ -14,7 +14,14 @@ from upath import UPath
 
 from clcg_pipeline.results._compare import COMPARE_COLUMNS, RunSide
 from clcg_pipeline.results._inputs import drop_incomplete_versions
-from clcg_pipeline.storage import jsonable, partition_dir, read_all_partitions, read_frame, write_bytes_atomic
+from clcg_pipeline.storage import (
+    jsonable,
+    partition_dir,
+    read_all_partitions,
+    read_frame,
+    validate_document,
+    write_bytes_atomic,
+)
 
 _RESULTS = "study_results.json"
 
@@ -53,6 +60,8 @@ def _load_file(target: UPath) -> RunSide:
         ) from None
     if not isinstance(document, dict) or not isinstance(document.get("estimands"), dict):
         raise ValueError(f"{target}: not a study_results.json (no 'estimands' object at its top level)")
+    # A document that does not fit its shape is refused here, by field, before any comparison.
+    validate_document(document, source=str(target))
     return RunSide(str(target), _estimates_from_document(document), document=str(target))
 
 

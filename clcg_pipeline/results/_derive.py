@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pandas as pd
@@ -26,7 +26,12 @@ from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.granularity import GRANULARITY_TABLES, granularity_from_tables
 from clcg_pipeline.results._identifiability import withhold_unidentifiable
 from clcg_pipeline.results._inputs import current_scores, explain_missing_languages, read_replication_scores
-from clcg_pipeline.results._merge import STUDY_SECTIONS, merge_study_sections
+from clcg_pipeline.results._merge import (
+    STUDY_SECTIONS,
+    index_without_models,
+    merge_study_sections,
+    split_model_pairs,
+)
 from clcg_pipeline.results._new_model import new_model_block, newest_model
 from clcg_pipeline.storage import partition_dir, read_all_partitions, read_frame, read_json
 from clcg_pipeline.validation.human import HUMAN_VALIDATION_TABLES, human_validation_from_tables
@@ -46,6 +51,9 @@ class AssembledResults:
     study: StudyResults
     rows: int  # scored rows estimated over
     excluded: int  # article x language versions left out as incomplete
+    # Every model pair, one row per pair and gap: written beside the document as the model_pairs
+    # table (``write_model_pairs``), which keeps only the pairs a reader needs.
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def assemble_study_results(
@@ -76,9 +84,13 @@ def assemble_study_results(
     newest = newest_model(calls, [m.id for m in cfg.models.evaluated], analysed_at=analysed_at)
     if newest is not None:  # said where it matters: first in the report and the terminal
         result.results["new_model"] = new_model_block(result.results, newest)
-    # Last: the estimates table's identifiability decides every section's intervals and p values.
+    # The estimates table's identifiability decides every section's intervals and p values.
     result.results = withhold_unidentifiable(result.results)
-    return AssembledResults(result, len(scores), len(excluded))
+    # Last, on the withheld values: the pairs grow with the square of the models; the document
+    # keeps those a reader needs and names the tables that hold them all (issue 37).
+    pairs = split_model_pairs(result.results)
+    index_without_models(result.results, len(result.estimates))
+    return AssembledResults(result, len(scores), len(excluded), pairs)
 
 
 def derive_study_results(

@@ -1,7 +1,8 @@
 """One identifiability rule for every number in study_results.json.
 
-The estimator suite decides, per estimand, whether its interval and p may be shown (below
-``study.min_articles`` articles they are degenerate) and writes that decision into the
+The estimator suite decides, per estimand, whether its interval and p may be shown (the rule is
+``analysis.withheld_reason``, its one owner: below ``study.min_articles`` articles they are
+degenerate) and writes that decision into the
 ``estimates`` table, indexed in the document as ``estimands`` (``"<estimand>/<group>"`` ->
 ``identifiable``, ``reason``). Some sections carry the same estimand a second time, in their own
 shape, and were written before (or apart from) that decision: Rule B of the parse-failure rule,
@@ -17,30 +18,14 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar, cast
 
-#: Fields that state an interval, a p value or a test's verdict: withheld with the estimand.
-WITHHELD_FIELDS = ("ci_low", "ci_high", "ci_90", "p", "p_adj", "p_lower", "p_upper", "equivalent")
+# The rule itself (thresholds, reasons, the fields it withholds) has one owner, the analysis
+# package: this module only carries its decision to the blocks the suite did not qualify.
+from clcg_pipeline.analysis import WITHHELD_FIELDS, withhold_fields
 
 _Document = TypeVar("_Document", bound=Mapping[str, Any])
 
 # Rule B's gaps (``parse_rule.B.<gap>``) are the estimates rows ``<gap>_rule_b/all``.
 _RULE_B_GAPS = ("h1_micro", "macro", "pt_gap", "macro_net", "micro_net")
-
-
-#: Why a block has no estimate at all (the suite's words, analysis ``SuiteContext.qualify``).
-NO_ESTIMATE = "no estimate: a group or language of the contrast has no scored rows"
-
-
-def withheld_reason(estimate: float | None, n_articles: int | None, min_articles: int) -> str | None:
-    """Why an estimand's interval and p are withheld, or None when they may be shown.
-
-    The suite's rule, for numbers computed outside it (``clcg compare``): below
-    ``study.min_articles`` articles a bootstrap interval is degenerate.
-    """
-    if estimate is None:
-        return NO_ESTIMATE
-    if n_articles is not None and n_articles < min_articles:
-        return f"too few articles: {n_articles} < study.min_articles = {min_articles}"
-    return None
 
 
 def withheld_reasons(estimands: Mapping[str, Any]) -> dict[str, str]:
@@ -102,16 +87,10 @@ def _withhold(block: dict[str, Any], reason: str | None) -> None:
     block["identifiable"] = False
     if reason is not None:
         block["reason"] = reason
-    _null(block)
+    withhold_fields(block)
     for value in block.values():
         if isinstance(value, dict) and any(field in value for field in WITHHELD_FIELDS):
             _withhold(value, None)
-
-
-def _null(block: dict[str, Any]) -> None:
-    for field in WITHHELD_FIELDS:
-        if field in block:
-            block[field] = None
 
 
 def _withhold_marked(node: object) -> None:
@@ -119,7 +98,7 @@ def _withhold_marked(node: object) -> None:
     filled in after the suite withheld the block's p)."""
     if isinstance(node, dict):
         if node.get("identifiable") is False:
-            _null(node)
+            withhold_fields(node)
         for value in node.values():
             _withhold_marked(value)
     elif isinstance(node, list):

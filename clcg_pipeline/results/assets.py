@@ -9,9 +9,9 @@ from clcg_pipeline.analysis import write_leaderboard
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.results._derive import assemble_study_results
-from clcg_pipeline.results._merge import STUDY_SECTIONS
+from clcg_pipeline.results._merge import STUDY_SECTIONS, write_model_pairs
 from clcg_pipeline.results._new_model import analysis_times
-from clcg_pipeline.storage import read_all_partitions
+from clcg_pipeline.storage import read_all_partitions, validate_document
 
 # The asset keeps its group (and name) from when it lived in the analysis package.
 GROUP = "analysis"
@@ -55,21 +55,27 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
     ):
         """Run the estimators (docs/ESTIMANDS.md) over every scored partition of the current panel."""
         cfg = study.load()
+        sections = {
+            "error_taxonomy": error_taxonomy_results,
+            "human_validation": human_validation_results,
+            "granularity": granularity_results,
+        }
+        # Each study's document fits its shape (storage) before any work is done with it.
+        for key, document in sections.items():
+            validate_document(document, key, source=study.path(f"{STUDY_SECTIONS[key]}.json"))
         # The same function re-derives the document from a data folder (derive_study_results).
         assembled = assemble_study_results(
             cfg,
             study.data_dir,
             articles=articles,
             fertility=tokenizer_fertility_by_language,
-            sections={
-                "error_taxonomy": error_taxonomy_results,
-                "human_validation": human_validation_results,
-                "granularity": granularity_results,
-            },
+            sections=sections,
             calls=read_all_partitions(study.data_dir, "calls"),
             analysed_at=analysis_times(context.instance, study.data_dir),
         )
         result = assembled.study
+        # Checked before anything is written: a renamed key or a wrong type fails here, by field.
+        validate_document(result.results, source=study.path("study_results.json"))
         context.log.info(
             f"estimated over {assembled.rows} scored rows; {assembled.excluded} incomplete versions left out"
         )
@@ -83,6 +89,8 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         )
         # One row per model for a results page, beside study_results.json (CSV and JSON).
         write_leaderboard(result.results, study.data_dir)
+        # Every model pair beside it (study_results.json keeps those a reader needs and names it).
+        write_model_pairs(assembled.pairs, study.data_dir)
         return result.estimates, result.results
 
     return dg.Definitions(assets=[analysis])

@@ -7,8 +7,8 @@ import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus import study_coverage
-from clcg_pipeline.partitions import response_partitions
-from clcg_pipeline.scoring import SemSimUnavailable, score_predictions, semsim_for
+from clcg_pipeline.partitions import partition_rows, range_events, response_partitions, single_run_policy
+from clcg_pipeline.scoring import SemSim, SemSimUnavailable, score_predictions, semsim_for
 
 GROUP = "scoring"
 
@@ -34,6 +34,23 @@ def has_scores(
     )
 
 
+def _score(
+    predictions: pd.DataFrame, items: pd.DataFrame, semsim: SemSim | None, setting: str | None, partition: str
+) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
+    """One partition's scores and check."""
+    result = score_predictions(predictions, items, semsim=semsim)
+    metadata: dict[str, dg.RawMetadataValue] = {
+        "dropped": dg.MetadataValue.json(result.dropped),
+        "semsim": setting or "off",
+        "semsim_rows": int(result.scores["semsim"].notna().sum()),
+    }
+    where = partition.replace("|", " / ")
+    # Yielded, not a MaterializeResult: Dagster's type check compares its value with `!=`,
+    # which a DataFrame cannot answer.
+    yield dg.Output(result.scores, metadata=metadata)
+    yield has_scores(result.scores, where, items)
+
+
 def build_scoring_defs(config: ProjectConfig) -> dg.Definitions:
     by_response = response_partitions(study_coverage(config).covered)
 
@@ -42,6 +59,7 @@ def build_scoring_defs(config: ProjectConfig) -> dg.Definitions:
         kinds={"parquet"},
         owners=["team:clcg"],
         partitions_def=by_response,
+        backfill_policy=single_run_policy(),  # one run per new model, not per language (issue 32)
         # Checked inside the asset, one result per language x model (an empty one warns).
         check_specs=[
             dg.AssetCheckSpec(
@@ -54,7 +72,7 @@ def build_scoring_defs(config: ProjectConfig) -> dg.Definitions:
     )
     def scores(
         context: dg.AssetExecutionContext, predictions: pd.DataFrame, items: pd.DataFrame
-    ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
+    ) -> Iterator[dg.Output | dg.AssetCheckResult | dg.AssetCheckEvaluation]:
         """Exact match, Token-F1, L0 accuracy and ROUGE-L per prediction; failures score 0 (rule A)."""
         # study.yaml `semsim`: on fills the semsim column for every row; on without the extra
         # fails here, naming the setting and the install command; off leaves it null.
@@ -63,16 +81,16 @@ def build_scoring_defs(config: ProjectConfig) -> dg.Definitions:
             semsim = semsim_for(setting)
         except SemSimUnavailable as exc:
             raise dg.Failure(description=str(exc)) from exc
-        result = score_predictions(predictions, items, semsim=semsim)
-        metadata = {
-            "dropped": dg.MetadataValue.json(result.dropped),
-            "semsim": setting or "off",
-            "semsim_rows": int(result.scores["semsim"].notna().sum()),
-        }
-        where = str(context.partition_key).replace("|", " / ")
-        # Yielded, not a MaterializeResult: Dagster's type check compares its value with `!=`,
-        # which a DataFrame cannot answer.
-        yield dg.Output(result.scores, metadata=metadata)
-        yield has_scores(result.scores, where, items)
+        if not context.has_partition_key_range:
+            yield from _score(predictions, items, semsim, setting, str(context.partition_key))
+            return
+        # A run over a range (a backfill of a new model): each partition scored as if alone.
+        yield from range_events(
+            context,
+            {
+                str(key): list(_score(partition_rows(predictions, key), items, semsim, setting, str(key)))
+                for key in context.partition_keys
+            },
+        )
 
     return dg.Definitions(assets=[scores])

@@ -13,6 +13,12 @@ from clcg_pipeline.storage._catalog import (
     run_named_query,
     stored_tables,
 )
+from clcg_pipeline.storage._document_validation import (
+    DOCUMENT_SHAPES,
+    DocumentError,
+    study_results_view,
+    validate_document,
+)
 from clcg_pipeline.storage._documents import (
     AlphaRow,
     Band,
@@ -32,6 +38,7 @@ from clcg_pipeline.storage._documents import (
     LabelFrequency,
     LabelTransition,
     LanguageEntry,
+    ModelContrastsResults,
     NewModel,
     OrderBias,
     Preference,
@@ -43,6 +50,7 @@ from clcg_pipeline.storage._documents import (
     StudyResultsDocument,
     StudySettings,
     TaxonomyJudge,
+    TieGroups,
     document_keys,
 )
 from clcg_pipeline.storage._duck import connect_duckdb, duckdb_location, is_local
@@ -75,6 +83,15 @@ from clcg_pipeline.storage._granularity_documents import (
 from clcg_pipeline.storage._json import finite, jsonable
 from clcg_pipeline.storage._paid import CALL_TABLE_STEPS, SPEND_VIEW, Spend, call_spend, spend
 from clcg_pipeline.storage._records import RECORDS, read_records, write_record
+from clcg_pipeline.storage._result_models import (
+    EstimateModel,
+    H1Model,
+    ModelContrastsModel,
+    ModelSetting,
+    SettingsModel,
+    StudyResults,
+    TieGroupsModel,
+)
 from clcg_pipeline.storage._shared_shapes import (
     Estimate,
     Interval,
@@ -99,6 +116,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "CALL_TABLE_STEPS",
     "CATALOG_FILE",
+    "DOCUMENT_SHAPES",
     "PREDICTION_STATUSES",
     "RECORDS",
     "SPEND_VIEW",
@@ -117,13 +135,16 @@ __all__ = [
     "DeltaContribution",
     "DeltaTotal",
     "DocumentBucket",
+    "DocumentError",
     "DrilldownItem",
     "ErrorTaxonomyResults",
     "Estimate",
+    "EstimateModel",
     "ExcludedJudgements",
     "GranularityGap",
     "GranularityResults",
     "GranularityScore",
+    "H1Model",
     "H1Results",
     "HeatmapCell",
     "HumanJudgeAgreement",
@@ -135,6 +156,9 @@ __all__ = [
     "LabelTransition",
     "LanguageEntry",
     "MiddleVsEdges",
+    "ModelContrastsModel",
+    "ModelContrastsResults",
+    "ModelSetting",
     "NewModel",
     "NoContextDrop",
     "OrderBias",
@@ -146,11 +170,15 @@ __all__ = [
     "PromptTokens",
     "QcStep",
     "SelfPreference",
+    "SettingsModel",
     "SpearmanRow",
     "Spend",
+    "StudyResults",
     "StudyResultsDocument",
     "StudySettings",
     "TaxonomyJudge",
+    "TieGroups",
+    "TieGroupsModel",
     "UnpairedRows",
     "build_catalog",
     "call_spend",
@@ -176,7 +204,9 @@ __all__ = [
     "run_named_query",
     "spend",
     "stored_tables",
+    "study_results_view",
     "table_glob",
+    "validate_document",
     "write_bytes_atomic",
     "write_complete_run",
     "write_frame",

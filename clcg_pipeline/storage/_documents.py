@@ -5,14 +5,23 @@ The analysis stage writes the estimates and merges the document; the validation 
 report reads them all. Field names are the JSON keys. Every class is ``total=False``: older or
 partial documents lack keys, and a study that did not run writes its status and reason only.
 A value is ``None`` where the writer had nothing to put there (a withheld interval, a skipped study).
+
+Validated, not converted (issue 34): the shapes stay ``TypedDict`` classes, because every
+producer builds plain dicts typed by them and the report reads those dicts; pydantic checks a
+document against them (``_document_validation.validate_document``, a ``TypeAdapter`` under
+``DOCUMENT_CONFIG``: unknown keys and wrong types refused) where it is written and read. Readers
+that want attributes instead of ``.get()`` validate into the pydantic views of ``_result_models``.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
+
+from pydantic import with_config
+from typing_extensions import TypedDict
 
 from clcg_pipeline.storage._granularity_documents import GranularityResults
-from clcg_pipeline.storage._shared_shapes import Estimate, Interval
+from clcg_pipeline.storage._shared_shapes import DOCUMENT_CONFIG, Estimate, Interval
 
 # ---------------------------------------------------------------------------------------------
 # The analysis stage: the estimates and the merged document
@@ -87,6 +96,31 @@ class ModelContrastsResults(TypedDict, total=False):
     english_score: dict[str, Estimate]
     multiplicity: dict[str, Any]
     tie_groups: TieGroups
+    # Issue 37: ``pairs`` holds the pairs a reader needs; this names the table with every pair.
+    pairs_table: PairsTable
+
+
+class PairsTable(TypedDict, total=False):
+    """``model_contrasts.pairs_table``: the table of every model pair beside the document (issue 37)."""
+
+    table: str  # its name in the catalog (a view) and its folder
+    path: str  # relative to the folder of study_results.json
+    rows: int  # one per pair and gap
+    pairs: int  # every pair, N(N-1)/2
+    shown: int  # the pairs kept in ``pairs``
+    significant: int  # the pairs significant after BH on any gap (at most 50 of them kept)
+    query: str  # the named query that lists them
+    rule: str  # which pairs are kept in the document
+
+
+class EstimandsTable(TypedDict, total=False):
+    """``estimands_table``: the estimates table beside the document, every estimand's row (issue 37)."""
+
+    table: str  # its name in the catalog (a view) and its folder
+    path: str  # relative to the folder of study_results.json
+    rows: int  # every estimand and group
+    indexed: int  # the entries kept in ``estimands``
+    rule: str  # which entries ``estimands`` keeps
 
 
 class TieGroups(TypedDict, total=False):
@@ -125,8 +159,9 @@ class Definition(TypedDict, total=False):
 class DrilldownItem(TypedDict, total=False):
     """One item of a language's drill-down panel: the question and both answers."""
 
-    question: str
-    gold: str
+    question: str | None
+    gold: str | None
+    options: list[str] | None  # a multiple-choice item's options; None for an open question
     en_answer: str | None
     target_answer: str | None
     en_score: float | None
@@ -135,7 +170,8 @@ class DrilldownItem(TypedDict, total=False):
     model: str
     doc_id: str
     item_id: str
-    level: str
+    level: str | None
+    context_scope: str
     reps: int | list[int]
 
 
@@ -240,6 +276,7 @@ class SelfPreference(Interval, LanguageGroup, total=False):
     excess_ci_high: float | None
 
 
+@with_config(DOCUMENT_CONFIG)
 class ErrorTaxonomyResults(TypedDict, total=False):
     """``error_taxonomy`` (the ``error_taxonomy_results`` asset)."""
 
@@ -403,6 +440,7 @@ class EffectiveJudges(Interval, LanguageGroup, total=False):
     effective_judges: float | None
 
 
+@with_config(DOCUMENT_CONFIG)
 class HumanValidationResults(TypedDict, total=False):
     """``human_validation`` (the ``human_validation_results`` asset)."""
 
@@ -434,6 +472,7 @@ class HumanValidationResults(TypedDict, total=False):
 # The whole document
 
 
+@with_config(DOCUMENT_CONFIG)
 class StudyResultsDocument(TypedDict, total=False):
     """``study_results.json``: the analysis sections, the three studies and the metadata.
 
@@ -449,6 +488,8 @@ class StudyResultsDocument(TypedDict, total=False):
     warnings: list[str | dict[str, Any]]
     definitions: dict[str, Definition | str]
     estimands: dict[str, Estimate]
+    # Issue 37: ``estimands`` leaves out the entries of one model or pair; this names the table with all.
+    estimands_table: EstimandsTable
     drilldown: dict[str, list[DrilldownItem]] | None
     excluded_versions: list[dict[str, Any]]
     language_net: dict[str, Estimate]

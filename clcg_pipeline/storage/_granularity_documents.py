@@ -6,9 +6,12 @@ shapes; the same rules hold: every class is ``total=False``, field names are the
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
-from clcg_pipeline.storage._shared_shapes import Interval
+from pydantic import with_config
+from typing_extensions import TypedDict
+
+from clcg_pipeline.storage._shared_shapes import DOCUMENT_CONFIG, Interval
 
 # ---------------------------------------------------------------------------------------------
 # The granularity task family (granularity stage)
@@ -248,6 +251,7 @@ class ByRole(TypedDict, total=False):
     note: str | None
 
 
+@with_config(DOCUMENT_CONFIG)
 class GranularityResults(TypedDict, total=False):
     """``granularity`` (the ``granularity_results`` asset)."""
 

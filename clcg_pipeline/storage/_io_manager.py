@@ -6,13 +6,14 @@ single writer, so assets write Parquet here and DuckDB only ever reads (DESIGN.m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
 import pandas as pd
 from upath import UPath
 
+from clcg_pipeline.partitions import PartitionFrames
 from clcg_pipeline.storage._files import (
     DATA_FILE,
     partition_dir,
@@ -53,6 +54,47 @@ def _code_version(context: dg.OutputContext) -> str | None:
         return None
 
 
+def _table_metadata(path: UPath, frame: pd.DataFrame) -> dict[str, Any]:
+    preview = frame.head(_PREVIEW_ROWS).to_markdown(index=False) if len(frame) else "(no rows)"
+    return {
+        "dagster/row_count": len(frame),
+        "path": dg.MetadataValue.path(str(path)),
+        "preview": dg.MetadataValue.md(preview),
+    }
+
+
+def _frames_by_partition(
+    asset: str, obj: Any, keys: Sequence[str], partitions_def: dg.PartitionsDefinition
+) -> dict[str, pd.DataFrame]:
+    """Each partition's rows of a range run's output: given per partition, or a table split by
+    its partition dimension columns (language, model). A partition without rows gets an empty
+    table: an empty partition is a state of its own (its check warns), not a missing file."""
+    if isinstance(obj, PartitionFrames):
+        missing = [key for key in keys if key not in obj.frames]
+        if missing:
+            raise ValueError(f"asset {asset!r}: the run covers {missing} but has no table for them")
+        return {key: obj.frames[key] for key in keys}
+    if not isinstance(obj, pd.DataFrame):
+        raise TypeError(
+            f"asset {asset!r}: a run over {len(keys)} partitions cannot store a {type(obj).__name__}; "
+            "return a DataFrame with the partition columns or a PartitionFrames"
+        )
+    frames: dict[str, pd.DataFrame] = {}
+    for key in keys:
+        dims = partition_dims(key, partitions_def)
+        absent = [column for column in dims if column not in obj.columns]
+        if absent:
+            raise ValueError(
+                f"asset {asset!r}: a run over {len(keys)} partitions cannot split a table without "
+                f"the column(s) {absent}; nothing was written"
+            )
+        mask = pd.Series(True, index=obj.index)
+        for column, value in dims.items():
+            mask &= obj[column].astype(str) == value
+        frames[key] = obj.loc[mask].reset_index(drop=True)
+    return frames
+
+
 class ParquetIOManager(dg.ConfigurableIOManager):
     """Stores DataFrames as Parquet (conformed to their data contract) and dicts as JSON."""
 
@@ -66,6 +108,11 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         if obj is None:
             return
         asset = context.asset_key.path[-1]
+        if isinstance(obj, PartitionFrames) or (
+            context.has_asset_partitions and len(context.asset_partition_keys) > 1
+        ):
+            self._write_range(context, asset, obj)
+            return
         key = context.asset_partition_key if context.has_asset_partitions else None
         if key is None and _is_partitioned(context):
             # A run tagged only per dimension (dagster/partition/<dim>) gives the asset a key but
@@ -76,20 +123,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             )
         folder = self._dir(asset, key, context.asset_partitions_def if key else None)
         if isinstance(obj, pd.DataFrame):
-            path = folder / DATA_FILE
-            contract = asset if asset in TABLES else None
-            if is_calls_shaped(obj):
-                obj = self._write_calls(path, obj, contract, context.run_id)
-            else:  # derived from the inputs alone: a concurrent writer's table is as good as this one
-                write_frame(path, obj, contract=contract)
-            preview = obj.head(_PREVIEW_ROWS).to_markdown(index=False) if len(obj) else "(no rows)"
-            context.add_output_metadata(
-                {
-                    "dagster/row_count": len(obj),
-                    "path": dg.MetadataValue.path(str(path)),
-                    "preview": dg.MetadataValue.md(preview),
-                }
-            )
+            path, obj = self._write_table(folder, asset, obj, context.run_id)
+            context.add_output_metadata(_table_metadata(path, obj))
         elif isinstance(obj, dict):
             # An unpartitioned document sits beside the tables as <asset>.json (study_results.json).
             path = folder / "data.json" if key is not None else folder.parent / f"{asset}.json"
@@ -108,6 +143,45 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             path=str(path),
             metadata=context.output_metadata,
         )
+
+    def _write_table(
+        self, folder: UPath, asset: str, frame: pd.DataFrame, run_id: str
+    ) -> tuple[UPath, pd.DataFrame]:
+        """Write one partition's table; returns its path and the rows stored."""
+        path = folder / DATA_FILE
+        contract = asset if asset in TABLES else None
+        if is_calls_shaped(frame):
+            frame = self._write_calls(path, frame, contract, run_id)
+        else:  # derived from the inputs alone: a concurrent writer's table is as good as this one
+            write_frame(path, frame, contract=contract)
+        return path, frame
+
+    def _write_range(self, context: dg.OutputContext, asset: str, obj: Any) -> None:
+        """A run over a partition range: each partition's table and record, as if run alone.
+
+        Dagster scopes the IO manager's metadata to every partition of the range, so each
+        partition's row count reaches its materialization from the asset
+        (``partitions.range_events``); its record holds its own output metadata, as alone.
+        """
+        partitions_def = context.asset_partitions_def
+        keys = [str(key) for key in context.asset_partition_keys]
+        frames = _frames_by_partition(asset, obj, keys, partitions_def)
+        own = obj.metadata if isinstance(obj, PartitionFrames) else {}
+        for key in keys:
+            path, _ = self._write_table(
+                self._dir(asset, key, partitions_def), asset, frames[key], context.run_id
+            )
+            write_record(
+                self.base_path,
+                asset,
+                key,
+                code_version=_code_version(context),
+                run_id=context.run_id,
+                path=str(path),
+                # As a run of the partition alone records it: the output's metadata.
+                metadata={**context.output_metadata, **own.get(key, {})},
+            )
+        context.add_output_metadata({"partitions": len(keys)})
 
     @staticmethod
     def _write_calls(path: UPath, frame: pd.DataFrame, contract: str | None, run_id: str) -> pd.DataFrame:

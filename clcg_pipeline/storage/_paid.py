@@ -5,9 +5,11 @@ whether this partition paid for it (``cached`` false, with its cost) or found it
 cache. Run again (``--force``, a fresh Dagster home on a copied data folder, a new code
 version) every call is found in the cache, and the new table alone would say that nothing
 was ever paid. So the IO manager writes each such table through :func:`keep_paid_record`:
-the calls paid in this write are stamped with the run and the time, and a call the stored
-table recorded as paid keeps that record (cost, tokens, attempts, run, time), however it was
-found this time.
+the calls paid in this write are stamped with the run, host and time, and a call the stored
+table recorded as paid keeps that record (cost, tokens, attempts, run, host, time), however
+it was found this time. A call found in the cache whose entry names a payer no table
+recorded (a run killed after paying: the entry is written when the answer arrives,
+``calls.cache_entry``) is recorded paid by that run and host, once.
 
 It is also the one owner of "what was paid": :func:`spend` reads the five calls tables
 through the ``call_spend`` view (``sql/views/call_spend.sql``, the only definition of a paid
@@ -18,6 +20,7 @@ call), and every figure of spend (``clcg run``'s closing line and its budget acc
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -30,7 +33,18 @@ from clcg_pipeline.storage._duck import connect_duckdb, duckdb_location
 from clcg_pipeline.storage._files import DATA_FILE, partition_dir, relative_table_glob, table_glob
 
 # What a call's payment was, copied from the stored record to the call found cached now.
-PAID_FIELDS = ("input_tokens", "output_tokens", "cost_usd", "latency_s", "attempts", "paid_run", "paid_at")
+PAID_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_s",
+    "attempts",
+    "paid_run",
+    "paid_at",
+    "paid_host",
+)
+# Who paid for a call: stamped on this write's new calls, read from the cache entry of a cached one.
+PAYER = ("paid_run", "paid_host", "paid_at")
 _CALL_COLUMNS = frozenset({"call_id", "cached", "cost_usd"})
 
 
@@ -38,28 +52,60 @@ def is_calls_shaped(frame: pd.DataFrame) -> bool:
     return set(frame.columns) >= _CALL_COLUMNS
 
 
+def this_host() -> str:
+    """The host that pays for a call made here (``calls`` writes the same name in its cache)."""
+    return socket.gethostname()
+
+
 def keep_paid_record(
     frame: pd.DataFrame, stored: pd.DataFrame | None, run_id: str, now: pd.Timestamp
 ) -> pd.DataFrame:
-    """``frame`` as it is to be written: this write's new calls stamped, earlier payments kept.
+    """``frame`` as it is to be written: this write's new calls stamped, earlier payments kept,
+    and payments no calls table recorded (their payer killed first) recorded, by their payer.
 
     A call id keeps as many paid rows as the stored table had (one, unless a list asked twice),
-    so a call is never counted paid twice by one partition.
+    so a call is never counted paid twice by one partition. A cached call whose cache entry
+    names its payer (``paid_run``: ``calls.cache_entry``) and that the stored table does not
+    record as paid is recorded paid once, by that run and host, at the answer's time; any other
+    cached call is cached, with no payer.
     """
-    frame = frame.copy()
+    frame = _stamped(frame, run_id, now)
     paid_now = ~frame["cached"].astype(bool)
-    for column in ("paid_run", "paid_at"):
+    recorded = set(frame.loc[paid_now, "call_id"])
+    if stored is not None and len(stored) and is_calls_shaped(stored):
+        recorded |= _copy_stored(frame, stored, paid_now)
+    orphans = frame["cached"].astype(bool) & frame["paid_run"].notna() & ~frame["call_id"].isin(recorded)
+    # One row per payment: a list that asked for a call twice found it cached twice.
+    frame.loc[orphans & ~frame["call_id"].where(orphans).duplicated(), "cached"] = False
+    unpaid = frame["cached"].astype(bool)
+    frame.loc[unpaid, ["paid_run", "paid_host"]] = None
+    frame.loc[unpaid, "paid_at"] = pd.NaT
+    return frame
+
+
+def _stamped(frame: pd.DataFrame, run_id: str, now: pd.Timestamp) -> pd.DataFrame:
+    """A copy of ``frame`` with this write's new calls (no payer yet) paid by ``run_id`` here, now."""
+    frame = frame.copy()
+    for column in PAYER:
         if column not in frame.columns:
             frame[column] = None
-    frame["paid_run"] = frame["paid_run"].astype(object).where(~paid_now | frame["paid_run"].notna(), run_id)
-    stamped = pd.to_datetime(frame["paid_at"], utc=True)
-    frame["paid_at"] = stamped.where(~paid_now | stamped.notna(), now)
-    if stored is None or not len(stored) or not is_calls_shaped(stored):
-        return frame
+    frame["paid_run"] = frame["paid_run"].astype(object)
+    frame["paid_host"] = frame["paid_host"].astype(object)
+    frame["paid_at"] = pd.to_datetime(frame["paid_at"], utc=True).dt.floor("us")  # the contract's unit
+    unstamped = ~frame["cached"].astype(bool) & frame["paid_run"].isna()
+    frame.loc[unstamped, "paid_run"] = run_id
+    frame.loc[unstamped & frame["paid_host"].isna(), "paid_host"] = this_host()
+    frame.loc[~frame["cached"].astype(bool) & frame["paid_at"].isna(), "paid_at"] = now
+    return frame
+
+
+def _copy_stored(frame: pd.DataFrame, stored: pd.DataFrame, paid_now: pd.Series) -> set[str]:
+    """Give the cached calls of ``frame`` the stored table's record of their payment (in place);
+    the call ids the stored table records as paid."""
     earlier = stored[~stored["cached"].astype(bool)]
     earlier = earlier[~earlier["call_id"].isin(frame.loc[paid_now, "call_id"])]
     if not len(earlier):
-        return frame
+        return set()
     paid_before = earlier.groupby("call_id").size()
     candidates = frame[~paid_now & frame["call_id"].isin(paid_before.index)]
     rank = candidates.groupby("call_id").cumcount()
@@ -69,7 +115,9 @@ def keep_paid_record(
     for column in PAID_FIELDS:
         if column in source.columns:
             frame.loc[keep.index, column] = keep["call_id"].map(source[column])
-    return frame
+        elif column in PAYER:
+            frame.loc[keep.index, column] = None  # a table from before it was kept
+    return set(paid_before.index)
 
 
 # The calls-shaped tables, and the step of the study whose provider calls each one holds.
@@ -96,9 +144,11 @@ _RECORD_COLUMNS = {
     "cached": "BOOLEAN",
     "paid_run": "VARCHAR",
     "paid_at": "TIMESTAMPTZ",
+    "paid_host": "VARCHAR",  # NULL for files written before it was kept
 }
 # Why the call runner skipped a call for the budget (its ``error``): the study budget's ledger.
 STUDY_BUDGET_ERROR = "StudyBudgetExceeded"
+UNKNOWN_HOST = "unknown host"  # Spend.by_host's key for calls recorded before hosts were kept
 
 
 def _projection(table: str, columns: Iterable[str]) -> str:
@@ -153,6 +203,8 @@ class Spend:
     paid_calls: int = 0
     by_step: dict[str, int] = field(default_factory=dict)  # paid calls per step
     by_table: dict[str, tuple[int, float]] = field(default_factory=dict)  # (paid calls, USD) per table
+    # (paid calls, USD) per host that paid ("unknown host": calls tables from before hosts were kept).
+    by_host: dict[str, tuple[int, float]] = field(default_factory=dict)
     # Calls a budget left unmade, by budget ("run": --budget or a run's budget_usd; "study").
     skipped_budget: dict[str, int] = field(default_factory=dict)
 
@@ -178,7 +230,7 @@ def call_spend(
     con = connect_duckdb(data_dir)
     try:
         if not register_call_records(con, sources):
-            columns = ["model", "step", "calls_table", "run", "paid", "paid_usd", "outcome", "error"]
+            columns = ["model", "step", "calls_table", "run", "host", "paid", "paid_usd", "outcome", "error"]
             return pd.DataFrame(columns=columns)
         con.execute(SPEND_VIEW_FILE.read_text(encoding="utf-8"))
         return con.sql(f"SELECT * FROM {SPEND_VIEW}").df()
@@ -206,6 +258,10 @@ def spend(
         by_step={str(k): int(v) for k, v in paid.groupby("step").size().items()},
         by_table={
             str(k): (len(group), float(group["paid_usd"].sum())) for k, group in paid.groupby("calls_table")
+        },
+        by_host={
+            str(k): (len(group), float(group["paid_usd"].sum()))
+            for k, group in paid.groupby(paid["host"].fillna(UNKNOWN_HOST))
         },
         skipped_budget={str(k): int(v) for k, v in budgets.value_counts().items()},
     )

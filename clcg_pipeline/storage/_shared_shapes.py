@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from pydantic import ConfigDict
+from typing_extensions import TypedDict
+
+# The config a whole document is validated under (storage/_document_validation.py): set on each
+# top shape, it holds for every shape nested in it. ``extra="forbid"``: a key no shape declares
+# (a renamed or misspelt field) is an error; ``strict``: no "12" for an int, no True for a number.
+DOCUMENT_CONFIG = ConfigDict(extra="forbid", strict=True)
 
 # ---------------------------------------------------------------------------------------------
 # Shared pieces

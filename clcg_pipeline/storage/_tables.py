@@ -40,6 +40,8 @@ _CALL_FIELDS: list[tuple[str, pa.DataType]] = [
     # The run that paid for the call, and when (set by the IO manager: storage/_paid.py).
     ("paid_run", _STR),
     ("paid_at", pa.timestamp("us", tz="UTC")),
+    # The host it paid from (socket.gethostname()); null in files written before it was kept.
+    ("paid_host", _STR),
 ]
 
 TABLES: dict[str, pa.Schema] = {
@@ -144,6 +146,30 @@ TABLES: dict[str, pa.Schema] = {
             ("identifiable", _BOOL),
             ("status", _STR),
             ("flags", _STR),
+        ]
+    ),
+    # Issue 37: every pair of models' paired contrast, one row per pair and gap (results/_merge.py);
+    # study_results.json keeps only the pairs a reader needs and names this table.
+    "model_pairs": pa.schema(
+        [
+            ("pair", _STR),
+            ("model_a", _STR),
+            ("model_b", _STR),
+            ("n_common_items", _I64),
+            ("gap", _STR),
+            ("estimate", _F64),
+            ("ci_low", _F64),
+            ("ci_high", _F64),
+            ("p", _F64),
+            ("p_adj", _F64),
+            ("n", _I64),
+            ("n_articles", _I64),
+            ("valid_replicates", _I64),
+            ("p_bound", _BOOL),
+            ("identifiable", _BOOL),
+            ("reason", _STR),
+            ("flags", _STRS),
+            ("shown", _BOOL),
         ]
     ),
     # Issue 11, G1 (granularity/_documents.py, _tasks.py): long documents and the task bank.

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from clcg_pipeline.analysis import withheld_reason
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.granularity._analysis import (
     NO_HUMAN_RATINGS,
@@ -127,7 +128,12 @@ def test_intervals_withheld_below_min_articles_and_present_above(
     row = one(res["gaps"], granularity="word", region="all", position="all", language="sw", model="all")
     assert row["gap"] is not None and row["ci_low"] is None and row["ci_high"] is None
     assert not row["identifiable"] and "too few documents: 6 < study.min_articles = 10" in row["reason"]
-    assert any("withheld" in c for c in res["caveats"])
+    # Issue 34: the panel's caveat gives the rule's reason, the rows' words, once.
+    rule = withheld_reason(0.0, 6, 10).replace("articles", "documents", 1)
+    assert (
+        row["reason"] == rule
+        and sum(c.startswith(f"{rule}; every interval is withheld") for c in res["caveats"]) == 1
+    )
     row = one(
         noisy_results["gaps"], granularity="word", region="all", position="all", language="sw", model="all"
     )

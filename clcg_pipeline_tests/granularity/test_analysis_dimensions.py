@@ -61,9 +61,14 @@ def test_a_bucket_below_min_documents_is_named_once(config: ProjectConfig) -> No
     small = one(length["buckets"], bucket="128K")
     assert small == {"bucket": "128K", "n_documents": 5, "identifiable": False, "min_documents": 10}
     assert one(length["buckets"], bucket="8K")["identifiable"]
-    assert "128K (5)" in length["note"] and " 8K" not in length["note"]
+    # Issue 34: the rule decides (too_few_documents); the note names each bucket with its documents.
+    rule = "too few documents: 5 < study.min_articles = 10"
+    assert length["note"] == (
+        "not identifiable (estimates descriptive, intervals withheld): length buckets below "
+        "study.min_articles = 10 documents: 128K (5 documents)"
+    )
     row = one(length["gaps"], bucket="128K", granularity="word", metric="accuracy", language="sw")
-    assert not row["identifiable"] and row["ci_low"] is None
+    assert not row["identifiable"] and row["ci_low"] is None and row["reason"] == rule
 
 
 def test_sentence_position_curve_and_middle_contrast(results: dict[str, Any]) -> None:

@@ -129,7 +129,7 @@ def test_the_stream_sends_every_call_and_the_partitions_record_them_as_theirs(
         ).success
         assert _stream(instance, "fake-gpt").metadata["languages"].value == []
         assert dict(server.state.requests) == sent
-        fresh = Freshness(instance, defs, str(data), code_versions(load_config(two_languages)))
+        fresh = Freshness(defs, str(data), code_versions(load_config(two_languages)))
         for iso in LANGUAGES:
             key = str(response_key(iso, "fake-gpt"))
             assert fresh.up_to_date(RESPONSE_ASSETS, key, list(LANGUAGES)), iso

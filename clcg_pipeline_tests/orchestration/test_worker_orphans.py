@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -202,7 +202,14 @@ def test_the_pipe_ends_a_worker_closes_are_found() -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_run_leaves_no_worker_behind(demo_config_dir: Path, tmp_path: Path) -> None:
+def test_a_killed_run_leaves_no_worker_behind(
+    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable
+) -> None:
+    # Two models: each model's languages are one run, so two runs for the two workers.
+    edit_yaml(
+        demo_config_dir / "models.yaml",
+        lambda doc: doc["models"].append({**doc["models"][0], "id": "lexical-reader-2"}),
+    )
     with _clcg_run(demo_config_dir, tmp_path) as (process, seen):
         workers = _wait_for_workers(process, tmp_path / "home", tmp_path / "run.log")
         # Everything below the run (the workers and anything they started), as kill -9 finds it.

@@ -102,7 +102,7 @@ def taxonomy(status: str = "ok") -> dict[str, Any]:
         "status": status,
         "reason": None
         if ident
-        else "too few articles: 6 < study.min_articles = 10; every interval is withheld",
+        else "too few articles: 6 < study.min_articles = 10",  # the rule's words (analysis.withheld_reason)
         "taxonomy": "clcg-error-v1",
         "judges": [
             {
@@ -381,7 +381,7 @@ def granularity(status: str = "ok") -> dict[str, Any]:
     )
     return {
         "status": status,
-        "reason": None if ident else "only 2 document(s) < study.min_articles = 10",
+        "reason": None if ident else "too few documents: 2 < study.min_articles = 10",
         "documents": [{"bucket": "8K-16K", "n_documents": 2, "languages": ["en", "sw", "yo"]}],
         "scores": [
             {

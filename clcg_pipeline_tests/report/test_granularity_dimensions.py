@@ -40,7 +40,7 @@ def test_the_dimensions_render_and_a_small_bucket_is_named_once(config: ProjectC
         "Score by key-sentence role",
     ):
         assert heading in text, heading
-    assert text.count("bucket(s) 128K (5) have fewer than study.min_articles") == 1
+    assert text.count("length buckets below study.min_articles = 10 documents: 128K (5 documents)") == 1
 
 
 def test_a_dimension_the_rows_lack_takes_one_line(config: ProjectConfig) -> None:

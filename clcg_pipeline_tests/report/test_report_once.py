@@ -50,3 +50,17 @@ def test_a_table_with_no_value_is_one_line() -> None:
     section = _section_html(render_report(results, _estimates()), "result-mixed_effects")
     assert "<table" not in section  # before: a block of dashes
     assert "No value for" in _text(section) and "not converged" in _text(section)
+
+
+def test_a_caveat_opening_with_the_notes_reason_says_only_the_rest() -> None:
+    # The granularity study's caveat restated the rows' reason; the section's note says it once.
+    from clcg_pipeline.report._flag_notes import flags_once
+    from clcg_pipeline.report._page import Part, Row, Section
+
+    reason = "too few documents: 3 < study.min_articles = 10"
+    flagged = [Row(cells=[iso], flags=[f"not identifiable: {reason}"]) for iso in ("pt", "sw")]
+    caveats = Part("list", items=[f"{reason}; every interval is withheld", "metrics differ; compare gaps"])
+    section = flags_once(Section(key="s", title="S", parts=[Part("table", rows=flagged), caveats]))
+    assert caveats.items == ["every interval is withheld", "metrics differ; compare gaps"]
+    said = [flag for part in section.parts if part.kind == "flags" for row in part.rows for flag in row.flags]
+    assert sum(reason in flag for flag in said) == 1

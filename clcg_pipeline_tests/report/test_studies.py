@@ -288,7 +288,7 @@ def test_granularity_not_identifiable_and_skipped() -> None:
     html = _render(granularity=fx.granularity("not_identifiable"))
     section = _section(html, "granularity")
     text = _text(section)
-    assert _status(section)[1].startswith("Not identifiable: only 2 document(s)")
+    assert _status(section)[1].startswith("Not identifiable: too few documents: 2 < study.min_articles = 10")
     assert "CI withheld" in _svg(html, "heatmap-granularity-low")
     assert "interval withheld" in _svg(html, "curve-word-accuracy")  # hollow points, said in the tooltip
     assert 'class="whisker"' not in _svg(html, "curve-word-accuracy")
@@ -423,7 +423,10 @@ def test_status_reason_is_not_said_twice() -> None:
     assert text == "Skipped: human_validation.responses and .pairs are 0"
     block = fx.taxonomy("not_identifiable")
     text = _status(_section(_render(error_taxonomy=block), "error_taxonomy"))[1]
-    assert text.endswith("every interval is withheld (shown as \u201cCI withheld\u201d).")
+    assert text == (
+        "Not identifiable: too few articles: 6 < study.min_articles = 10. Point estimates are shown as "
+        "descriptions; their intervals are withheld (\u201cCI withheld\u201d)."
+    )
 
 
 def test_human_validation_methods_spearman_is_not_labelled_as_the_nomological_one() -> None:

@@ -60,3 +60,35 @@ def test_a_table_from_before_the_stamps_keeps_its_paid_calls() -> None:
     older = _calls(("a", False, 0.01))  # no paid_run, no paid_at
     again = keep_paid_record(_calls(("a", True, 0.01)), older, "run-2", T2)
     assert again["cached"].tolist() == [False] and pd.isna(again.loc[0, "paid_run"])
+
+
+def _found_cached(*rows: tuple[str, str | None]) -> pd.DataFrame:
+    """Calls found in the cache, each with the payer its cache entry names (``calls.call_row``)."""
+    frame = _calls(*((call_id, True, 0.01) for call_id, _ in rows))
+    return frame.assign(
+        paid_run=[payer for _, payer in rows],
+        paid_host=["host-a" if payer else None for _, payer in rows],
+        paid_at=[T1 if payer else None for _, payer in rows],
+    )
+
+
+def test_a_payment_no_table_recorded_is_recorded_once_by_its_payer() -> None:
+    """A run killed after paying for ``a`` wrote no table: the rerun records it, by that run and host."""
+    rerun = _found_cached(("a", "killed-run"), ("a", "killed-run"), ("b", None))
+    written = keep_paid_record(rerun, None, "run-2", T2)
+    assert written["cached"].tolist() == [False, True, True]  # a list that asked twice: one payment
+    assert written.loc[0, ["paid_run", "paid_host"]].tolist() == ["killed-run", "host-a"]
+    assert written.loc[0, "paid_at"] == T1  # when the answer arrived, not when the table was written
+    assert written.loc[1:, ["paid_run", "paid_host"]].isna().all().all()  # cached rows name no payer
+    # Written again: the stored record stands, the call is not paid a second time.
+    again = keep_paid_record(rerun, written, "run-3", T2)
+    assert again.equals(written)
+
+
+def test_a_cache_hit_of_a_recorded_payment_keeps_that_record() -> None:
+    first = keep_paid_record(_calls(("a", False, 0.01)), None, "run-1", T1)
+    assert first.loc[0, "paid_host"] is not None  # this write's new call: paid from this host
+    # The entry names run-1 too: the table's record is kept, not a second payment added.
+    again = keep_paid_record(_found_cached(("a", "run-1")), first, "run-2", T2)
+    assert (~again["cached"]).sum() == 1 and again.loc[0, "paid_at"] == T1
+    assert again.loc[0, "paid_host"] == first.loc[0, "paid_host"]

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.storage import complete_run_holds, complete_run_request, write_complete_run
+from clcg_pipeline.storage import (
+    RECORDS,
+    complete_run_holds,
+    complete_run_request,
+    write_complete_run,
+    write_record,
+)
 
 
 def _asked(**change: object) -> dict:
@@ -77,3 +83,41 @@ def test_no_record_or_an_object_store_misses(tmp_path: Path) -> None:
     assert complete_run_holds(str(tmp_path), _asked()) is None
     write_complete_run("s3://bucket/clcg", _asked(), 7)  # not written: listing a bucket costs as much
     assert complete_run_holds("s3://bucket/clcg", _asked()) is None
+
+
+def test_any_record_written_since_misses_even_with_the_same_size_and_time(folder: Path) -> None:
+    # The snapshot memoizes the records' verdict: a record rewritten since (here by another
+    # code version, on a filesystem whose coarse timestamps and the same length hide it) is read.
+    record = folder / RECORDS / "scores" / "en.json"
+    record.parent.mkdir(parents=True)
+    write_record(str(folder), "scores", "en", code_version="v1", run_id="r", path="p", metadata={})
+    write_complete_run(str(folder), _asked(), 7)
+    assert complete_run_holds(str(folder), _asked()) == 7
+    stat = record.stat()
+    record.write_text(record.read_text().replace('"v1"', '"v2"'))
+    os.utime(record, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert record.stat().st_size == stat.st_size
+    assert complete_run_holds(str(folder), _asked()) is None
+    write_complete_run(str(folder), _asked(), 7)
+    write_record(str(folder), "scores", "pt", code_version="v1", run_id="r", path="p", metadata={})
+    assert complete_run_holds(str(folder), _asked()) is None
+
+
+@pytest.mark.parametrize("spelling", ["absolute", "relative"])
+def test_a_new_file_in_an_inbox_outside_the_data_folder_misses(
+    folder: Path, tmp_path: Path, spelling: str
+) -> None:
+    # The analysis is current only while the inbox holds what it imported (its record says):
+    # an inbox the config puts outside the data folder is watched too.
+    outside = tmp_path / "shared-inbox"
+    outside.mkdir()
+    (outside / "a.csv").write_text("imported")
+    inbox = str(outside) if spelling == "absolute" else "../shared-inbox"
+    write_complete_run(str(folder), _asked(inbox=inbox), 7)
+    assert complete_run_holds(str(folder), _asked(inbox=inbox)) == 7
+    (outside / "b.csv").write_text("a new annotation file")
+    assert complete_run_holds(str(folder), _asked(inbox=inbox)) is None
+    # Inside the data folder, the inbox is among the folder's files already.
+    write_complete_run(str(folder), _asked(inbox="inbox"), 7)
+    (folder / "inbox" / "c.csv").write_text("another")
+    assert complete_run_holds(str(folder), _asked(inbox="inbox")) is None

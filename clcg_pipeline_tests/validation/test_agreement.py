@@ -9,6 +9,8 @@ from nltk.metrics.agreement import AnnotationTask
 from nltk.metrics.distance import binary_distance, interval_distance
 from statsmodels.stats.inter_rater import cohens_kappa
 
+from clcg_pipeline.analysis import withheld_reason
+from clcg_pipeline.validation.human import _agreement
 from clcg_pipeline.validation.human._agreement import (
     _kappa_rows,
     alpha_replicates,
@@ -16,6 +18,7 @@ from clcg_pipeline.validation.human._agreement import (
     krippendorff_alpha,
     value_counts,
 )
+from clcg_pipeline.validation.human._estimands import spearman_bootstrap
 
 NAN = np.nan
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", the 4 coders x 12 units
@@ -154,3 +157,32 @@ def test_kappa_clusters_items() -> None:
         ["a", "b", "a", "b"], ["a", "b", "b", "b"], clusters=["i1", "i1", "i2", "i2"], replicates=20
     )
     assert out["clusters"] == 2 and out["ci_low"] is None and "2 < study.min_articles" in out["reason"]
+
+
+def test_the_suites_rule_decides_and_its_words_name_the_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34: ``analysis.withheld_reason`` decides (no copy of the threshold here); its reason,
+    with the resampled unit named, is the block's reason."""
+    first, second = list("abab" * 10), list("abba" * 10)
+    few = cohen_kappa(first, second, replicates=50, min_clusters=50)
+    assert few["identifiable"] is False and few["kappa"] is not None  # the value stays, as a description
+    assert few["reason"] == withheld_reason(0.0, 40, 50).replace("articles", "items", 1)
+    asked: list[tuple[int | None, int]] = []
+
+    def rule(estimate: float | None, n: int | None, minimum: int, valid: int | None = None) -> str | None:
+        asked.append((n, minimum))
+        return None
+
+    monkeypatch.setattr(_agreement, "withheld_reason", rule)
+    shown = cohen_kappa(first, second, replicates=50, min_clusters=50)
+    assert asked == [(40, 50)] and shown["identifiable"] is True and shown["ci_low"] is not None
+
+
+def test_the_rule_withholds_every_p_with_the_interval() -> None:
+    """Below study.min_articles the rule withholds p values with the interval (``WITHHELD_FIELDS``)."""
+    rng = np.random.default_rng(0)
+    x = rng.random(6)
+    few = spearman_bootstrap(
+        x, x + rng.normal(0, 0.3, 6), replicates=50, seed=1, confidence=0.95, min_clusters=10
+    )
+    assert few["rho"] is not None and few["p"] is None and few["ci_low"] is None
+    assert few["reason"] == "too few rated responses: 6 < study.min_articles = 10"

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 
+from clcg_pipeline.analysis import withheld_reason
 from clcg_pipeline.config import ProjectConfig, default_config_dir, load_config
 from clcg_pipeline.synthetic import synthetic_frames
 from clcg_pipeline.validation.taxonomy import AnalysisInputs, analyse_error_taxonomy, load_taxonomy
@@ -220,6 +221,18 @@ def test_intervals_withheld_below_min_articles_and_present_above(config: Project
     shown = many.estimates[many.estimates["estimand"] == "crosslingual_loss"]
     assert (shown["status"] == "estimated").all() and shown["ci_low"].notna().all()
     json.dumps(many.results)  # the document is plain JSON
+
+
+def test_the_study_reason_is_the_suites_rule_said_once(config: ProjectConfig) -> None:
+    """Issue 34: the study's status says exactly what the rule (and each withheld estimand) says."""
+    sample, judgements, order = crafted(n_articles=5)
+    few = analyse_error_taxonomy(sample, judgements, order, TAXONOMY, _inputs(), config)
+    rule = withheld_reason(0.0, 5, 10)
+    assert few.results["reason"] == rule
+    assert set(few.estimates.loc[few.estimates["estimate"].notna(), "status"]) == {
+        f"not identifiable: {rule}"
+    }
+    assert sum(rule in c for c in few.results["caveats"]) == 1
 
 
 def test_unparseable_and_missing_are_excluded_and_counted(config: ProjectConfig) -> None:

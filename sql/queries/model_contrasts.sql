@@ -2,6 +2,7 @@
 -- pairs in p_adj) and each model's rank (1 = smallest gap) with its bootstrap rank interval,
 -- from the estimates table: one row per estimand and pair or model. Every pair is here; the
 -- report shows only those a reader needs (adjacent ranks, the new model's, significant after BH).
+-- model_pairs lists every pair with its two models and the items both answered.
 SELECT
     estimand,
     "group",

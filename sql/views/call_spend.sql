@@ -1,12 +1,35 @@
 -- needs: call_records
 -- One row per provider call of the five calls tables (calls, task_calls, task_judge_calls,
--- judge_calls, keypoint_calls): its model, step, partition, the Dagster run that paid for it,
--- and what it paid. The only definition of a paid call: clcg run's closing line and budget,
--- clcg plan's spend so far and the call_costs query all read this view
--- (clcg_pipeline/storage/_paid.py). A call is paid when it was not found in the call cache
--- and was made: not skipped for the budget, not still waiting in a batch. A partition run
--- again keeps the record of the calls it paid for (cached stays false, with the first run).
+-- judge_calls, keypoint_calls): its model, step, partition, the run (a Dagster run, or the
+-- stream that sent it ahead) and host that paid for it, and what it paid. The only definition
+-- of a paid call: clcg run's closing line and budget, clcg plan's spend so far and the
+-- call_costs query all read this view (clcg_pipeline/storage/_paid.py). A call is paid when it
+-- was not found in the call cache and was made: not skipped for the budget, not still waiting
+-- in a batch. A partition run again keeps the record of the calls it paid for (cached stays
+-- false, with the first run); a call answered from a payment no table recorded (its run was
+-- killed) is recorded paid, by that run and host. One payment is one call id paid by one run:
+-- rows recording the same payment (two tables, or a list that asked twice) count once.
 CREATE OR REPLACE VIEW call_spend AS
+WITH claims AS (
+    SELECT
+        *,
+        NOT coalesce(cached, false) AND coalesce(outcome, '') NOT IN ('skipped_budget', 'batch_pending')
+            AS claims_payment
+    FROM call_records
+),
+numbered AS (
+    SELECT
+        *,
+        CASE
+            WHEN claims_payment AND paid_run IS NOT NULL
+                THEN row_number() OVER (
+                    PARTITION BY claims_payment, call_id, paid_run
+                    ORDER BY paid_at, calls_table, partition
+                )
+            ELSE 1
+        END AS nth_record
+    FROM claims
+)
 SELECT
     model,
     step,
@@ -14,17 +37,14 @@ SELECT
     partition,
     language,
     paid_run AS run,
+    paid_host AS host,
     paid_at,
     call_id,
     outcome,
     error,
     coalesce(cached, false) AS cached,
-    NOT coalesce(cached, false) AND coalesce(outcome, '') NOT IN ('skipped_budget', 'batch_pending') AS paid,
+    claims_payment AND nth_record = 1 AS paid,
     input_tokens,
     output_tokens,
-    CASE
-        WHEN NOT coalesce(cached, false) AND coalesce(outcome, '') NOT IN ('skipped_budget', 'batch_pending')
-            THEN coalesce(cost_usd, 0.0)
-        ELSE 0.0
-    END AS paid_usd
-FROM call_records;
+    CASE WHEN claims_payment AND nth_record = 1 THEN coalesce(cost_usd, 0.0) ELSE 0.0 END AS paid_usd
+FROM numbered;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,7 @@ import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import bootstrap_p
 from clcg_pipeline.analysis._context import SuiteContext
+from clcg_pipeline.analysis._gaps import GapPanel
 from clcg_pipeline.config import LEVELS
 
 
@@ -19,7 +21,6 @@ def h3(ctx: SuiteContext, rows: pd.DataFrame) -> dict[str, Any]:
     # Level names via codes: astype(str) on a categorical of millions of rows is slow.
     codes, uniques = pd.factorize(rows["level"])
     names = np.array([str(u) for u in uniques] + ["nan"], dtype=object)
-    level = names[np.where(codes >= 0, codes, len(uniques))]
     y = rows["y"].to_numpy()
     z = np.full(len(rows), np.nan)
     standardization: dict[str, Any] = {}
@@ -31,28 +32,35 @@ def h3(ctx: SuiteContext, rows: pd.DataFrame) -> dict[str, Any]:
         standardization[lvl] = {"mean": mu, "sd": sd}
         if sd > 0:
             z[m] = (y[m] - mu) / sd
-    # Only the columns a panel reads: copying every column of millions of rows twice was slow.
-    narrow = rows[[c for c in ("model", "language", "doc_id", "item_id") if c in rows.columns]]
+    # Only the columns a panel reads, as views of the rows' own columns (copy=False): each
+    # copy of millions of rows (column selection and ``assign`` both copy) was slow.
+    narrow = {c: rows[c] for c in ("model", "language", "doc_id", "item_id") if c in rows.columns}
     # A categorical level column as read groups like its names (cluster_table sorts labels as
     # strings) without hashing one string per row; a missing level is the cell "nan" as before.
+    # (One name per row only then: an object array of millions of rows otherwise unused.)
     labels = (
-        level
+        names[np.where(codes >= 0, codes, len(uniques))]
         if (codes < 0).any() or not isinstance(rows["level"].dtype, pd.CategoricalDtype)
         else rows["level"]
     )
-    zrows = narrow.assign(y=z, level=labels).loc[np.isfinite(z)]
+    del codes
+    finite = np.isfinite(z)
+    zrows = _frame(rows.index, narrow, y=z, level=labels)
+    zrows = zrows if finite.all() else zrows.loc[finite]  # no copy of the rows when all are kept
     zpanel, _ = ctx.panel(zrows, ["model", "language", "level"])
-    rpanel, _ = ctx.panel(narrow.assign(y=y, level=labels), ["model", "language", "level"])
+    del zrows
     levels = [lvl for lvl in LEVELS if zpanel.n(level=lvl) > 0]
-    std: dict[str, Any] = {}
-    raw: dict[str, Any] = {}
-    vecs = []
     langs = [ctx.roles.reference, *ctx.roles.targets]
+    # One panel at a time (each holds replicates x cells sums and counts, the section's
+    # largest arrays): everything read from the z panel is taken before the raw one is built.
+    vecs = [zpanel.micro(level=lvl) for lvl in levels]
+    std = {lvl: ctx.stats(zpanel, zv, langs, level=lvl) for lvl, zv in zip(levels, vecs, strict=True)}
+    slope = _slope(ctx, zpanel, vecs, levels, langs) if len(levels) >= 2 else None
+    del zpanel
+    rpanel, _ = ctx.panel(_frame(rows.index, narrow, y=y, level=labels), ["model", "language", "level"])
+    raw = {lvl: ctx.stats(rpanel, rpanel.micro(level=lvl), langs, level=lvl) for lvl in levels}
+    del rpanel
     for lvl in levels:
-        zv = zpanel.micro(level=lvl)
-        vecs.append(zv)
-        std[lvl] = ctx.stats(zpanel, zv, langs, level=lvl)
-        raw[lvl] = ctx.stats(rpanel, rpanel.micro(level=lvl), langs, level=lvl)
         ctx.add("h3_standardized_clcg", lvl, std[lvl])
         ctx.add("h3_raw_clcg_descriptive", lvl, raw[lvl])
     out: dict[str, Any] = {
@@ -62,15 +70,8 @@ def h3(ctx: SuiteContext, rows: pd.DataFrame) -> dict[str, Any]:
         "note": "z-scores within each level over all analysed rows (full sample, held fixed across "
         "replicates); raw per-level CLCGs are descriptive only (L0 uses accuracy)",
     }
-    if len(levels) >= 2:
-        x = np.array([int(lvl[1]) for lvl in levels], dtype=float)
-        xc = x - x.mean()
-        mat = np.column_stack(vecs)
-        slope = (mat - mat.mean(axis=1, keepdims=True)) @ xc / float((xc**2).sum())
-        p = bootstrap_p(slope[1:], "greater")
-        out["slope"] = ctx.stats(zpanel, slope, langs, p=p, level=levels)
-        out["slope"]["alternative"] = "greater (one-sided)"
-        out["slope"]["levels"] = levels
+    if slope is not None:
+        out["slope"] = slope
         ctx.add("h3_slope", "all", out["slope"])
     else:
         out["slope"] = {
@@ -82,4 +83,28 @@ def h3(ctx: SuiteContext, rows: pd.DataFrame) -> dict[str, Any]:
             "identifiable": False,
             "reason": "fewer than 2 levels with rows",
         }
+    return out
+
+
+def _frame(index: pd.Index, columns: dict[str, pd.Series], **extra: Any) -> pd.DataFrame:
+    """``columns`` plus ``extra`` as one frame that shares their data (no copy of any row).
+
+    Series enter as their arrays: all share ``index`` already, so nothing is aligned.
+    """
+    data = {k: v.array if isinstance(v, pd.Series) else v for k, v in {**columns, **extra}.items()}
+    return pd.DataFrame(data, index=index, copy=False)
+
+
+def _slope(
+    ctx: SuiteContext, zpanel: GapPanel, vecs: list[np.ndarray], levels: Sequence[str], langs: list[str]
+) -> dict[str, Any]:
+    """The least-squares slope of the standardized CLCG on the level number, per replicate."""
+    x = np.array([int(lvl[1]) for lvl in levels], dtype=float)
+    xc = x - x.mean()
+    mat = np.column_stack(vecs)
+    slope = (mat - mat.mean(axis=1, keepdims=True)) @ xc / float((xc**2).sum())
+    p = bootstrap_p(slope[1:], "greater")
+    out = ctx.stats(zpanel, slope, langs, p=p, level=levels)
+    out["alternative"] = "greater (one-sided)"
+    out["levels"] = list(levels)
     return out

@@ -15,7 +15,7 @@ import pandas as pd
 
 from clcg_pipeline.analysis import ClusterBootstrap, ClusterCells, FineTable
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.granularity._analysis._estimates import STAT_KEYS, Estimates, records
+from clcg_pipeline.granularity._analysis._estimates import STAT_KEYS, Estimates, records, too_few_documents
 from clcg_pipeline.granularity._analysis._gaps import language_modes
 from clcg_pipeline.granularity._analysis._position import contrast, gran_key, stats_of
 from clcg_pipeline.granularity._analysis._rows import ALL, NO_POSITION, TARGETS
@@ -115,7 +115,7 @@ def _bucket_counts(full: pd.DataFrame, min_documents: int) -> list[dict[str, Any
         {
             "bucket": b,
             "n_documents": int(n),
-            "identifiable": int(n) >= min_documents,
+            "identifiable": too_few_documents(int(n), min_documents) is None,
             "min_documents": min_documents,
         }
         for b, n in sorted(counts.items(), key=lambda bn: bucket_key(str(bn[0])))
@@ -124,13 +124,19 @@ def _bucket_counts(full: pd.DataFrame, min_documents: int) -> list[dict[str, Any
 
 
 def _few_note(buckets: list[dict[str, Any]]) -> str | None:
+    """The buckets the rule withholds (``too_few_documents`` decided), with their documents, in one
+    line. Named by bucket rather than by the rule's reason text: in the report that text is the
+    flag of other rows with as many documents (a language group), said once in the section's note."""
     few = [b for b in buckets if not b["identifiable"]]
     if not few:
         return None
-    named = ", ".join(f"{b['bucket']} ({b['n_documents']})" for b in few)
+    named = ", ".join(
+        f"{b['bucket']} ({b['n_documents']} document{'' if b['n_documents'] == 1 else 's'})" for b in few
+    )
+    floor = few[0]["min_documents"]
     return (
-        f"not identifiable: bucket(s) {named} have fewer than study.min_articles = "
-        f"{few[0]['min_documents']} documents; their estimates are descriptive, intervals withheld"
+        "not identifiable (estimates descriptive, intervals withheld): length buckets below "
+        f"study.min_articles = {floor} documents: {named}"
     )
 
 

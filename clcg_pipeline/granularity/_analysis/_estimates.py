@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from clcg_pipeline.analysis import withheld_reason
 from clcg_pipeline.storage import finite
 
 ESTIMATE_COLUMNS = (
@@ -33,6 +34,21 @@ ESTIMATE_COLUMNS = (
 ESTIMATE_DIMS = ("task", "granularity", "metric", "region", "position", "language", "model")
 #: Statistic keys every record carries beside its estimate.
 STAT_KEYS = ("ci_low", "ci_high", "n", "n_documents", "identifiable", "reason", "flags")
+
+
+#: Stands for "estimates were computed" when the rule is asked about a whole panel or bucket.
+_COMPUTED = 0.0
+
+
+def too_few_documents(n_documents: int, min_documents: int) -> str | None:
+    """Why ``n_documents`` documents cannot carry an interval, or None when they can.
+
+    The decision and its words are the suite's rule (``analysis.withheld_reason``, the same one
+    ``SuiteContext.qualify`` applies to every estimate here); documents are this study's
+    articles, and the reason names them as the tables do.
+    """
+    reason = withheld_reason(_COMPUTED, n_documents, min_documents)
+    return None if reason is None else reason.replace("too few articles", "too few documents", 1)
 
 
 def empty_estimates() -> pd.DataFrame:

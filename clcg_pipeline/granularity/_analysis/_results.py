@@ -15,7 +15,13 @@ from clcg_pipeline.granularity._analysis._dimensions import (
     floor_caveat,
     sentence_positions,
 )
-from clcg_pipeline.granularity._analysis._estimates import Estimates, empty_estimates, plain, records
+from clcg_pipeline.granularity._analysis._estimates import (
+    Estimates,
+    empty_estimates,
+    plain,
+    records,
+    too_few_documents,
+)
 from clcg_pipeline.granularity._analysis._excluded import (
     alignment_caveat,
     alignment_records,
@@ -303,10 +309,10 @@ def _caveats(
         "parse-failure rule A: a prediction that is not ok scores 0 (a row without a reference in its "
         "language is not a failure: it is left out and counted)",
     ]
-    if n_docs < ctx.min_articles:
+    few = too_few_documents(n_docs, ctx.min_articles)
+    if few is not None:
         caveats.append(
-            f"only {n_docs} document(s) < study.min_articles = {ctx.min_articles}: every interval is "
-            "withheld and the estimates are descriptive (not identifiable)"
+            f"{few}; every interval is withheld and the estimates are descriptive (not identifiable)"
         )
     if len(unpaired):
         tasks = ", ".join(

@@ -20,22 +20,31 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from clcg_pipeline.analysis import draw_multiplicities, percentile_ci
+from clcg_pipeline.analysis import draw_multiplicities, percentile_ci, withheld_reason, withhold_fields
 from clcg_pipeline.storage import finite
 
 Level = Literal["nominal", "ordinal", "interval"]
 
 
+#: Stands for "a value was computed" when the rule is asked about a block: a block without one
+#: already says why in its own ``status`` (no items with two ratings, a single value observed).
+_COMPUTED = 0.0
+
+
 def withhold(out: dict[str, Any], clusters: int, min_clusters: int, what: str) -> dict[str, Any]:
     """The project's identifiability rule applied to a bootstrap over ``what`` (items, annotators).
 
-    Below ``min_clusters`` (``study.min_articles``) resampled units the percentile interval is
-    degenerate, so it is withheld and the reason says so; the point estimate stays.
+    The rule is the suite's (``analysis.withheld_reason``): below ``min_clusters``
+    (``study.min_articles``) resampled units the percentile interval is degenerate, so it is
+    withheld (with every other interval and p field) and the reason says so; the point estimate
+    stays. The units resampled here are ``what``, not articles, so the rule's words name them.
     """
-    if clusters < min_clusters:
+    reason = withheld_reason(_COMPUTED, clusters, min_clusters)
+    if reason is not None:
         out["ci_low"] = out["ci_high"] = None
+        withhold_fields(out)
         out["identifiable"] = False
-        out["reason"] = f"too few {what}: {clusters} < study.min_articles = {min_clusters}"
+        out["reason"] = reason.replace("too few articles", f"too few {what}", 1)
     else:
         out.setdefault("identifiable", True)
         out.setdefault("reason", None)

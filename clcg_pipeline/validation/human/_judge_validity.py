@@ -49,7 +49,7 @@ def kappa_by_language_and_script(
     for (judge, script), g in rows.groupby(["judge", "script"], sort=True):
         head = {"judge": str(judge), "script": str(script), "languages": sorted(g["language"].unique())}
         by_script.append({**head, **_kappa(g, min_clusters, boot)})
-    return by_language, by_script, _caveats(rows, by_language, by_script, min_clusters)
+    return by_language, by_script, _caveats(rows, by_language, by_script)
 
 
 def _kappa(g: pd.DataFrame, min_clusters: int, boot: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,7 +61,6 @@ def _caveats(
     rows: pd.DataFrame,
     by_language: list[dict[str, Any]],
     by_script: list[dict[str, Any]],
-    min_clusters: int,
 ) -> list[str]:
     """What the breakdown cannot say: languages off the panel, groups too small for an interval."""
     out = []
@@ -72,11 +71,13 @@ def _caveats(
             f"script is {UNKNOWN_SCRIPT!r}"
         )
     for what, records in (("language", by_language), ("script", by_script)):
-        few = [r for r in records if not r.get("identifiable", True)]
+        # The rule decided per group (``_agreement.withhold``) and its row says why; the caveat
+        # counts those rows without restating the reason, so the report says it once, on the row.
+        few = [r for r in records if r.get("identifiable") is False and r.get("reason")]
         if few:
             out.append(
-                f"human vs judge kappa by {what}: {len(few)} of {len(records)} judge x {what} group(s) have "
-                f"fewer than study.min_articles = {min_clusters} items; their kappa is a description and "
+                f"human vs judge kappa by {what}: {len(few)} of {len(records)} judge x {what} group(s) are "
+                "not identifiable (each row gives the rule's reason); their kappa is a description and "
                 "its interval is withheld"
             )
     return out

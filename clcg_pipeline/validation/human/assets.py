@@ -22,6 +22,7 @@ from clcg_pipeline.storage import (
     partition_dir,
     read_all_partitions,
     read_frame,
+    validate_document,
     write_bytes_atomic,
     write_frame,
 )
@@ -512,6 +513,9 @@ def build_human_validation_defs(config: ProjectConfig) -> dg.Definitions:
             annotation_sample,
             {table: read_all_partitions(study.data_dir, table) for table in HUMAN_VALIDATION_TABLES},
         )
+        # Refused before it is written when it does not fit its shape (storage), naming the field.
+        source = study.path("human_validation_results.json")
+        validate_document(result.results, "human_validation", source=source)
         yield from _human_validation_outputs(context, result)
 
     return dg.Definitions(assets=[human_validation])

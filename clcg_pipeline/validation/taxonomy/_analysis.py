@@ -21,7 +21,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.analysis import ClusterBootstrap, SuiteContext, roles_of
+from clcg_pipeline.analysis import ClusterBootstrap, SuiteContext, roles_of, withheld_reason
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.storage import ErrorTaxonomyResults, finite, jsonable
 from clcg_pipeline.validation.taxonomy._by_language import BY_GROUP_KEYS, judge_checks_by_group, scripts_of
@@ -198,13 +198,18 @@ STUDY_CAVEATS = (
 
 
 def _identifiability(n_articles: int, min_articles: int) -> tuple[str, str | None]:
-    """``ok``, or ``not_identifiable`` with the reason when too few articles carry the sample."""
-    if n_articles >= min_articles:
-        return "ok", None
-    return "not_identifiable", (
-        f"too few articles: {n_articles} < study.min_articles = {min_articles}; point estimates are "
-        "descriptions and every interval is withheld"
-    )
+    """``ok``, or ``not_identifiable`` with the reason when too few articles carry the sample.
+
+    The decision and its words are the suite's rule (``analysis.withheld_reason``), so the study's
+    status says exactly what each of its withheld estimands says. Only the article count can
+    withhold the whole study here: it has usable judgements, hence estimates (``_COMPUTED``).
+    """
+    reason = withheld_reason(_COMPUTED, n_articles, min_articles)
+    return ("ok", None) if reason is None else ("not_identifiable", reason)
+
+
+#: Stands for "the study has estimates" when the rule is asked about the study as a whole.
+_COMPUTED = 0.0
 
 
 def _nothing_to_analyse(

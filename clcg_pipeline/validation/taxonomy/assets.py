@@ -11,7 +11,7 @@ import pandas as pd
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus.assets import checked_outputs
 from clcg_pipeline.resources import StudyResource
-from clcg_pipeline.storage import empty_frame, read_all_partitions
+from clcg_pipeline.storage import empty_frame, read_all_partitions, validate_document
 from clcg_pipeline.validation._dagster import GROUP, JudgeRunConfig, md_counts
 from clcg_pipeline.validation.taxonomy._diagnostic import candidate_pairs
 from clcg_pipeline.validation.taxonomy._diagnostic import diagnostic_sample as draw_diagnostic_sample
@@ -269,6 +269,8 @@ def build_error_taxonomy_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             study.load(), {table: read_all_partitions(study.data_dir, table) for table in TAXONOMY_TABLES}
         )
         doc = result.results
+        # Refused before it is written when it does not fit its shape (storage), naming the field.
+        validate_document(doc, "error_taxonomy", source=study.path("error_taxonomy_results.json"))
         context.log.info(
             f"error taxonomy: {doc['status']}; {doc['pairs']} pairs; {len(result.estimates)} estimands"
         )

@@ -1,0 +1,68 @@
+"""Two writers of one partition, racing, both found a killed run's payment in the cache: the
+table records it once, by the killed run (the race is injected as in test_concurrent_writes)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from upath import UPath
+
+from clcg_pipeline.storage import read_frame
+from clcg_pipeline_tests.storage.test_concurrent_writes import ASSET, _race_inside_merge, _write
+
+PAID_AT = pd.Timestamp("2026-12-01 10:00", tz="UTC")
+
+
+def _found_cached() -> pd.DataFrame:
+    """Calls x and y, both answered from the cache; the killed run paid for x and recorded nothing."""
+    return pd.DataFrame(
+        {
+            "call_id": ["x", "y"],
+            "cached": [True, True],
+            "cost_usd": [0.01, 0.02],
+            "input_tokens": [100, 200],
+            "output_tokens": [10, 20],
+            "latency_s": [0.5, 0.5],
+            "attempts": [1, 1],
+            "outcome": ["ok", "ok"],
+            "paid_run": ["killed-run", None],
+            "paid_host": ["host-k", None],
+            "paid_at": [PAID_AT, None],
+        }
+    )
+
+
+def test_two_writers_racing_record_a_killed_runs_payment_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = str(tmp_path / "data")
+    errors: list[BaseException] = []
+    other_done = threading.Event()
+
+    def other() -> None:
+        try:
+            _write(base, _found_cached(), "run-b")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            other_done.set()
+
+    thread = threading.Thread(target=other)
+
+    def start_other_and_let_it_finish() -> None:
+        thread.start()
+        other_done.wait(timeout=2)
+
+    _race_inside_merge(monkeypatch, start_other_and_let_it_finish)
+    _write(base, _found_cached(), "run-a")
+    thread.join(timeout=30)
+    assert not thread.is_alive() and not errors, errors
+    table = read_frame(UPath(base) / ASSET / "language=en" / "data.parquet")
+    paid = table[~table["cached"].astype(bool)]
+    assert paid["call_id"].tolist() == ["x"]
+    assert paid[["paid_run", "paid_host"]].values.tolist() == [["killed-run", "host-k"]]
+    assert paid["paid_at"].tolist() == [PAID_AT]
+    assert table.loc[table["call_id"] == "y", "paid_run"].isna().all()

@@ -1,0 +1,54 @@
+"""`clcg run`'s fast path (the complete-run snapshot) sees what the records' verdict reads.
+
+The snapshot is a memo of the records' verdict (``storage/_snapshot.py``): the analysis is
+current only while the annotation inbox holds what ``annotation_imports`` recorded, so a file
+added to an inbox the config puts outside the data folder must send the run to the full check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clcg_pipeline.config import code_versions, load_config
+from clcg_pipeline.storage import complete_run_request, write_complete_run
+
+
+def test_a_new_file_in_an_inbox_outside_the_data_folder_is_not_up_to_date(
+    config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import clcg_pipeline.cli as cli
+    import clcg_pipeline.cli._run as run
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    inbox = tmp_path / "shared-inbox"
+    inbox.mkdir()
+    (inbox / "batch-1.csv").write_text("imported")
+    edit_yaml(config_dir / "study.yaml", lambda doc: doc["human_validation"].update(inbox=str(inbox)))
+    data = tmp_path / "data"
+    data.mkdir()
+    # The folder as a complete run left it (what run_study writes after the full check).
+    config = load_config(config_dir)
+    asked = complete_run_request(
+        config_dir=str(config_dir),
+        versions=code_versions(config),
+        models=None,
+        languages=None,
+        mode="online",
+        budget_usd=None,
+        inbox=config.study.human_validation.inbox,
+    )
+    write_complete_run(str(data), asked, 5)
+    full_checks: list[object] = []
+    monkeypatch.setattr(run, "_run_with_progress", lambda *args: full_checks.append(args))
+    for quiet in ("_say_coordination", "_print_run_summary", "_print_study_results"):
+        monkeypatch.setattr(run, quiet, lambda *args: None)
+    argv = ["run", "--config", str(config_dir), "--data", str(data)]
+
+    assert cli.main(argv) == 0
+    assert full_checks == []  # nothing changed: the memo holds
+    (inbox / "batch-2.csv").write_text("a new annotation file")
+    assert cli.main(argv) == 0
+    assert len(full_checks) == 1  # the records decide: the analysis will import it
