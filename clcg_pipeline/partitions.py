@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -231,6 +231,23 @@ def range_events(
     for name in sorted(context.op_execution_context.selected_output_names - frames.keys()):
         yield dg.Output(None, output_name=name)
     yield from checks
+
+
+def each_partition(
+    context: dg.AssetExecutionContext, one: Callable[[str], Iterable[PartitionEvent]]
+) -> Iterator[Any]:
+    """The events of a partition run, or of a range run: ``one(key)`` yields what partition
+    ``key`` yields when run alone (a range run is a backfill of a new model, or ``clcg run``'s
+    run of a model's languages)."""
+    if not context.has_partition_key_range:
+        yield from one(str(context.partition_key))
+        return
+    yield from range_events(context, {str(key): list(one(str(key))) for key in context.partition_keys})
+
+
+def own_rows(context: dg.AssetExecutionContext, frame: pd.DataFrame, partition: str) -> pd.DataFrame:
+    """A table as a partition run read it: whole in a partition run, ``partition``'s rows in a range run."""
+    return partition_rows(frame, partition) if context.has_partition_key_range else frame
 
 
 def partition_rows(frame: pd.DataFrame, partition: str) -> pd.DataFrame:

@@ -23,9 +23,9 @@ from clcg_pipeline.granularity._scoring import (
 from clcg_pipeline.partitions import (
     LANGUAGE_DIMENSION,
     MODEL_DIMENSION,
+    each_partition,
     model_calls_dep,
-    partition_rows,
-    range_events,
+    own_rows,
     response_partitions,
     single_run_policy,
 )
@@ -167,17 +167,7 @@ def _task_responses_asset(partitions: dg.MultiPartitionsDefinition) -> dg.Assets
         """Ask the partition's model every granularity task on the language's long documents."""
         cfg = study.load()
         inputs = (long_paragraphs, granularity_tasks)
-        if not context.has_partition_key_range:
-            yield from _answer(context, config, study, cfg, str(context.partition_key), *inputs)
-            return
-        # A run over a range (a backfill of a new model): each partition answered as if alone.
-        yield from range_events(
-            context,
-            {
-                str(key): list(_answer(context, config, study, cfg, str(key), *inputs))
-                for key in context.partition_keys
-            },
-        )
+        yield from each_partition(context, lambda key: _answer(context, config, study, cfg, key, *inputs))
 
     def _answer(  # type: ignore[no-untyped-def]
         context: dg.AssetExecutionContext,
@@ -275,22 +265,11 @@ def _task_scoring_asset(partitions: dg.MultiPartitionsDefinition) -> dg.AssetsDe
         """Score every answer; the configured judges score filled paragraphs and label cloze errors."""
         cfg = study.load()
         inputs = (granularity_tasks, long_paragraphs, long_documents)
-        if not context.has_partition_key_range:
-            yield from _score(
-                context, config, study, cfg, str(context.partition_key), task_predictions, *inputs
-            )
-            return
-        # A run over a range (a backfill of a new model): each partition scored as if alone.
-        yield from range_events(
+        yield from each_partition(
             context,
-            {
-                str(key): list(
-                    _score(
-                        context, config, study, cfg, str(key), partition_rows(task_predictions, key), *inputs
-                    )
-                )
-                for key in context.partition_keys
-            },
+            lambda key: _score(
+                context, config, study, cfg, key, own_rows(context, task_predictions, key), *inputs
+            ),
         )
 
     def _score(  # type: ignore[no-untyped-def]

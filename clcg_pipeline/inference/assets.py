@@ -13,8 +13,8 @@ from clcg_pipeline.partitions import (
     LANGUAGE_DIMENSION,
     MODEL_DIMENSION,
     by_dimension,
+    each_partition,
     model_calls_dep,
-    range_events,
     response_partitions,
     single_run_policy,
 )
@@ -190,17 +190,7 @@ def _responses_asset(
         """Ask the partition's model every question of every sampled article in the partition's language."""
         cfg = study.load()
         inputs = (paragraphs, items, study_sample)
-        if not context.has_partition_key_range:
-            yield from _answer(context, config, study, cfg, str(context.partition_key), *inputs)
-            return
-        # A run over a range (a backfill of a new model): each partition answered as if alone.
-        yield from range_events(
-            context,
-            {
-                str(key): list(_answer(context, config, study, cfg, str(key), *inputs))
-                for key in context.partition_keys
-            },
-        )
+        yield from each_partition(context, lambda key: _answer(context, config, study, cfg, key, *inputs))
 
     def _answer(  # type: ignore[no-untyped-def]
         context: dg.AssetExecutionContext,

@@ -7,7 +7,7 @@ import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus import study_coverage
-from clcg_pipeline.partitions import partition_rows, range_events, response_partitions, single_run_policy
+from clcg_pipeline.partitions import each_partition, own_rows, response_partitions, single_run_policy
 from clcg_pipeline.scoring import SemSim, SemSimUnavailable, score_predictions, semsim_for
 
 GROUP = "scoring"
@@ -81,16 +81,8 @@ def build_scoring_defs(config: ProjectConfig) -> dg.Definitions:
             semsim = semsim_for(setting)
         except SemSimUnavailable as exc:
             raise dg.Failure(description=str(exc)) from exc
-        if not context.has_partition_key_range:
-            yield from _score(predictions, items, semsim, setting, str(context.partition_key))
-            return
-        # A run over a range (a backfill of a new model): each partition scored as if alone.
-        yield from range_events(
-            context,
-            {
-                str(key): list(_score(partition_rows(predictions, key), items, semsim, setting, str(key)))
-                for key in context.partition_keys
-            },
+        yield from each_partition(
+            context, lambda key: _score(own_rows(context, predictions, key), items, semsim, setting, key)
         )
 
     return dg.Definitions(assets=[scores])

@@ -44,6 +44,21 @@ _CALL_FIELDS: list[tuple[str, pa.DataType]] = [
     ("paid_host", _STR),
 ]
 
+# An estimand's figures, in the estimates table and the pair table alike (n_articles and
+# valid_replicates: nullable, see docs/ESTIMANDS.md).
+_ESTIMAND_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("estimate", _F64),
+    ("ci_low", _F64),
+    ("ci_high", _F64),
+    ("p", _F64),
+    ("p_adj", _F64),
+    ("n", _I64),
+    ("n_articles", _I64),
+    ("valid_replicates", _I64),
+    ("p_bound", _BOOL),
+    ("identifiable", _BOOL),
+]
+
 TABLES: dict[str, pa.Schema] = {
     "languages": pa.schema(
         [
@@ -133,17 +148,7 @@ TABLES: dict[str, pa.Schema] = {
         [
             ("estimand", _STR),
             ("group", _STR),
-            ("estimate", _F64),
-            ("ci_low", _F64),
-            ("ci_high", _F64),
-            ("p", _F64),
-            ("p_adj", _F64),
-            ("n", _I64),
-            # Added for issue 9 (analysis owner): nullable; see docs/ESTIMANDS.md.
-            ("n_articles", _I64),
-            ("valid_replicates", _I64),
-            ("p_bound", _BOOL),
-            ("identifiable", _BOOL),
+            *_ESTIMAND_FIELDS,
             ("status", _STR),
             ("flags", _STR),
         ]
@@ -157,16 +162,7 @@ TABLES: dict[str, pa.Schema] = {
             ("model_b", _STR),
             ("n_common_items", _I64),
             ("gap", _STR),
-            ("estimate", _F64),
-            ("ci_low", _F64),
-            ("ci_high", _F64),
-            ("p", _F64),
-            ("p_adj", _F64),
-            ("n", _I64),
-            ("n_articles", _I64),
-            ("valid_replicates", _I64),
-            ("p_bound", _BOOL),
-            ("identifiable", _BOOL),
+            *_ESTIMAND_FIELDS,
             ("reason", _STR),
             ("flags", _STRS),
             ("shown", _BOOL),

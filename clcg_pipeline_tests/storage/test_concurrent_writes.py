@@ -74,6 +74,35 @@ def _assert_both_payments_kept(base: str) -> None:
     _assert_paid(base, {"x": "run-a", "y": "run-b"})
 
 
+def race_two_writers(
+    monkeypatch: pytest.MonkeyPatch, base: str, first: pd.DataFrame, second: pd.DataFrame
+) -> None:
+    """Writer A ("run-a", ``first``) and writer B ("run-b", ``second``) of one partition in one
+    process, B started inside A's merge: both finish without an error."""
+    errors: list[BaseException] = []
+    other_done = threading.Event()
+
+    def other() -> None:
+        try:
+            _write(base, second, "run-b")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            other_done.set()
+
+    thread = threading.Thread(target=other)
+
+    def start_other_and_let_it_finish() -> None:
+        thread.start()
+        # Unlocked (before the fix) B writes within this wait; locked, it waits for A's write.
+        other_done.wait(timeout=2)
+
+    _race_inside_merge(monkeypatch, start_other_and_let_it_finish)
+    _write(base, first, "run-a")
+    thread.join(timeout=30)
+    assert not thread.is_alive() and not errors, errors
+
+
 @pytest.mark.parametrize("stored_before", [False, True], ids=["new partition", "rewritten partition"])
 def test_two_writers_of_one_partition_on_s3_keep_both_payments(
     bucket: str, monkeypatch: pytest.MonkeyPatch, stored_before: bool
@@ -109,28 +138,7 @@ def test_two_processes_writing_one_partition_in_a_local_folder_keep_both_payment
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base = str(tmp_path / "data")
-    errors: list[BaseException] = []
-    other_done = threading.Event()
-
-    def other() -> None:
-        try:
-            _write(base, _calls(paid="y"), "run-b")
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            other_done.set()
-
-    thread = threading.Thread(target=other)
-
-    def start_other_and_let_it_finish() -> None:
-        thread.start()
-        # Unlocked (before the fix) B writes within this wait; locked, it waits for A's write.
-        other_done.wait(timeout=2)
-
-    _race_inside_merge(monkeypatch, start_other_and_let_it_finish)
-    _write(base, _calls(paid="x"), "run-a")
-    thread.join(timeout=30)
-    assert not thread.is_alive() and not errors, errors
+    race_two_writers(monkeypatch, base, _calls(paid="x"), _calls(paid="y"))
     _assert_both_payments_kept(base)
 
 

@@ -3,7 +3,6 @@ table records it once, by the killed run (the race is injected as in test_concur
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +10,7 @@ import pytest
 from upath import UPath
 
 from clcg_pipeline.storage import read_frame
-from clcg_pipeline_tests.storage.test_concurrent_writes import ASSET, _race_inside_merge, _write
+from clcg_pipeline_tests.storage.test_concurrent_writes import ASSET, race_two_writers
 
 PAID_AT = pd.Timestamp("2026-12-01 10:00", tz="UTC")
 
@@ -39,27 +38,7 @@ def test_two_writers_racing_record_a_killed_runs_payment_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base = str(tmp_path / "data")
-    errors: list[BaseException] = []
-    other_done = threading.Event()
-
-    def other() -> None:
-        try:
-            _write(base, _found_cached(), "run-b")
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            other_done.set()
-
-    thread = threading.Thread(target=other)
-
-    def start_other_and_let_it_finish() -> None:
-        thread.start()
-        other_done.wait(timeout=2)
-
-    _race_inside_merge(monkeypatch, start_other_and_let_it_finish)
-    _write(base, _found_cached(), "run-a")
-    thread.join(timeout=30)
-    assert not thread.is_alive() and not errors, errors
+    race_two_writers(monkeypatch, base, _found_cached(), _found_cached())
     table = read_frame(UPath(base) / ASSET / "language=en" / "data.parquet")
     paid = table[~table["cached"].astype(bool)]
     assert paid["call_id"].tolist() == ["x"]
