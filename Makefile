@@ -46,7 +46,13 @@ setup: $(STAMP)
 	@mkdir -p $(DAGSTER_HOME)
 	@test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 
+# A dagster.yaml copied to DAGSTER_HOME by an earlier version names the project's own run
+# launcher, since removed (runs use Dagster's DefaultRunLauncher): the block is dropped, with a
+# note and a backup (config.ensure_dagster_home, which `clcg` calls too).
+CHECK_HOME = $(BIN)/python -c "from clcg_pipeline.config import ensure_dagster_home; ensure_dagster_home()"
+
 run: setup
+	@$(CHECK_HOME)
 	$(BIN)/clcg run
 
 # Two workers, one per core (three were no faster once the CPU is full, and made the timing
@@ -59,11 +65,12 @@ test: setup
 
 # The UI and the daemon: with nothing else running, the daemon builds the study and follows
 # models.yaml (clcg_pipeline/orchestration/_automation.py). An older copied dagster.yaml lacks the run
-# launcher and coordinator (provider tags, fast run start-up): say so rather than run without.
+# coordinator (provider tags): say so rather than run without.
 dev: setup
+	@$(CHECK_HOME)
 	@grep -q ProviderTaggingRunCoordinator $(DAGSTER_HOME)/dagster.yaml || echo "warning: \
-	$(DAGSTER_HOME)/dagster.yaml lacks the run_launcher/run_coordinator of ./dagster.yaml; \
-	runs will not get clcg/provider tags. Copy those blocks over." >&2
+	$(DAGSTER_HOME)/dagster.yaml lacks the run_coordinator of ./dagster.yaml; \
+	runs will not get clcg/provider tags. Copy that block over." >&2
 	$(BIN)/dagster dev -w workspace.yaml
 
 bench: setup

@@ -130,26 +130,21 @@ def main() -> int:
         "--replicates", type=int, default=None, help="bootstrap replicates (default: study.yaml)"
     )
     parser.add_argument("--timeout", type=float, default=900, help="seconds per wait before giving up")
-    parser.add_argument(
-        "--compare-launchers", action="store_true", help="measure again with Dagster's default run launcher"
-    )
     args = parser.parse_args()
     # A killed benchmark still stops its daemon (the `finally` below and LocalDaemon's exit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    launchers = ["project"] + (["dagster-default"] if args.compare_launchers else [])
-    for launcher in launchers:
-        root = Path(tempfile.mkdtemp(prefix="clcg-bench-daemon-"))
-        try:
-            measure(root, args, dagster_default_launcher=launcher == "dagster-default")
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+    root = Path(tempfile.mkdtemp(prefix="clcg-bench-daemon-"))
+    try:
+        measure(root, args)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     return 0
 
 
-def measure(root: Path, args: argparse.Namespace, *, dagster_default_launcher: bool) -> None:
+def measure(root: Path, args: argparse.Namespace) -> None:
     config_dir = make_config(root, args.languages, args.replicates)
     second = "lexical-reader-b"
-    daemon = LocalDaemon(root, config_dir, dagster_default_launcher=dagster_default_launcher)
+    daemon = LocalDaemon(root, config_dir)
     with daemon:
         t_nothing = daemon.wait_for(
             f"a study with {FIRST}", lambda: FIRST in daemon.models_in_results(), args.timeout
@@ -165,10 +160,6 @@ def measure(root: Path, args: argparse.Namespace, *, dagster_default_launcher: b
             waits, daemon_overheads = run_overheads(instance, since)
     baseline_wall, baseline_overhead = in_process_baseline(root, config_dir, daemon, "lexical-reader-c")
     per_run = statistics.mean(daemon_overheads) if daemon_overheads else float("nan")
-    launcher = (
-        "Dagster's default (spawn per run)" if dagster_default_launcher else "project's (fork, preloaded)"
-    )
-    print(f"run launcher: {launcher}")
     config = load_config(config_dir)
     covered = len(study_coverage(config).covered)
     print(

@@ -14,7 +14,11 @@ subprocesses, measured at 5 and 20 models in the same run; speeds are printed as
 At the baseline sizes both JSON documents must agree on every estimand to 1e-12.
 
     .venv/bin/python bench/scale_analysis.py [--sizes 5 20 50 100] [--baseline-sizes 5 20]
-        [--replicates 2000] [--baseline-ref e8ef00e]
+        [--replicates 2000] [--baseline-ref e8ef00e] [--added-sizes 20 100]
+
+``--added-sizes``: at each size N, a study of N-1 models is analysed (writing its model pair
+store), then the N-th model is added and the analysis refreshed reusing the store, against a
+full recomputation of the N models; both documents must be identical.
 
 The 500-model point holds about 78M rows on disk and needs several GB: run it on a quiet machine.
 """
@@ -45,8 +49,9 @@ from clcg_pipeline.config import default_config_dir, load_config
 sys.path.insert(0, {bench!r})
 from scale_analysis import panel_config
 config = panel_config(load_config(default_config_dir()), {n_models})
+store = {{"pair_store_path": sys.argv[4]}} if len(sys.argv) > 4 else {{}}
 estimate_file(sys.argv[1], sys.argv[2], config, full=True, replicates={replicates},
-              articles_path=sys.argv[3])
+              articles_path=sys.argv[3], **store)
 wall = time.perf_counter() - start
 usage = resource.getrusage(resource.RUSAGE_SELF)
 peak, cpu = usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
@@ -109,15 +114,25 @@ def baseline_tree(ref: str, into: Path) -> Path:
 
 
 def run_point(
-    n_models: int, scores: Path, articles: Path, out: Path, replicates: int, pythonpath: Path | None
+    n_models: int,
+    scores: Path,
+    articles: Path,
+    out: Path,
+    replicates: int,
+    pythonpath: Path | None,
+    store: Path | None = None,
 ) -> dict[str, float]:
-    """One suite run in a fresh subprocess: its wall seconds and peak resident bytes."""
+    """One suite run in a fresh subprocess: its wall seconds and peak resident bytes.
+
+    ``store``: the pair store the run reads (when there) and writes (``estimate_file``'s
+    ``pair_store_path``).
+    """
     env = dict(os.environ, CLCG_CONFIG_DIR=str(ROOT / "assets_config"))
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     code = _POINT.format(bench=str(Path(__file__).parent), n_models=n_models, replicates=replicates)
     done = subprocess.run(
-        [sys.executable, "-c", code, str(scores), str(out), str(articles)],
+        [sys.executable, "-c", code, str(scores), str(out), str(articles), *([str(store)] if store else [])],
         # ``python -c`` puts its folder first on sys.path: the baseline runs from its own tree.
         cwd=pythonpath or ROOT,
         env=env,
@@ -152,6 +167,46 @@ def differences(got: object, want: object, path: str = "") -> list[str]:
     return [] if got == want else [f"{path}: {got!r} vs {want!r}"]
 
 
+def without_last_model(path: Path, into: Path, n_models: int) -> None:
+    """The panel at ``path`` less its last model (``m<n-1>``), written to ``into``."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    pq.write_table(table.filter(pc.field("model") != _model_id(n_models - 1)), into)
+
+
+def added_model(n: int, work: Path, articles: Path, replicates: int, n_articles: int) -> bool:
+    """One model added to an analysed study of ``n - 1``: the refresh reusing the pair store of the
+    first analysis against a full recomputation, in fresh subprocesses; the documents must be identical."""
+    scores, before = work / f"scores_{n}.parquet", work / f"scores_{n - 1}.parquet"
+    write_panel(scores, n, n_articles)
+    without_last_model(scores, before, n)
+    store = work / f"pairs_{n}.parquet"
+    first = run_point(n, before, articles, work / f"before_{n}.json", replicates, None, store)
+    added = run_point(n, scores, articles, work / f"added_{n}.json", replicates, None, store)
+    full = run_point(n, scores, articles, work / f"full_{n}.json", replicates, None)
+    same = _volatile_less(work / f"added_{n}.json") == _volatile_less(work / f"full_{n}.json")
+    print(
+        f"{n - 1:6d}+1 first {first['wall']:7.2f}s   added: {added['wall']:7.2f}s {added['cpu']:7.2f} cpu "
+        f"{added['peak'] / 1e9:5.2f} GB   full: {full['wall']:7.2f}s {full['cpu']:7.2f} cpu "
+        f"{full['peak'] / 1e9:5.2f} GB   {full['wall'] / added['wall']:4.2f}x wall "
+        f"{full['cpu'] / added['cpu']:4.2f}x cpu  " + ("identical" if same else "DIFFERENT"),
+        flush=True,
+    )
+    for path in (scores, before, store):
+        path.unlink()
+    return same
+
+
+def _volatile_less(path: Path) -> dict[str, object]:
+    """A written document less the settings that say when and from which checkout it was computed."""
+    document = json.loads(path.read_text())
+    for key in ("generated_at", "code_version"):
+        document["settings"].pop(key, None)
+    return document
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[5, 20, 50, 100])
@@ -159,6 +214,13 @@ def main() -> int:
     parser.add_argument("--replicates", type=int, default=2000)
     parser.add_argument("--articles", type=int, default=150)
     parser.add_argument("--baseline-ref", default=BASELINE_REF)
+    parser.add_argument(
+        "--added-sizes",
+        type=int,
+        nargs="*",
+        default=[20],
+        help="sizes at which one model is added to an analysed study (reusing its pair store)",
+    )
     args = parser.parse_args()
 
     from clcg_pipeline.synthetic import synthetic_articles
@@ -192,6 +254,10 @@ def main() -> int:
                 line += "  identical" if not diffs else f"  {len(diffs)} DIFFERENCES, first {diffs[:3]}"
             print(line + f"   (panel written in {gen:.0f}s)", flush=True)
             scores.unlink()
+        if args.added_sizes:
+            print("[scale] one model added: the refresh reusing the last pairs vs a full recomputation")
+        for n in args.added_sizes:
+            ok &= added_model(n, work, articles, args.replicates, args.articles)
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

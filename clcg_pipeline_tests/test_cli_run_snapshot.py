@@ -7,13 +7,29 @@ added to an inbox the config puts outside the data folder must send the run to t
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from clcg_pipeline.config import code_versions, load_config
-from clcg_pipeline.storage import complete_run_request, write_complete_run
+from clcg_pipeline.storage import complete_run_request, write_complete_run, write_json
+from clcg_pipeline_tests.report.test_report import _full
+
+# What the no-op rerun must not load: rendering the HTML report (results, granularity, Dagster)
+# took ~1.5 s of a 2.4 s "everything is up to date" before ``report`` loaded it lazily.
+HEAVY = (
+    "dagster",
+    "scipy",
+    "statsmodels",
+    "clcg_pipeline.report._render",
+    "clcg_pipeline.results",
+    "clcg_pipeline.granularity",
+    "clcg_pipeline.orchestration",
+)
 
 
 def test_a_new_file_in_an_inbox_outside_the_data_folder_is_not_up_to_date(
@@ -52,3 +68,50 @@ def test_a_new_file_in_an_inbox_outside_the_data_folder_is_not_up_to_date(
     (inbox / "batch-2.csv").write_text("a new annotation file")
     assert cli.main(argv) == 0
     assert len(full_checks) == 1  # the records decide: the analysis will import it
+
+
+def _as_a_complete_run_left_it(config_dir: Path, data: Path) -> None:
+    """The data folder's memo and results document as a finished study leaves them."""
+    config = load_config(config_dir)
+    asked = complete_run_request(
+        config_dir=str(config_dir),
+        versions=code_versions(config),
+        models=None,
+        languages=None,
+        mode="online",
+        budget_usd=None,
+        inbox=config.study.human_validation.inbox,
+    )
+    write_json(data / "study_results.json", _full())
+    write_complete_run(str(data), asked, 5)
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*")}
+
+
+def test_a_no_op_rerun_loads_no_dagster_analysis_or_report_renderer_and_rewrites_nothing(
+    config_dir: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    _as_a_complete_run_left_it(config_dir, data)
+    before = _files(data)
+    code = (
+        "import sys; from clcg_pipeline.cli import main;"
+        "rc = main(['run', '--config', sys.argv[1], '--data', sys.argv[2]]);"
+        f"print('loaded:', sorted(m for m in {HEAVY!r} if m in sys.modules), rc)"
+    )
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(config_dir), str(data)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "everything is up to date (5 partitions)" in done.stdout
+    assert f"results: {data / 'study_results.json'}" in done.stdout  # the H1 table was printed
+    assert done.stdout.splitlines()[-1] == "loaded: [] 0"
+    assert _files(data) == before

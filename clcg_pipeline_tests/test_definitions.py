@@ -21,7 +21,9 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
     "tokenizer_fertility_by_language": ("corpus", None, {"paragraphs"}),
     "items": ("items", None, {"articles", "paragraphs", "study_sample"}),
     "item_rejections": ("items", None, {"articles", "paragraphs", "study_sample"}),
+    "item_calls": ("items", None, {"articles", "paragraphs", "study_sample"}),
     "item_level_audit": ("items", None, {"items", "paragraphs"}),
+    "level_audit_calls": ("items", None, {"items", "paragraphs"}),
     # one model's stream of calls, ahead of its language x model partitions (which follow it)
     "model_calls": (
         "inference",
@@ -48,6 +50,7 @@ EXPECTED_ASSETS: dict[str, tuple[str, str | None, set[str]]] = {
     "long_paragraphs": ("granularity", None, {"paragraphs", "corpus_audit"}),
     "granularity_tasks": ("granularity", None, {"long_documents", "long_paragraphs"}),
     "task_rejections": ("granularity", None, {"long_documents", "long_paragraphs"}),
+    "task_writer_calls": ("granularity", None, {"long_documents", "long_paragraphs"}),
     **dict.fromkeys(
         ["task_predictions", "task_calls"],
         ("granularity", GRID, {"granularity_tasks", "long_paragraphs", "model_calls"}),
@@ -136,10 +139,21 @@ EXPECTED_AUTOMATION = {
         ["task_predictions", "task_calls", "task_scores", "task_judgements", "task_judge_calls"], ONCE
     ),
     **dict.fromkeys(
-        ["languages", "study_sample", "tokenizer_fertility_by_language", "items", "item_rejections"], FOLLOW
+        [
+            "languages",
+            "study_sample",
+            "tokenizer_fertility_by_language",
+            "items",
+            "item_rejections",
+            "item_calls",
+        ],
+        FOLLOW,
     ),
-    "item_level_audit": FOLLOW,
-    **dict.fromkeys(["long_documents", "long_paragraphs", "granularity_tasks", "task_rejections"], FOLLOW),
+    **dict.fromkeys(["item_level_audit", "level_audit_calls"], FOLLOW),
+    **dict.fromkeys(
+        ["long_documents", "long_paragraphs", "granularity_tasks", "task_rejections", "task_writer_calls"],
+        FOLLOW,
+    ),
     "report": FOLLOW,
     **dict.fromkeys(["error_taxonomy_estimates", "error_taxonomy_results"], FOLLOW),
     "diagnostic_sample": AFTER_ALL,

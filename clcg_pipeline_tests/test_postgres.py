@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import dagster as dg
 import pytest
 import yaml
 
@@ -41,8 +42,12 @@ def _clcg(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[s
     return subprocess.run([str(clcg), *args], env=env, capture_output=True, text=True, timeout=900)
 
 
-def test_postgres_yaml_launches_runs_as_dagster_yaml_does() -> None:
-    """The two instance files differ in storage only; the run launcher and coordinator match."""
+def test_postgres_yaml_launches_runs_as_dagster_yaml_does(tmp_path: Path) -> None:
+    """The two instance files differ in storage only; the run launcher and coordinator match,
+    and the launcher is Dagster's own (no ``run_launcher`` section: ``DefaultRunLauncher``)."""
+    shutil.copyfile(PROJECT_ROOT / "dagster.yaml", tmp_path / "dagster.yaml")
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert type(instance.run_launcher) is dg.DefaultRunLauncher, type(instance.run_launcher)
     local = yaml.safe_load((PROJECT_ROOT / "dagster.yaml").read_text())
     pg = yaml.safe_load((PROJECT_ROOT / "dagster.postgres.yaml").read_text())
     for section in ("run_launcher", "run_coordinator"):

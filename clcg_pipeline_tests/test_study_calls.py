@@ -170,7 +170,7 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
 
 
 def test_ctrl_c_while_calling_ahead_stops_cleanly_and_pays_nothing_twice(
-    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable
+    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home, data = tmp_path / "home", tmp_path / "data"
     env = {**os.environ, "DAGSTER_HOME": str(home), KEY_ENV: KEY}
@@ -194,10 +194,15 @@ def test_ctrl_c_while_calling_ahead_stops_cleanly_and_pays_nothing_twice(
         # (The offline judges and writers cache their answers too, without the server.)
         sent = set(server.state.requests)
         answered = {path.stem for path in (data / "cache" / "calls").rglob("*.json")} & sent
-        # The next run resumes: what was answered is not asked again.
+        # The next run resumes: what was answered is not asked again. (In this process: the
+        # command line's Ctrl-C is what needed a `clcg run` of its own.)
         server.set_faults(Faults(latency_s=0.0))
-        done = subprocess.run(command, capture_output=True, env=env, text=True, timeout=600)
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        monkeypatch.setenv("DAGSTER_HOME", str(home))
+        monkeypatch.setenv(KEY_ENV, KEY)
+        resumed = run_study(
+            config_dir=str(demo_config_dir), data_dir=str(data), models=["fake-gpt"], languages=LANGUAGES[:2]
+        )
         requests = dict(server.state.requests)
+    assert resumed.new_calls > 0  # the calls Ctrl-C left unanswered were made
     # (A call cut off in flight by Ctrl-C is asked again, as in an interrupted run.)
     assert answered and all(requests[cid] == 1 for cid in answered), "an answered call was paid twice"

@@ -10,11 +10,11 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from clcg_pipeline.cli import main
 from clcg_pipeline.config import load_config
 from clcg_pipeline.orchestration import build_definitions
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import query, read_frame, run_named_query
-from clcg_pipeline_tests.conftest import run_clcg
 from clcg_pipeline_tests.demo_study import DemoStudy
 
 pytestmark = pytest.mark.slow
@@ -119,14 +119,21 @@ def test_second_run_reuses_everything(finished_study: dict) -> None:
     assert study.rewritten_by_second == []
 
 
-def test_run_then_query(demo_study: DemoStudy, tmp_path: Path) -> None:
-    env, config_dir, ran = demo_study.env, demo_study.config_dir, demo_study.first
+def test_run_then_query(
+    demo_study: DemoStudy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config_dir, ran = demo_study.config_dir, demo_study.first
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", demo_study.env["COLUMNS"])  # the table's width, as before
 
     def _query(folder: Path, *args: str) -> str:
-        """``clcg query --data FOLDER ARGS``'s output; it must succeed."""
-        done = run_clcg("query", "--data", str(folder), *args, env=env, cwd=tmp_path)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+        """``clcg query --data FOLDER ARGS``'s output; it must succeed. In this process, through
+        the entry point `clcg` is (``cli.main``): a fresh interpreter per query cost ~2 s of imports."""
+        capsys.readouterr()
+        code = main(["query", "--data", str(folder), *args])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return out
 
     assert "H1 micro" in ran.stdout and "Georgian" in ran.stdout
     data = demo_study.data_dir

@@ -44,9 +44,10 @@ def test_partitions_overlap_without_paying_twice_or_passing_the_limit(
     monkeypatch.setenv(KEY_ENV, KEY)
     data = tmp_path / "data"
     spans = record_chat_spans(monkeypatch, time.time)  # the clock of Dagster's run start times
-    # Calls long enough that each run calls for 5-15 s (60-160 calls, 2 at a time), so the two
-    # runs started by the two workers (en..pt, ka) overlap however the machine staggers them.
-    with FakeServer(Faults(latency_s=0.15)) as server:
+    # Calls long enough that each run, alone, calls for 6 s or more (ka ~120 calls with its
+    # granularity tasks, en..pt ~260; 2 at a time), so the two runs started by the two workers
+    # (en..pt, ka) overlap however the machine staggers them. (0.15 s made the test wait ~10 s.)
+    with FakeServer(Faults(latency_s=0.1)) as server:
         add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=LIMIT, timeout_s=5.0)
         summary = run_study(
             config_dir=str(demo_config_dir),

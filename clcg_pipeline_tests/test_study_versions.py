@@ -70,6 +70,9 @@ def test_a_new_model_leaves_the_corpus_version_alone(jsonl_config: Path, edit_ya
     after = code_versions(load_config(jsonl_config))
     assert after["corpus"] == before["corpus"]
     assert after["study"] != before["study"]
+    # Nor the study inputs' or the first model's: only the new model's partitions are stale.
+    assert after["inputs"] == before["inputs"]
+    assert after["model:lexical-reader"] == before["model:lexical-reader"]
 
 
 def test_content_hashes_are_cached_across_processes(jsonl_config: Path, tmp_path: Path) -> None:

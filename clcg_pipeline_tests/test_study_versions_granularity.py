@@ -26,3 +26,5 @@ def test_editing_the_long_document_source_changes_the_study_version(
     after = code_versions(load_config(config_dir))
     # Only long_documents and what follows read it: the corpus assets stay current.
     assert after["study"] != before["study"] and after["corpus"] == before["corpus"]
+    # long_documents is a study input, upstream of every model's partitions: they are stale too.
+    assert after["inputs"] != before["inputs"]

@@ -20,12 +20,22 @@ from clcg_pipeline.analysis._context import (
     NO_VALID_REPLICATE,
     WITHHELD_FIELDS,
     SuiteContext,
+    withheld_caveat,
+    withheld_for_too_few,
     withheld_reason,
     withhold_fields,
 )
 from clcg_pipeline.analysis._drilldown import drilldown
 from clcg_pipeline.analysis._h1 import estimate_h1, h1_core, roles_of
-from clcg_pipeline.analysis._io import estimate_file, read_scores, write_json
+from clcg_pipeline.analysis._io import (
+    PAIR_STORE_FILE,
+    estimate_file,
+    pair_store_path,
+    read_pair_store,
+    read_scores,
+    write_json,
+    write_pair_store,
+)
 from clcg_pipeline.analysis._leaderboard import (
     LEADERBOARD_COLUMNS,
     LEADERBOARD_FILES,
@@ -33,6 +43,7 @@ from clcg_pipeline.analysis._leaderboard import (
     write_leaderboard,
 )
 from clcg_pipeline.analysis._mixed import mixed_h1
+from clcg_pipeline.analysis._pair_store import PairStore
 from clcg_pipeline.analysis._power import PowerQuestion, power_from_pilot
 from clcg_pipeline.analysis._prepare import Rule, analysis_rows
 from clcg_pipeline.analysis._suite import ESTIMATE_COLUMNS, StudyResults, run_suite
@@ -43,11 +54,13 @@ __all__ = [
     "LEADERBOARD_FILES",
     "NO_ESTIMATE",
     "NO_VALID_REPLICATE",
+    "PAIR_STORE_FILE",
     "WITHHELD_FIELDS",
     "ClusterBootstrap",
     "ClusterCells",
     "ClusterTable",
     "FineTable",
+    "PairStore",
     "PowerQuestion",
     "Replicates",
     "Rule",
@@ -64,16 +77,21 @@ __all__ = [
     "h1_core",
     "leaderboard",
     "mixed_h1",
+    "pair_store_path",
     "percentile_ci",
     "power_from_pilot",
     "ratio",
+    "read_pair_store",
     "read_scores",
     "replicate",
     "roles_of",
     "run_suite",
     "valid_replicates",
+    "withheld_caveat",
+    "withheld_for_too_few",
     "withheld_reason",
     "withhold_fields",
     "write_json",
     "write_leaderboard",
+    "write_pair_store",
 ]

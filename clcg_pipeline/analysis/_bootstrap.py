@@ -442,9 +442,9 @@ class ClusterBootstrap:
 
     Every contrast is thus taken inside the same replicate, and every estimand is qualified by
     the suite's identifiability rule (``SuiteContext.qualify``). ``unit`` names the clusters in
-    the results: ``"articles"`` (the study's own) keeps ``n_articles`` and the rule's wording;
-    any other unit (``"documents"``) renames the count to ``n_<unit>``, placed last, and says
-    ``too few <unit>`` in the reason.
+    the results: ``"articles"`` (the study's own) keeps ``n_articles``; any other unit
+    (``"documents"``) renames the count to ``n_<unit>``, placed last, and is passed to the rule
+    (``withheld_reason(unit=)``), whose reason then says ``too few <unit>``.
     """
 
     def __init__(
@@ -494,7 +494,7 @@ class ClusterBootstrap:
         """One qualified estimand from a point-then-replicates vector (``SuiteContext.summ``)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return self._named(self.ctx.summ(vec, n=n, n_articles=n_clusters, sided=None))
+            return self._named(self.ctx.summ(vec, n=n, n_articles=n_clusters, sided=None, unit=self.unit))
 
     def summaries(
         self, vectors: np.ndarray, n: Sequence[int] | np.ndarray, n_clusters: Sequence[int] | np.ndarray
@@ -514,7 +514,7 @@ class ClusterBootstrap:
                 "n_articles": int(n_clusters[j]),
                 "valid_replicates": int(valid[j]),
             }
-            out.append(self._named(self.ctx.qualify(entry, sided=None)))
+            out.append(self._named(self.ctx.qualify(entry, sided=None, unit=self.unit)))
         return out
 
     def table(self, cells: ClusterCells) -> pd.DataFrame:
@@ -527,12 +527,11 @@ class ClusterBootstrap:
         return pd.concat([cells.cells.reset_index(drop=True), pd.DataFrame(stats)], axis=1)
 
     def _named(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """The suite rule speaks of articles; name this bootstrap's unit instead."""
+        """The count under this bootstrap's unit (``n_documents``); the rule, asked with ``unit=``,
+        already named it in the reason."""
         if self.unit == "articles":
             return entry
         entry[f"n_{self.unit}"] = entry.pop("n_articles")
-        if entry["reason"]:
-            entry["reason"] = entry["reason"].replace("too few articles", f"too few {self.unit}")
         return entry
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,8 @@ def withheld_reason(
     n_articles: int | None,
     min_articles: int,
     valid_replicates: int | None = None,
+    *,
+    unit: str = "articles",
 ) -> str | None:
     """The identifiability rule, stated once: why an estimand's interval and p are withheld, or
     None when they may be shown.
@@ -44,12 +47,13 @@ def withheld_reason(
     restates and ``clcg compare`` for the numbers it computes or reads all ask this function, so a
     threshold or a reason cannot differ between them. Below ``study.min_articles`` articles a
     bootstrap interval is degenerate; with no valid replicate there is none. The point estimate
-    stays in every case, as a description of the sample.
+    stays in every case, as a description of the sample. ``unit`` names what a study resamples
+    in the articles' place (documents, items, annotators), so its reason says so.
     """
     if estimate is None:
         return NO_ESTIMATE
     if n_articles is not None and n_articles < min_articles:
-        return f"too few articles: {n_articles} < study.min_articles = {min_articles}"
+        return f"too few {unit}: {n_articles} < study.min_articles = {min_articles}"
     if valid_replicates == 0:
         return NO_VALID_REPLICATE
     return None
@@ -60,6 +64,29 @@ def withhold_fields(block: dict[str, Any]) -> None:
     for name in WITHHELD_FIELDS:
         if name in block:
             block[name] = None
+
+
+def withheld_for_too_few(reason: object, unit: str = "articles") -> bool:
+    """Whether ``reason`` (a record's, from :func:`withheld_reason`) withheld it for too few ``unit``."""
+    return isinstance(reason, str) and reason.startswith(f"too few {unit}:")
+
+
+def withheld_caveat(
+    subject: str, records: Sequence[Mapping[str, Any]], min_articles: int, unit: str = "articles"
+) -> str | None:
+    """The one caveat line for the records of ``subject`` that :func:`withheld_reason` withheld for
+    too few ``unit`` (counted from each record's ``reason``), or None when it withheld none.
+
+    Every study that sums up its withheld breakdowns says it in these words, so a threshold or
+    its consequence cannot be stated differently from one study to the next.
+    """
+    few = sum(withheld_for_too_few(r.get("reason"), unit) for r in records)
+    if not few:
+        return None
+    return (
+        f"{subject}: {few} of {len(records)} estimate(s) rest on fewer than study.min_articles = "
+        f"{min_articles} {unit}; they are descriptions and their intervals and p values are withheld"
+    )
 
 
 def _min_p(valid: int, sided: str) -> float:
@@ -85,10 +112,11 @@ class SuiteContext:
         n_articles: int | None = None,
         p: float | None = None,
         sided: str | None = "one-sided",
+        unit: str = "articles",
     ) -> dict[str, Any]:
         """One bootstrapped estimand from a point-first vector, with its counts and caveats.
 
-        ``sided=None``: p is not a bootstrap p (see :meth:`qualify`).
+        ``sided=None``: p is not a bootstrap p (see :meth:`qualify`); ``unit``: what was resampled.
         """
         low, high = percentile_ci(vec[1:], self.confidence)
         out: dict[str, Any] = {"estimate": finite(vec[0]), "ci_low": finite(low), "ci_high": finite(high)}
@@ -99,7 +127,7 @@ class SuiteContext:
         if n_articles is not None:
             out["n_articles"] = int(n_articles)
         out["valid_replicates"] = valid_replicates(vec)
-        return self.qualify(out, sided=sided)
+        return self.qualify(out, sided=sided, unit=unit)
 
     def stats(
         self,
@@ -124,17 +152,22 @@ class SuiteContext:
             sided=sided,
         )
 
-    def qualify(self, out: dict[str, Any], *, sided: str | None = "one-sided") -> dict[str, Any]:
+    def qualify(
+        self, out: dict[str, Any], *, sided: str | None = "one-sided", unit: str = "articles"
+    ) -> dict[str, Any]:
         """Add ``identifiable``, ``reason``, ``p_bound`` and ``flags`` to a bootstrapped estimand.
 
         The rule is :func:`withheld_reason` (below ``study.min_articles`` articles the interval
         and p would be degenerate): a withheld estimand is marked not identifiable with its
         reason; the point estimate stays as a description. ``sided=None``: p is not a bootstrap
-        p (no attainable bound to label).
+        p (no attainable bound to label). ``unit``: what ``n_articles`` counts (documents for a
+        bootstrap over documents), named in the rule's reason.
         """
         flags: list[str] = list(out.get("flags", []))
         valid = out.get("valid_replicates")
-        reason = withheld_reason(out.get("estimate"), out.get("n_articles"), self.min_articles, valid)
+        reason = withheld_reason(
+            out.get("estimate"), out.get("n_articles"), self.min_articles, valid, unit=unit
+        )
         if reason is not None:
             withhold_fields(out)
         if valid is not None and valid < self.replicates and reason is None:

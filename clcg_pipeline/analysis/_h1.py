@@ -8,10 +8,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.analysis._bootstrap import summarize
+from clcg_pipeline.analysis._bootstrap import summarize, valid_replicates
+from clcg_pipeline.analysis._context import withheld_reason, withhold_fields
 from clcg_pipeline.analysis._gaps import GapPanel, Roles, build_panel
 from clcg_pipeline.analysis._prepare import KEY_COLUMNS, Rule, analysis_rows, check_columns
 from clcg_pipeline.config import LanguagesConfig, StudyConfig
+
+#: The H1 family's pooled estimands, in the order of the results.
+H1_KEYS = ("h1_micro", "macro", "pt_gap", "macro_net", "micro_net")
 
 
 def roles_of(languages: LanguagesConfig) -> Roles:
@@ -139,25 +143,47 @@ def estimate_h1(
     ``{estimate, ci_low, ci_high}``), ``by_language``, ``by_model``, ``settings``, ``n``.
     Estimands that cannot be computed are ``None``; languages/models without rows are omitted.
     """
-    result = h1_core(scores, languages, study, replicates=replicates, seed=seed, rule=rule).result
-    min_articles = int(getattr(study, "min_articles", 10))
-    if result["n"]["articles"] < min_articles:
-        # The same rule as the full suite (_context.qualify): with too few articles every
-        # interval is degenerate, so it is withheld and the estimand marked not identifiable.
-        reason = f"too few articles: {result['n']['articles']} < study.min_articles = {min_articles}"
-        _withhold(result, reason)
-    return result
+    core = h1_core(scores, languages, study, replicates=replicates, seed=seed, rule=rule)
+    withhold_unidentifiable(core, roles_of(languages), int(getattr(study, "min_articles", 10)))
+    return core.result
 
 
-def _withhold(node: Any, reason: str) -> None:
-    """Mark every estimand (a dict with ``estimate``) under ``node`` not identifiable."""
-    if isinstance(node, dict):
-        if node.get("estimate") is not None:
-            node.update(ci_low=None, ci_high=None, identifiable=False, reason=reason)
-            if "p" in node:
-                node["p"] = None
-        for value in node.values():
-            _withhold(value, reason)
-    elif isinstance(node, list):
-        for value in node:
-            _withhold(value, reason)
+def contrast_languages(roles: Roles, key: str) -> list[str]:
+    """Languages whose rows enter an H1-family contrast (the reference is always one)."""
+    en, pt, tg = roles.reference, roles.baseline, list(roles.targets)
+    if key == "pt_gap":
+        return [en, pt]
+    if key in ("macro_net", "micro_net"):
+        return [en, pt, *tg]
+    return [en, *tg]
+
+
+def withhold_unidentifiable(core: H1Core, roles: Roles, min_articles: int) -> None:
+    """Ask the suite's rule (``withheld_reason``) about each estimand of ``core`` with the same
+    counts the suite gives it (the articles of the languages it contrasts, in its model, and its
+    valid replicates), and withhold the interval of each it withholds, with the rule's reason.
+
+    So ``clcg estimate`` without ``--full`` shows an interval exactly where the full suite does.
+    A block without an estimate (``None``) has nothing to withhold and keeps its shape.
+    """
+    result, vectors, panel = core.result, core.vectors, core.panel
+    if panel is None:
+        return
+    blocks: list[tuple[dict[str, Any], str, list[str], dict[str, Any]]] = [
+        (result[key], key, contrast_languages(roles, key), {}) for key in H1_KEYS
+    ]
+    blocks += [
+        (entry, f"clcg/{iso}", [roles.reference, iso], {}) for iso, entry in result["by_language"].items()
+    ]
+    for model, entry in result["by_model"].items():
+        blocks += [
+            (entry[key], f"{key}/{model}", contrast_languages(roles, key), {"model": model})
+            for key in ("h1_micro", "pt_gap", "macro_net")
+        ]
+    for block, vector, langs, where in blocks:
+        estimate = block.get("estimate")
+        n_articles = panel.n_articles(language=langs, **where)
+        reason = withheld_reason(estimate, n_articles, min_articles, valid_replicates(vectors[vector]))
+        if estimate is not None and reason is not None:
+            withhold_fields(block)
+            block.update(identifiable=False, reason=reason)

@@ -7,6 +7,7 @@ counts process start in its time budget; the full suite imports scipy/statsmodel
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,9 +18,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from clcg_pipeline.analysis._h1 import estimate_h1
+from clcg_pipeline.analysis._pair_store import PairStore, store_from_table
 from clcg_pipeline.analysis._prepare import KEY_COLUMNS
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.storage import jsonable, write_bytes_atomic
+from clcg_pipeline.storage import jsonable, read_frame, write_bytes_atomic, write_frame
 
 _STRING_COLS = ("model", "language", "doc_id", "item_id", "context_scope", "level", "item_source", "status")
 _METRICS = ("token_f1", "exact_match", "accuracy", "rouge_l", "semsim")
@@ -127,6 +129,41 @@ def read_articles(path: str) -> pd.DataFrame:
     return pq.read_table(path, columns=["doc_id", "published"]).to_pandas()
 
 
+#: The model pair store in a data folder: a file, not a folder, so it is neither a table of the
+#: catalog nor a document of a release (a cache of the analysis, rebuilt when missing).
+PAIR_STORE_FILE = "model_pairs_reuse.parquet"
+
+
+def pair_store_path(data_dir: str) -> str:
+    """Where the analysis of the data folder ``data_dir`` (a path or URL) keeps its pair store."""
+    from upath import UPath
+
+    return str(UPath(data_dir) / PAIR_STORE_FILE)
+
+
+def read_pair_store(path: str) -> tuple[PairStore | None, str | None]:
+    """The pair store written at ``path`` by the last analysis, or None and why it cannot be used.
+
+    None without a reason: there is no store yet (a first analysis). An unreadable or damaged
+    store is no error either: every pair is then computed, and the reason says what was wrong.
+    """
+    try:
+        frame = read_frame(path)
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        return None, f"{path}: unreadable ({exc}); every model pair is computed"
+    try:
+        return store_from_table(frame), None
+    except ValueError as exc:
+        return None, f"{path}: damaged ({exc}); every model pair is computed"
+
+
+def write_pair_store(store: PairStore, path: str) -> None:
+    """Write ``store`` at ``path`` (atomically) for the next analysis to reuse."""
+    write_frame(path, store.table())
+
+
 def write_json(obj: Any, out_path: str) -> None:
     """Write ``obj`` as JSON (2-space indent, keys in their order), atomically."""
     payload = json.dumps(jsonable(obj), indent=2, sort_keys=False, allow_nan=False) + "\n"
@@ -144,6 +181,7 @@ def estimate_file(
     articles_path: str | None = None,
     fertility_path: str | None = None,
     replication_path: str | None = None,
+    pair_store_path: str | None = None,
 ) -> dict[str, Any]:
     """Read scores, estimate, write JSON atomically, return the dict.
 
@@ -153,7 +191,9 @@ def estimate_file(
 
     Without ``full``: the H1 family on the primary band (only band rows are read). With
     ``full``: the whole suite (``study_results.json`` content); an estimates table is not
-    written here (the caller owns table storage).
+    written here (the caller owns table storage). ``pair_store_path`` (with ``full``): the model
+    pairs of the last analysis written there are reused where their models' rows and the
+    settings are unchanged, and every pair is written back there for the next one (issue 37).
     """
     try:
         result = _estimate(
@@ -165,6 +205,7 @@ def estimate_file(
             articles_path=articles_path,
             fertility_path=fertility_path,
             replication_path=replication_path,
+            pair_store_path=pair_store_path,
         )
     except ValueError as exc:
         if str(scores_path) in str(exc):
@@ -185,6 +226,7 @@ def _estimate(
     articles_path: str | None,
     fertility_path: str | None = None,
     replication_path: str | None = None,
+    pair_store_path: str | None = None,
 ) -> Mapping[str, Any]:
     """The H1 family's dict or, with ``full``, the suite's ``study_results.json`` document."""
     study = config.study
@@ -211,8 +253,9 @@ def _estimate(
     # The metrics the suite reads (exact_match only as the band metric): a column less of
     # every scored row. token_f1 stays first, the column read_scores checks on every row.
     metrics = tuple(m for m in _METRICS if m != "exact_match" or study.band.metric == m)
+    previous = _previous_pairs(pair_store_path) if pair_store_path else None
     # Handed over in a list, so the suite can free the raw frame once it has its own copy.
-    return suite_owning(
+    result = suite_owning(
         [read_scores(scores_path, metrics=metrics)],
         config,
         articles=articles,
@@ -220,4 +263,16 @@ def _estimate(
         replication_scores=replication,
         replicates=replicates,
         seed=seed,
-    ).results
+        pair_store=previous,
+    )
+    if pair_store_path and result.pair_store is not None:
+        write_pair_store(result.pair_store, pair_store_path)
+    return result.results
+
+
+def _previous_pairs(path: str) -> PairStore | None:
+    """The store at ``path``; a damaged one is said (a warning) and every pair recomputed."""
+    store, why = read_pair_store(path)
+    if why is not None:
+        warnings.warn(why, stacklevel=3)
+    return store

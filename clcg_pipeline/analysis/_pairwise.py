@@ -49,9 +49,10 @@ class Sides:
 
 def side_gaps(sums: np.ndarray, counts: np.ndarray, weights: np.ndarray) -> Sides:
     """The gaps of every side from its ``articles x sides x languages`` sums and counts."""
-    _, n_sides, n_langs = sums.shape
-    rep_s = _replicated(sums, weights).reshape(-1, n_sides, n_langs)
-    rep_c = _replicated(counts, weights).reshape(-1, n_sides, n_langs)
+    n_langs = sums.shape[2]
+    rep_s = _replicated(sums, weights)
+    # Counts are whole numbers: their products are exact in any order, so one product serves all.
+    rep_c = _replicated(counts, weights, whole=True)
     means = ratio(rep_s, rep_c)
     english = means[:, :, 0]
     pooled = ratio(rep_s[:, :, 2:].sum(axis=-1), rep_c[:, :, 2:].sum(axis=-1))
@@ -66,15 +67,31 @@ def side_gaps(sums: np.ndarray, counts: np.ndarray, weights: np.ndarray) -> Side
     return Sides(vectors, n, presence)
 
 
-def _replicated(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Full-sample column sums, then one row per replicate: ``weights @ values`` (as ``replicate``)."""
-    flat = values.reshape(values.shape[0], -1)
-    out = np.empty((weights.shape[0] + 1, flat.shape[1]))
-    out[0] = flat.sum(axis=0)
-    if flat.size:
-        out[1:] = weights @ flat
-    else:
-        out[1:] = 0.0
+def _replicated(values: np.ndarray, weights: np.ndarray, *, whole: bool = False) -> np.ndarray:
+    """Full-sample sums, then one row per replicate (``weights @ values``, as ``replicate``), per side.
+
+    ``values`` is ``articles x sides x languages``; the result ``(B+1) x sides x languages``.
+    One product per side, always of the same shape: BLAS sums a column of a product in an
+    order that depends on the width of the matrix it is in, so a side computed among other
+    sides would differ in its last bits from the same side computed alone. Per side, a
+    model's replicates are the same whatever other models or pairs are computed with it, so
+    a pair kept from an earlier run (``_pair_store``) equals the pair recomputed (issue 37).
+    ``whole``: the values are whole numbers (row counts), whose sums are exact in any order
+    below 2**53, so one product for all sides gives the same bits and is several times faster.
+    """
+    n_articles, n_sides, n_langs = values.shape
+    out = np.zeros((weights.shape[0] + 1, n_sides, n_langs))
+    if n_articles == 0:
+        return out
+    if whole:
+        flat = values.reshape(n_articles, -1)
+        out[0] = flat.sum(axis=0).reshape(n_sides, n_langs)
+        np.matmul(weights, flat, out=out[1:].reshape(weights.shape[0], -1))  # a view: no copy
+        return out
+    for side in range(n_sides):
+        part = np.ascontiguousarray(values[:, side, :])
+        out[0, side] = part.sum(axis=0)
+        out[1:, side] = weights @ part
     return out
 
 
@@ -111,6 +128,7 @@ class PairRows:
     unit: np.ndarray
     y: np.ndarray
     answered: np.ndarray
+    articles: np.ndarray | None = None  # the article ids, in code order
 
 
 @dataclass(frozen=True)
@@ -148,9 +166,15 @@ class AllPairs:
         self._rows_of = [by_model[bounds[m] : bounds[m + 1]] for m in range(rows.n_models)]
         self._pattern, self._shared, self._answered = _coverage(rows.answered)
 
-    def blocks(self, chunk: int = CHUNK) -> Iterator[PairBlock]:
-        """The pairs in ``itertools.combinations`` order, ``chunk`` pairs at a time."""
-        first, second = np.triu_indices(self.rows.n_models, k=1)
+    def blocks(
+        self, chunk: int = CHUNK, pairs: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> Iterator[PairBlock]:
+        """The pairs in ``itertools.combinations`` order, ``chunk`` pairs at a time.
+
+        ``pairs``: only these ``(first, second)`` model indices (the pairs a reuse store lacks);
+        a pair's statistics do not depend on the other pairs of its block.
+        """
+        first, second = np.triu_indices(self.rows.n_models, k=1) if pairs is None else pairs
         for start in range(0, len(first), chunk):
             yield self._block(first[start : start + chunk], second[start : start + chunk])
 

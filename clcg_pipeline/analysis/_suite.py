@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from clcg_pipeline.analysis._context import SuiteContext, usable
+from clcg_pipeline.analysis._context import SuiteContext, usable, withheld_caveat
 from clcg_pipeline.analysis._definitions import DEFINITIONS, definition_of, definitions_for
 from clcg_pipeline.analysis._h1 import H1Core, h1_core, roles_of
+from clcg_pipeline.analysis._pair_store import PairReuse, PairStore
 from clcg_pipeline.analysis._prepare import apply_rule, score_values, select_rows
 from clcg_pipeline.analysis._settings import language_coverage, panel_languages, suite_settings
 from clcg_pipeline.analysis.sections import context as sec_context
@@ -49,6 +50,9 @@ class StudyResults:
     results: StudyResultsDocument
     estimates: pd.DataFrame
     timings: dict[str, float] = field(default_factory=dict)
+    # Every model pair's statistics with the fingerprints of their rows, for the next analysis to
+    # reuse (``pair_store`` of run_suite); None without pairs.
+    pair_store: PairStore | None = None
 
 
 def run_suite(
@@ -60,8 +64,13 @@ def run_suite(
     replication_scores: pd.DataFrame | None = None,
     replicates: int | None = None,
     seed: int | None = None,
+    pair_store: PairStore | None = None,
 ) -> StudyResults:
-    """Run every estimator and test (docs/ESTIMANDS.md) on a ``scores`` frame."""
+    """Run every estimator and test (docs/ESTIMANDS.md) on a ``scores`` frame.
+
+    ``pair_store``: the last analysis's ``StudyResults.pair_store``; the model pairs it holds
+    for unchanged models and settings are taken from it instead of computed (issue 37).
+    """
     return suite_owning(
         [scores],
         config,
@@ -70,6 +79,7 @@ def run_suite(
         replication_scores=replication_scores,
         replicates=replicates,
         seed=seed,
+        pair_store=pair_store,
     )
 
 
@@ -82,6 +92,7 @@ def suite_owning(
     replication_scores: pd.DataFrame | None = None,
     replicates: int | None = None,
     seed: int | None = None,
+    pair_store: PairStore | None = None,
 ) -> StudyResults:
     """:func:`run_suite` on the one frame in ``holder``, which it takes out of the list.
 
@@ -93,7 +104,8 @@ def suite_owning(
     timer = _Timer()
     with timer("prepare"):
         rows = _prepare(ctx, holder)
-    results = _sections(ctx, rows, timer, articles, fertility, replication_scores)
+    reuse = PairReuse(previous=pair_store)
+    results = _sections(ctx, rows, timer, articles, fertility, replication_scores, reuse)
     with_data, without_data = language_coverage(config, rows.scores)
     results["settings"] = suite_settings(ctx, rows.scores, rows.band_a, with_data, without_data)
     results["languages"] = panel_languages(config)
@@ -109,7 +121,7 @@ def suite_owning(
     # cast: the sections are filled in key by key under the document's own key names; mypy
     # cannot check a dict built that way against the TypedDict.
     document = cast(StudyResultsDocument, {"settings": results.pop("settings"), **results})
-    return StudyResults(results=document, estimates=estimates, timings=timer.seconds)
+    return StudyResults(document, estimates, timer.seconds, reuse.current)
 
 
 class _Timer:
@@ -201,6 +213,7 @@ def _sections(
     articles: pd.DataFrame | None,
     fertility: pd.DataFrame | None,
     replication_scores: pd.DataFrame | None,
+    reuse: PairReuse,
 ) -> dict[str, Any]:
     """Every section in document order (the order also fixes the estimates table's rows)."""
     config, study = ctx.config, ctx.config.study
@@ -222,7 +235,7 @@ def _sections(
     with timed("joshi_class"):
         results["joshi_class"] = sec_h1.joshi_classes(ctx, core)
     with timed("model_contrasts"):
-        results["model_contrasts"] = sec_model_contrasts.model_contrasts(ctx, core, band_a)
+        results["model_contrasts"] = sec_model_contrasts.model_contrasts(ctx, core, band_a, reuse)
     with timed("h3"):
         results["h3"] = _h3(ctx, rows)
     with timed("h2"):
@@ -335,7 +348,7 @@ def _all_warnings(
         names = ", ".join(e["iso"] for e in without_data)
         out.append(f"{len(without_data)} panel language(s) without scored rows: {names}")
     out.extend(ctx.warnings)
-    out.extend(_estimate_warnings(estimates))
+    out.extend(_estimate_warnings(estimates, ctx.min_articles))
     return out
 
 
@@ -378,15 +391,15 @@ def _scored_kinds(scores: pd.DataFrame) -> str:
     )
 
 
-def _estimate_warnings(estimates: pd.DataFrame) -> list[str]:
+def _estimate_warnings(estimates: pd.DataFrame, min_articles: int) -> list[str]:
     """One line per kind of caveat found in the estimates table."""
     out: list[str] = []
-    few = estimates.loc[estimates["status"].str.startswith("not identifiable: too few articles", na=False)]
-    if len(few):
-        out.append(
-            f"{len(few)} estimand(s) not identifiable with too few articles (below study.min_articles): "
-            "their intervals and p values are withheld"
-        )
+    # The rule's owner decides which rows it withheld for too few articles and says so, from
+    # each row's reason (its status without the "not identifiable: " prefix).
+    records = [{"reason": _reason(str(status))} for status in estimates["status"]]
+    few = withheld_caveat("estimates", records, min_articles)
+    if few is not None:
+        out.append(few)
     flagged = estimates.loc[estimates["flags"].str.contains("outside its own", na=False)]
     for r in flagged.itertuples(index=False):
         out.append(f"{r.estimand}/{r.group}: estimate outside its own percentile interval")

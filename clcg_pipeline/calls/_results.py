@@ -191,9 +191,11 @@ def call_row(model: ModelSpec, request: ChatRequest, result: CallResult, **keys:
         "error": result.error,
         "cached": result.cached,
     }
-    if result.cached and result.paid_run:
-        # Whose payment answered it: the IO manager records it as paid by that run when no
-        # calls table did (a run killed after paying, a stream ahead), else as cached.
+    if result.paid_run:
+        # Whose payment answered it: a stream's call claimed as new (``from_cache``) is paid by
+        # the stream, not by the partition's run that records it; a cached one is recorded by
+        # the IO manager as paid by that run when no calls table did (a run killed after
+        # paying, a stream ahead), else as cached.
         own["paid_run"] = result.paid_run
         own["paid_host"] = result.paid_host
         # Microseconds: the calls tables' timestamps keep no finer time.
@@ -211,7 +213,7 @@ def from_cache(call_id: str, entry: dict[str, Any], origin: Origin = None) -> Ca
 
     ``clcg run`` sends a partition's calls ahead of its Dagster run (``orchestration/_calls_ahead.py``) and
     tags each entry it writes with that partition; the partition's run then records those
-    calls as its own new calls, and any other reader as cached.
+    calls as new calls (paid by the stream: ``paid_run`` is its token), and any other reader as cached.
     """
     # A payment is the calls table's to record only in the partition it was made for: another
     # partition asking the same request found it cached (``storage/_paid.py``).

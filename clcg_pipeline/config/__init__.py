@@ -37,7 +37,7 @@ from clcg_pipeline.config._models import (
     StudyConfig,
 )
 from clcg_pipeline.config._project_files import ensure_dagster_home, project_path
-from clcg_pipeline.config._versions import code_versions
+from clcg_pipeline.config._versions import code_versions, model_version_key
 
 __all__ = [
     "ASSEMBLED_SOURCE",
@@ -72,5 +72,6 @@ __all__ = [
     "ensure_dagster_home",
     "load_config",
     "load_file",
+    "model_version_key",
     "project_path",
 ]

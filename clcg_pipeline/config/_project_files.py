@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 # The ``clcg_pipeline`` package folder (this module sits in its ``config`` package).
@@ -42,5 +43,51 @@ def ensure_dagster_home() -> Path:
     template = project_path("dagster.yaml")
     if template.exists() and not settings.exists():
         shutil.copyfile(template, settings)
+    elif settings.exists():
+        drop_removed_run_launcher(settings)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
+
+
+# The run launcher earlier versions wrote into the dagster.yaml they copied: the class is gone
+# (runs use Dagster's DefaultRunLauncher), and an instance naming it no longer loads.
+_REMOVED_LAUNCHER = "PreloadedRunLauncher"
+
+
+def drop_removed_run_launcher(settings: Path) -> bool:
+    """Remove the ``run_launcher`` block naming the removed launcher from ``settings``; True if it did.
+
+    Only that block goes, by its lines, so the user's other settings and comments stay; the
+    file as it was is kept beside it (``dagster.yaml.before-default-launcher``) and one line
+    on stderr says so. A ``run_launcher`` the user chose (Docker, Kubernetes) is not touched.
+    """
+    text = settings.read_text(encoding="utf-8")
+    if _REMOVED_LAUNCHER not in text:
+        return False
+    kept: list[str] = []
+    block: list[str] = []
+    for line in text.splitlines(keepends=True):
+        if block and (line.startswith((" ", "\t")) or not line.strip()):
+            block.append(line)
+            continue
+        if block:
+            kept.extend(block if not any(_REMOVED_LAUNCHER in b for b in block) else [])
+            block = []
+        if line.startswith("run_launcher:"):
+            block = [line]
+        else:
+            kept.append(line)
+    if block and not any(_REMOVED_LAUNCHER in b for b in block):
+        kept.extend(block)
+    new_text = "".join(kept)
+    if new_text == text:
+        return False
+    backup = settings.with_name(settings.name + ".before-default-launcher")
+    shutil.copyfile(settings, backup)
+    settings.write_text(new_text, encoding="utf-8")
+    print(
+        f"note: {settings}: removed the run_launcher block naming {_REMOVED_LAUNCHER} (no longer part "
+        f"of clcg-pipeline; runs use Dagster's default launcher); the previous file is {backup}",
+        file=sys.stderr,
+    )
+    return True

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from upath import UPath
 
-from clcg_pipeline.config._models import ProjectConfig, SourceSpec
+from clcg_pipeline.config._models import ModelSpec, ProjectConfig, SourceSpec
 
 _DEMO_PACKAGE = "clcg_pipeline.corpus"
 _DEMO_FOLDER = "demo_data"
@@ -146,9 +146,49 @@ def _hash(*parts: str) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-def code_versions(config: ProjectConfig) -> dict[str, str]:
-    """``{"corpus": ..., "study": ...}``: the code version of the corpus assets and of the rest.
+MODEL_PREFIX = "model:"
 
+
+def model_version_key(model_id: str) -> str:
+    """The key of ``model_id``'s own version in ``code_versions``' result."""
+    return f"{MODEL_PREFIX}{model_id}"
+
+
+def _strings(value: object) -> set[str]:
+    """Every text in a dumped settings tree, dict keys included."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return {text for key, item in value.items() for text in (_strings(key) | _strings(item))}
+    if isinstance(value, list | tuple):
+        return {text for item in value for text in _strings(item)}
+    return set()
+
+
+def _own_models(config: ProjectConfig) -> list[ModelSpec]:
+    """The evaluated models that nothing but their own partitions reads.
+
+    An auxiliary model (a judge, a writer) is read by assets of every model, and so is an
+    evaluated model the study settings name (as a judge, the item generator, a family override):
+    those belong to what every asset depends on. Any text of the study settings equal to a model
+    id counts as naming it, so a setting added later is covered without a list to keep.
+    """
+    named = _strings(config.study.model_dump(mode="json"))
+    return [model for model in config.models.evaluated if model.id not in named]
+
+
+def code_versions(config: ProjectConfig) -> dict[str, str]:
+    """The code versions of the study's assets, by what they depend on.
+
+    - ``corpus``: the corpus assets (source contents, the panel, the study settings);
+    - ``inputs``: everything but the list of evaluated models (the corpus, the package, the
+      auxiliary and study-named models, a long-document corpus): the study inputs, and the
+      language x model family as an asset (what Dagster shows);
+    - ``model:<id>``, one per evaluated model: ``inputs`` and that model's own settings, the
+      version of its language x model partitions (what their records carry);
+    - ``study``: all of it, every model included: the assets that read every model.
+
+    So adding a model, or editing one, changes ``study`` and that model's version only.
     Built from the parsed config (not the files' bytes, so comments and key order do not
     count), the package version and the sources' contents.
     """
@@ -160,4 +200,16 @@ def code_versions(config: ProjectConfig) -> dict[str, str]:
     # edited file must make it stale too. "assembled" reads the study's own corpus, already hashed.
     granularity_source = config.study.granularity.source
     extra = [] if granularity_source == "assembled" else [long_document_source_hash(granularity_source)]
-    return {"corpus": corpus, "study": _hash(corpus, config.models.model_dump_json(), *extra)}
+    own = _own_models(config)
+    own_ids = {model.id for model in own}
+    # By id, not by position: a model added anywhere in models.yaml leaves the others' order alone.
+    shared = sorted((m for m in config.models.models if m.id not in own_ids), key=lambda m: m.id)
+    inputs = _hash(corpus, *(m.model_dump_json() for m in shared), *extra)
+    versions = {
+        "corpus": corpus,
+        "inputs": inputs,
+        "study": _hash(corpus, config.models.model_dump_json(), *extra),
+    }
+    evaluated = config.models.evaluated
+    versions.update({model_version_key(m.id): _hash(inputs, m.model_dump_json()) for m in evaluated})
+    return versions

@@ -8,6 +8,7 @@ import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus.assets import checked_outputs
+from clcg_pipeline.granularity._analysis import too_few_documents
 from clcg_pipeline.granularity._analysis_inputs import GRANULARITY_TABLES, granularity_from_tables
 from clcg_pipeline.granularity._asset_parts import GROUP
 from clcg_pipeline.resources import StudyResource
@@ -18,7 +19,9 @@ def granularity_results_check(doc: Mapping[str, Any]) -> dg.AssetCheckResult:
     """WARN when the analysis is skipped or empty, or no interval could be given (too few documents)."""
     status = doc["status"]
     settings = doc.get("settings", {})
-    few = status == "ok" and settings.get("documents", 0) < settings.get("min_documents", 0)
+    # The decision and its words are the suite's rule, as on every estimate of the document.
+    few = too_few_documents(settings.get("documents", 0), settings.get("min_documents", 0))
+    few = few if status == "ok" else None
     if status != "ok":
         description = f"{status}: {doc['reason']}"
     else:
@@ -32,15 +35,12 @@ def granularity_results_check(doc: Mapping[str, Any]) -> dg.AssetCheckResult:
                 f"; {settings['paragraphs_left_out']} paragraph(s) missing in some language left out of "
                 "every language version"
             )
-        if few:
-            description += (
-                f"; fewer than study.min_articles = {settings['min_documents']} documents: every interval is "
-                "withheld (estimates are descriptive)"
-            )
+        if few is not None:
+            description += f"; {few}: every interval is withheld (estimates are descriptive)"
     return dg.AssetCheckResult(
         asset_key="granularity_results",
         check_name="granularity_analysed",
-        passed=status == "ok" and not few,
+        passed=status == "ok" and few is None,
         severity=dg.AssetCheckSeverity.WARN,
         description=description,
         metadata={

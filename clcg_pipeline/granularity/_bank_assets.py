@@ -28,7 +28,7 @@ from clcg_pipeline.granularity._tasks import (
 )
 from clcg_pipeline.granularity._validate import REJECTION_COLUMNS
 from clcg_pipeline.resources import StudyResource
-from clcg_pipeline.storage import read_all_partitions, read_frame
+from clcg_pipeline.storage import empty_frame, read_all_partitions, read_frame
 
 # Task kinds every document should get; a document without one of them is reported.
 CORE_TASKS = ("word_single_qa", "word_multi_qa", "cloze", "paragraph_fill", "translation")
@@ -205,6 +205,12 @@ def _task_bank_asset() -> dg.AssetsDefinition:
                 kinds={"parquet"},
                 owners=["team:clcg"],
             ),
+            "task_writer_calls": dg.AssetOut(
+                description="The writers' calls (cloze confusions, word questions): what each paid "
+                "(the study's record of spend reads it).",
+                kinds={"parquet"},
+                owners=["team:clcg"],
+            ),
         },
         check_specs=[
             dg.AssetCheckSpec(
@@ -231,6 +237,7 @@ def _task_bank_asset() -> dg.AssetsDefinition:
             yield dg.Output(
                 empty(REJECTION_COLUMNS), output_name="task_rejections", metadata={"status": DISABLED}
             )
+            yield dg.Output(_stored_writer_calls(study), output_name="task_writer_calls")
             yield task_check(tasks, None)
             return
         writer_spec = cfg.models.get(gran.confusion_writer) if gran.confusion_writer else None
@@ -277,9 +284,18 @@ def _task_bank_asset() -> dg.AssetsDefinition:
         context.log.info(f"granularity_tasks: {len(tasks)} tasks, {len(bank.rejections)} rejected candidates")
         yield dg.Output(outputs["granularity_tasks"], output_name="granularity_tasks", metadata=metadata)
         yield dg.Output(outputs["task_rejections"], output_name="task_rejections")
+        writer_calls = bank.writer_calls if len(bank.writer_calls) else empty_frame("task_writer_calls")
+        yield dg.Output(writer_calls, output_name="task_writer_calls", metadata={"calls": len(writer_calls)})
         yield task_check(tasks, long_documents[long_documents["language"] == cfg.languages.reference])
 
     return granularity_task_bank
+
+
+def _stored_writer_calls(study: StudyResource) -> pd.DataFrame:
+    """The stored ``task_writer_calls``: a disabled family makes no call, and the record of what
+    its writers paid before stays (written empty, the study's spend would lose it)."""
+    stored = UPath(study.path("task_writer_calls", "data.parquet"))
+    return read_frame(stored) if stored.exists() else empty_frame("task_writer_calls")
 
 
 def _role_counts(tasks: pd.DataFrame) -> pd.DataFrame:
@@ -351,7 +367,7 @@ def _bank_metadata(
         "confusion_writer": confusion_writer or "none (cloze skipped)",
         "writer_calls": len(calls),
         "writer_cost_usd": float(calls["cost_usd"].sum()) if len(calls) else 0.0,
-        # Read by ``clcg run`` to count this run's new calls (the writer's calls have no table).
+        # This run's new calls, for the run's page (``clcg run`` counts task_writer_calls instead).
         "writer_new_calls": int(fresh.sum()) if fresh is not None else 0,
         "writer_new_cost_usd": float(calls.loc[fresh, "cost_usd"].sum()) if fresh is not None else 0.0,
         "notes": dg.MetadataValue.md("\n".join(f"- {n}" for n in notes) or "none"),

@@ -6,6 +6,7 @@ from clcg_pipeline.items._generate import (
     GeneratedBank,
     generate_bank,
     generate_items,
+    generate_items_with_calls,
     generation_requests,
     parse_generated,
 )
@@ -17,6 +18,7 @@ from clcg_pipeline.items._level_audit import (
     level_audit_requests,
     parse_level_audit,
     run_level_audit,
+    run_level_audit_with_calls,
 )
 from clcg_pipeline.items._prompts import (
     GENERATION_VERSION,
@@ -46,6 +48,7 @@ __all__ = [
     "ItemBankStatus",
     "generate_bank",
     "generate_items",
+    "generate_items_with_calls",
     "generation_requests",
     "item_bank_status",
     "level_agreement",
@@ -56,6 +59,7 @@ __all__ = [
     "rejection_summary",
     "render_messages",
     "run_level_audit",
+    "run_level_audit_with_calls",
     "template_hash",
     "validate_items",
 ]

@@ -1,8 +1,9 @@
 """Item-bank generation: requests per article x level, parsing, validation.
 
-Generation is pure up to :func:`generate_items`, which is the one place that calls a model,
-through ``clcg_pipeline.calls.run_requests`` (cache, retries, budget are its concern). The
-bank is frozen by the caller: this module never decides whether to regenerate.
+Generation is pure up to :func:`generate_items_with_calls`, which is the one place that calls a
+model, through ``clcg_pipeline.calls.run_requests`` (cache, retries, budget are its concern),
+and returns the ``item_calls`` rows of what was paid beside the items. The bank is frozen by
+the caller: this module never decides whether to regenerate.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from clcg_pipeline.calls import CallOptions, ChatRequest, run_requests
+from clcg_pipeline.calls import CallOptions, ChatRequest, call_row, run_requests
 from clcg_pipeline.config import LEVELS, ConditionSettings, ModelSpec, StudyConfig
 from clcg_pipeline.items._prompts import (
     LEVEL_FORMAT,
@@ -56,12 +57,14 @@ class _Result(Protocol):
 @dataclass(frozen=True)
 class GeneratedBank:
     """Valid items (``items`` contract + provenance), rejections, per article x level counts
-    (``yield_``: doc_id, level, n_returned, n_valid), and the raw call results."""
+    (``yield_``: doc_id, level, n_returned, n_valid), the raw call results and their
+    ``item_calls`` rows (``calls``)."""
 
     items: pd.DataFrame
     rejections: pd.DataFrame
     yield_: pd.DataFrame = field(default_factory=pd.DataFrame)
     results: list[Any] = field(default_factory=list)
+    calls: pd.DataFrame = field(default_factory=lambda: empty_frame("item_calls"))
 
 
 def generation_requests(
@@ -261,6 +264,34 @@ def _failure(result: _Result) -> str | None:
     return None
 
 
+def generation_calls(
+    model: ModelSpec, requests: Sequence[ChatRequest], results: Sequence[Any]
+) -> pd.DataFrame:
+    """The ``item_calls`` rows of the generator's calls, one per article x level: what each
+    paid (or that it was found in the cache), for the record of what the study paid."""
+    rows = [
+        call_row(model, request, result, doc_id=request.metadata["doc_id"], level=request.metadata["level"])
+        for request, result in zip(requests, results, strict=True)
+    ]
+    return pd.DataFrame(rows) if rows else empty_frame("item_calls")
+
+
+def generate_items_with_calls(
+    model: ModelSpec,
+    articles_en: pd.DataFrame,
+    paragraphs_en: pd.DataFrame,
+    study: StudyConfig,
+    options: CallOptions,
+    *,
+    created_at: dt.datetime | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the items of :func:`generate_items`, UNVALIDATED; the ``item_calls`` rows of its calls)."""
+    requests = generation_requests(articles_en, paragraphs_en, study)
+    results = run_requests(model, requests, options) if requests else []
+    items = parse_generated(results, requests, generator=model.id, created_at=created_at)
+    return items, generation_calls(model, requests, results)
+
+
 def generate_items(
     model: ModelSpec,
     articles_en: pd.DataFrame,
@@ -275,11 +306,13 @@ def generate_items(
     The frame holds every parsed item and one ``parse_error`` row per failed call or reply;
     pass it (alone or with the rest of the bank) to :func:`validate_items` with
     ``items_per_level=study.items_per_level`` so every rejection is counted. Use
-    :func:`generate_bank` for generation and validation in one step.
+    :func:`generate_bank` for generation and validation in one step, and
+    :func:`generate_items_with_calls` to record what the calls paid too.
     """
-    requests = generation_requests(articles_en, paragraphs_en, study)
-    results = run_requests(model, requests, options) if requests else []
-    return parse_generated(results, requests, generator=model.id, created_at=created_at)
+    items, _ = generate_items_with_calls(
+        model, articles_en, paragraphs_en, study, options, created_at=created_at
+    )
+    return items
 
 
 def generate_bank(
@@ -301,6 +334,7 @@ def generate_bank(
         rejections=rejections.reindex(columns=REJECTION_COLUMNS),
         yield_=_yield(requests, raw, valid),
         results=list(results),
+        calls=generation_calls(model, requests, results),
     )
 
 

@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from clcg_pipeline.calls import CallOptions, ChatRequest, run_requests
+from clcg_pipeline.calls import CallOptions, ChatRequest, call_row, run_requests
 from clcg_pipeline.config import LEVELS, ConditionSettings, ModelSpec
 from clcg_pipeline.items._prompts import LEVEL_INSTRUCTIONS, PARAGRAPH_MARK
+from clcg_pipeline.storage import empty_frame
 
 LEVEL_AUDIT_VERSION = "levelaudit-v1"
 AUDIT_SETTINGS = ConditionSettings(temperature=0.0, max_output_tokens=256)
@@ -135,6 +136,22 @@ def run_level_audit(
     model: ModelSpec, items: pd.DataFrame, paragraphs_en: pd.DataFrame, options: CallOptions
 ) -> pd.DataFrame:
     """Ask ``model`` for every item's level (cached through the runner) and parse the replies."""
+    audit, _ = run_level_audit_with_calls(model, items, paragraphs_en, options)
+    return audit
+
+
+def run_level_audit_with_calls(
+    model: ModelSpec, items: pd.DataFrame, paragraphs_en: pd.DataFrame, options: CallOptions
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the audit of :func:`run_level_audit`; its ``level_audit_calls`` rows: what each call
+    paid, or that it was found in the cache, for the record of what the study paid)."""
     requests = level_audit_requests(items, paragraphs_en)
     results = run_requests(model, requests, options) if requests else []
-    return parse_level_audit(results, requests)
+    rows = [
+        call_row(
+            model, request, result, doc_id=request.metadata["doc_id"], item_id=request.metadata["item_id"]
+        )
+        for request, result in zip(requests, results, strict=True)
+    ]
+    calls = pd.DataFrame(rows) if rows else empty_frame("level_audit_calls")
+    return parse_level_audit(results, requests), calls

@@ -1,11 +1,9 @@
 """How the study is run: the Dagster definitions, jobs, automation conditions, the run
-coordinator and launcher, the ``clcg run`` runner, the calls sent ahead, the plan, code
+coordinator, the ``clcg run`` runner, the calls sent ahead, the plan, code
 versions and the local daemon used by tests and benchmarks."""
 
 from clcg_pipeline.orchestration._coordinator import ProviderTaggingRunCoordinator
-from clcg_pipeline.orchestration._dagster_internals import WORKER_PRELOAD_MODULES
 from clcg_pipeline.orchestration._definitions import build_definitions
-from clcg_pipeline.orchestration._launcher import PreloadedRunLauncher
 from clcg_pipeline.orchestration._local_daemon import PROJECT_ROOT, DaemonTimeout, LocalDaemon
 from clcg_pipeline.orchestration._partition_run import StudyRunError
 from clcg_pipeline.orchestration._plan import plan_granularity, plan_power, plan_spent, plan_study
@@ -15,10 +13,8 @@ from clcg_pipeline.orchestration._summary import RunSummary
 __all__ = [
     "DEFAULT_PARALLEL",
     "PROJECT_ROOT",
-    "WORKER_PRELOAD_MODULES",
     "DaemonTimeout",
     "LocalDaemon",
-    "PreloadedRunLauncher",
     "ProviderTaggingRunCoordinator",
     "RunSummary",
     "StudyRunError",

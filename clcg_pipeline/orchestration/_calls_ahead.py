@@ -9,8 +9,9 @@ So ``clcg run`` first sends every pending partition's requests (its items' and i
 granularity tasks') through one ``CallSession`` per hosted model: one limiter, and the next
 partition's requests are built while the previous ones are in flight, so calls flow from
 one partition into the next. Each result goes to the call cache, tagged with the partition
-it was paid for; the partitions' runs then find their calls there and record them as their
-own new calls (``inference._calls.from_cache``), with the same claims, slots and study
+it was paid for; the partitions' runs then find their calls there and record them as new
+calls paid by this stream's token (``calls.from_cache``, ``calls.call_row``; ``clcg run``
+counts the token among its runs), with the same claims, slots and study
 ledger as ever (``inference._coord``). Judges read the answers, so they are still called
 inside the runs. Nothing here is needed for correctness: a run launched from the UI, a
 backfill or the daemon makes its own calls.

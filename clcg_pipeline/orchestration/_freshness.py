@@ -2,7 +2,8 @@
 
 Every asset the job writes must be recorded in this folder (``storage/_records.py``: the IO
 manager writes a record beside each partition, whoever launched the run) with the current
-code version (``clcg_pipeline/orchestration/_versions.py``), after everything it reads, and its
+code version (``clcg_pipeline/orchestration/_versions.py``; a language x model partition: its
+model's version, so another model's edit leaves it current), after everything it reads, and its
 file must still be there. The records are the one source: the Dagster instance is never asked,
 so a copied folder, or one run with another Dagster home, is judged as it is, and a folder
 without records (written before them, or whose records were removed) is not up to date: it is
@@ -19,7 +20,7 @@ import dagster as dg
 from upath import UPath
 
 from clcg_pipeline.orchestration._summary import PARTITION_CALL_TABLES, UNFINISHED_OUTCOMES
-from clcg_pipeline.orchestration._versions import version_for
+from clcg_pipeline.orchestration._versions import partition_version, version_kinds
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_CALLS
 from clcg_pipeline.storage import read_frame, read_records
 
@@ -33,6 +34,7 @@ class Freshness:
     def __init__(self, defs: dg.Definitions, data_dir: str, versions: dict[str, str]) -> None:
         self.graph = defs.resolve_asset_graph()
         self.versions = versions
+        self.kinds = version_kinds(defs)
         self.data_dir = data_dir
         self._folder: dict[str, dict[str | None, dict[str, Any]]] = {}
 
@@ -53,7 +55,10 @@ class Freshness:
 
     def _asset_up_to_date(self, asset: str, partition: str | None, isos: Sequence[str]) -> bool:
         record = self.folder_record(asset, partition)
-        if record is None or record.get("code_version") != version_for(asset, self.versions):
+        # A per-model partition is judged by its model's version: adding or editing another
+        # model leaves it current (``_versions``).
+        current = partition_version(asset, partition, self.versions, self.kinds)
+        if record is None or current is None or record.get("code_version") != current:
             return False
         if not (UPath(self.data_dir) / str(record.get("path", ""))).exists():
             return False

@@ -34,15 +34,18 @@ from clcg_pipeline.partitions import (
 CORPUS_ASSETS = ("articles", "paragraphs", "corpus_audit", "item_translations")
 STUDY_INPUT_ASSETS = (
     "item_level_audit",
+    "level_audit_calls",
     "languages",
     "study_sample",
     "items",
     "item_rejections",
+    "item_calls",
     "tokenizer_fertility_by_language",
     "long_documents",
     "long_paragraphs",
     "granularity_tasks",
     "task_rejections",
+    "task_writer_calls",
 )
 RESPONSE_ASSETS = (
     "predictions",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,11 +31,8 @@ class DaemonTimeout(AssertionError):
 
 
 class LocalDaemon:
-    def __init__(self, root: Path, config_dir: Path, *, dagster_default_launcher: bool = False) -> None:
-        """``dagster_default_launcher``: Dagster's own spawn-per-run launcher instead of the
-        project's (to measure what the project's saves)."""
+    def __init__(self, root: Path, config_dir: Path) -> None:
         self.root = root
-        self.dagster_default_launcher = dagster_default_launcher
         self.home = root / "dagster_home"
         self.config_dir = config_dir
         self.data_dir = root / "data"
@@ -52,10 +50,7 @@ class LocalDaemon:
 
     def start(self) -> LocalDaemon:
         self.home.mkdir(parents=True, exist_ok=True)
-        settings = yaml.safe_load((PROJECT_ROOT / "dagster.yaml").read_text(encoding="utf-8"))
-        if self.dagster_default_launcher:
-            settings.pop("run_launcher", None)
-        (self.home / "dagster.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
+        shutil.copyfile(PROJECT_ROOT / "dagster.yaml", self.home / "dagster.yaml")
         workspace = self.root / "workspace.yaml"
         location = {
             "module_name": "clcg_pipeline.definitions",
@@ -74,6 +69,13 @@ class LocalDaemon:
                 start_new_session=True,  # its own process group: stop() reaches every child
             )
         return self
+
+    @property
+    def pid(self) -> int:
+        """The daemon's process id, which is also its process group's (it leads its session)."""
+        if self._process is None:
+            raise RuntimeError("the daemon is not running; start() it first")
+        return self._process.pid
 
     def stop(self) -> None:
         if self._process is None:

@@ -8,8 +8,9 @@ model that has not been answered yet through one call session, then records the 
 token in its materialization (``partitions.STREAM_TOKEN``). The responses assets depend on it
 through their model dimension (``partitions.model_calls_dep``), so the daemon and a backfill
 run them after it, and each finds its calls in the cache, paid for on its behalf, and records
-them as its own new calls (``calls.partition_origin``): each partition's ``calls`` rows still
-say what it paid. Judges read the answers, so they are still called inside the runs.
+them as its new calls (``calls.partition_origin``), paid by this stream's run (``paid_run``,
+``calls.call_row``): each partition's ``calls`` rows still say what was paid for
+it, and by whom. Judges read the answers, so they are still called inside the runs.
 
 Offline models have no latency to hide: their stream records that their partitions answer
 inside their own runs.

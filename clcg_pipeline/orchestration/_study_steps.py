@@ -45,6 +45,7 @@ from clcg_pipeline.orchestration._partition_run import (
 )
 from clcg_pipeline.orchestration._summary import (
     ANALYSIS_CALL_TABLES,
+    INPUT_CALL_TABLES,
     PARTITION_CALL_TABLES,
     RunSummary,
     count_new_calls,
@@ -298,12 +299,12 @@ class StudyRun:
             rerun=regenerate,
         )
         if inputs is not None:
-            # The confusion writer's calls have no table: the task bank's materialization counts them
-            # (a writer stopped by the budget fails the job instead: the bank is frozen once written).
-            bank = materialized(inputs).get("granularity_tasks", {})
-            writer_cost = float(bank.get("writer_new_cost_usd") or 0.0)
-            self.summary.count("judges", int(bank.get("writer_new_calls") or 0), writer_cost)
-            self.spend(writer_cost, False)
+            # The item generator's and the writers' calls, from their tables (a writer stopped by
+            # the budget fails the job instead: the bank is frozen once written).
+            written = materialized(inputs)
+            tables = {t: k for t, k in INPUT_CALL_TABLES.items() if t in written}
+            spent, _ = count_new_calls(self.summary, self.request.data_dir, tables, None)
+            self.spend(spent, False)
 
     def response_ranges(self) -> list[LanguageRange]:
         """Each model's runs: the stretches of its stale languages (``stale_ranges``); the
@@ -372,6 +373,8 @@ class StudyRun:
         """One run per model over its stale languages (issue 32: the runs the daemon's backfill
         and the UI's Materialize launch), in forked workers or one after another in process."""
         self.record_streams(ahead)  # before the partitions: they are never older than their stream
+        if ahead.token:
+            self.summary.ran(ahead.token)  # what its stream pays is this command's (calls/_results.py)
         sender = _AheadSender(self, ahead)
         ranges = self.response_ranges()
         if self.in_workers(ranges):

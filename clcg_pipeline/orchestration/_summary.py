@@ -25,6 +25,9 @@ UNFINISHED_OUTCOMES = ("skipped_budget", "batch_pending")
 PARTITION_CALL_TABLES = {"calls": "responses", "task_calls": "tasks", "task_judge_calls": "judges"}
 # Those the analysis job writes (unpartitioned): the error-taxonomy judges and the keypoint writer.
 ANALYSIS_CALL_TABLES = {"judge_calls": "judges", "keypoint_calls": "judges"}
+# Those the study inputs job writes (unpartitioned): the item generator, the level auditor and the
+# task bank's writers, counted with the judges and writers.
+INPUT_CALL_TABLES = {"item_calls": "judges", "level_audit_calls": "judges", "task_writer_calls": "judges"}
 
 
 @dataclass
@@ -36,7 +39,8 @@ class RunSummary:
     budget_exhausted: bool = False
     response_calls: int = 0  # the evaluated models' answers (``calls``)
     task_calls: int = 0  # the granularity tasks' answers (``task_calls``)
-    judge_calls: int = 0  # judges and writers (task, error-taxonomy and keypoint judges, confusion writer)
+    # judges and writers (task, error-taxonomy, keypoint and level judges, task bank writers, item generator)
+    judge_calls: int = 0
     calls_ahead: CallsAhead | None = (
         None  # what was sent ahead of the partitions' runs (clcg_pipeline/orchestration/_calls_ahead.py)
     )

@@ -13,8 +13,10 @@ import pandas as pd
 
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.release._texts import text_hash
+from clcg_pipeline.storage import CALL_TABLE_STEPS
 
-CALL_TABLES = ("calls", "judge_calls", "keypoint_calls", "task_calls", "task_judge_calls")
+# Every calls table, the one list the spend view reads (item generator and writers included).
+CALL_TABLES = tuple(CALL_TABLE_STEPS)
 _PROMPT_COLUMNS = ("prompt_version", "template_hash", "prompt_hash")
 _AUDIT = ("coverage", "usable_coverage", "n_empty", "n_duplicated", "n_invalid_utf8", "complete")
 

@@ -19,44 +19,37 @@ from clcg_pipeline.report._format import (
     mapping_at,
 )
 from clcg_pipeline.report._page import Row, flags_of
-from clcg_pipeline.storage import Definition, StudyResultsDocument
+from clcg_pipeline.storage import Definition, DrilldownItemView, StudyResultsDocument
 
 _ESTIMATES_COLUMNS = ("estimand", "group", "estimate", "ci_low", "ci_high", "p", "p_adj", "n")
 _MAX_ESTIMATE_ROWS = 5000
 
 
 def drilldown_panels(
-    results: StudyResultsDocument | Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]], metric: str
+    drilldown: Mapping[str, list[DrilldownItemView]] | None, langs: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    raw = results.get("drilldown")
-    if isinstance(raw, Mapping) and isinstance(raw.get("languages"), Mapping):
-        raw = raw["languages"]
-    if not isinstance(raw, Mapping):
-        return []
+    """One panel per language of the typed ``drilldown``: each item's question, both answers, where."""
     panels: list[dict[str, Any]] = []
-    for iso, entries in raw.items():
-        items = [e for e in entries if isinstance(e, Mapping)] if isinstance(entries, list) else []
+    for iso, entries in (drilldown or {}).items():
         panels.append(
             {
                 "iso": str(iso),
                 "label": lang_name(str(iso), langs),
                 "items": [
                     {
-                        "question": str(e.get("question") or MISSING),
-                        "gold": str(e.get("gold") or MISSING),
-                        "en_answer": MISSING if e.get("en_answer") is None else str(e.get("en_answer")),
-                        "target_answer": MISSING
-                        if e.get("target_answer") is None
-                        else str(e.get("target_answer")),
-                        "en_score": fmt_num(e.get("en_score")),
-                        "target_score": fmt_num(e.get("target_score")),
-                        "difference": fmt_num(e.get("difference")),
+                        "question": e.question or MISSING,
+                        "gold": e.gold or MISSING,
+                        "en_answer": MISSING if e.en_answer is None else e.en_answer,
+                        "target_answer": MISSING if e.target_answer is None else e.target_answer,
+                        "en_score": fmt_num(e.en_score),
+                        "target_score": fmt_num(e.target_score),
+                        "difference": fmt_num(e.difference),
                         "where": " \u00b7 ".join(
-                            str(e[k]) for k in ("model", "doc_id", "item_id", "level") if e.get(k) is not None
+                            place for place in (e.model, e.doc_id, e.item_id, e.level) if place is not None
                         ),
-                        "reps": fmt_value(e.get("reps")) if e.get("reps") is not None else "",
+                        "reps": fmt_value(e.reps) if e.reps is not None else "",
                     }
-                    for e in items
+                    for e in entries
                 ],
             }
         )

@@ -18,6 +18,7 @@ from clcg_pipeline.report._builder import SectionBuilder
 from clcg_pipeline.report._format import fmt_num, mapping_at
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.results import SIGNIFICANT_KEPT, kept_pairs, rank_order, significant_pairs
+from clcg_pipeline.storage import EstimateModel, ModelContrastsModel, PairsTableView, TieGroupsModel
 
 _GAPS = (("h1_micro", "H1 micro"), ("macro", "macro"), ("macro_net", "macro net"))
 #: The named catalog query with every pair of a document that holds them all (its estimates table's
@@ -33,17 +34,18 @@ def needed_pairs(value: Mapping[str, Any], new_model: str | None = None) -> list
     return kept_pairs(value, new_model)
 
 
-def _pairs_note(shown: int, value: Mapping[str, Any], new_model: str | None, level: float) -> str:
+def _pairs_note(
+    shown: int, value: Mapping[str, Any], table: PairsTableView | None, new_model: str | None, level: float
+) -> str:
     """How many pairs are shown, by which rule, and where every pair is."""
-    table = mapping_at(value, "pairs_table")
     # A document written before the pairs moved out holds them all (estimates table: model_contrasts).
-    total = int(table.get("pairs") or len(mapping_at(value, "pairs")))
-    where = str(table.get("query") or ALL_PAIRS_QUERY)
+    total = (table.pairs if table else None) or len(mapping_at(value, "pairs"))
+    where = (table.query if table else None) or ALL_PAIRS_QUERY
     new = f", the new model's ({new_model})" if new_model else ""
-    significant = table.get("significant") if table else significant_pairs(value)
+    significant = table.significant if table and table.model_fields_set else significant_pairs(value)
     cap = (
         f"; {significant} are significant, the {SIGNIFICANT_KEPT} closest in rank shown"
-        if (isinstance(significant, int) and significant > SIGNIFICANT_KEPT)
+        if (significant is not None and significant > SIGNIFICANT_KEPT)
         else ""
     )
     return (
@@ -53,21 +55,21 @@ def _pairs_note(shown: int, value: Mapping[str, Any], new_model: str | None, lev
     )
 
 
-def _tie_note(ties: Mapping[str, Any]) -> str:
+def _tie_note(ties: TieGroupsModel | None) -> str:
     """The tie groups' rule, or why there are none (once for the table, not per model)."""
-    if not ties:
+    if ties is None or not ties.model_fields_set:
         return "no tie groups in this document (written before they were computed)"
-    if ties.get("reason"):
-        return f"no tie groups: {ties['reason']}"
-    return f"tie groups at level {ties.get('level')}: {ties.get('rule')}"
+    if ties.reason:
+        return f"no tie groups: {ties.reason}"
+    return f"tie groups at level {ties.level}: {ties.rule}"
 
 
-def _rank_cell(block: Mapping[str, Any]) -> str:
-    if block.get("estimate") is None:
+def _rank_cell(block: EstimateModel | None) -> str:
+    if block is None or block.estimate is None:
         return "\u2014"
-    text = fmt_num(block["estimate"], 0)
-    if block.get("ci_low") is not None and block.get("ci_high") is not None:
-        text += f" ({fmt_num(block['ci_low'], 0)}\u2013{fmt_num(block['ci_high'], 0)})"
+    text = fmt_num(block.estimate, 0)
+    if block.has_interval:
+        text += f" ({fmt_num(block.ci_low, 0)}\u2013{fmt_num(block.ci_high, 0)})"
     return text
 
 
@@ -79,7 +81,7 @@ def _rank_flags(block: Mapping[str, Any]) -> list[str]:
 
 
 def _contrast_rows(
-    value: Mapping[str, Any], builder: SectionBuilder, new_model: str | None
+    value: Mapping[str, Any], view: ModelContrastsModel, builder: SectionBuilder, new_model: str | None
 ) -> tuple[list[Row], str]:
     """The needed pairs' rows on each gap, and the line that says how many the catalog has."""
     pairs = mapping_at(value, "pairs")
@@ -90,8 +92,8 @@ def _contrast_rows(
         for gap, label in _GAPS
         if isinstance(pairs[name].get(gap), Mapping)
     ]
-    level = float(mapping_at(value, "tie_groups").get("level") or _DEFAULT_LEVEL)
-    return rows, _pairs_note(len(shown), value, new_model, level)
+    level = (view.tie_groups.level if view.tie_groups else None) or _DEFAULT_LEVEL
+    return rows, _pairs_note(len(shown), value, view.pairs_table, new_model, level)
 
 
 def _leaderboard_order(ranks: Mapping[str, Any]) -> list[str]:
@@ -100,30 +102,30 @@ def _leaderboard_order(ranks: Mapping[str, Any]) -> list[str]:
     return ranked + [str(model) for model in ranks if str(model) not in set(ranked)]
 
 
-def _rank_parts(value: Mapping[str, Any]) -> list[Part]:
-    """The rank table, every model in rank order (the leaderboard: never cut), with its rules."""
-    ranks = mapping_at(value, "ranks")
-    english = mapping_at(value, "english_score")
+def _rank_parts(value: Mapping[str, Any], view: ModelContrastsModel) -> list[Part]:
+    """The rank table, every model in rank order (the leaderboard: never cut), with its rules.
+
+    The typed ``view`` gives the cells; the flags come from the records (every field of them)."""
+    ranks, typed = mapping_at(value, "ranks"), view.ranks or {}
+    english = view.english_score or {}
     parts = [Part("heading", text="Rank per model (1 = smallest gap)")]
-    if value.get("ranking"):
-        parts.append(Part("note", text=str(value["ranking"])))
-    ties = mapping_at(value, "tie_groups")
-    parts.append(Part("note", text=_tie_note(ties)))
-    by_model = mapping_at(ties, "by_model")
+    if view.ranking:
+        parts.append(Part("note", text=view.ranking))
+    parts.append(Part("note", text=_tie_note(view.tie_groups)))
+    by_model = (view.tie_groups.by_model if view.tie_groups else None) or {}
     columns = ["model", *(f"rank: {label}" for _, label in _GAPS), "tie group", "English score", "flags"]
     table = [
         Row(
             cells=[
                 model,
-                *(_rank_cell(ranks[model].get(gap) or {}) for gap, _ in _GAPS),
+                *(_rank_cell(typed[model].get(gap)) for gap, _ in _GAPS),
                 fmt_num(by_model.get(model), 0),
-                fmt_num((english.get(model) or {}).get("estimate")),
+                fmt_num(english[model].estimate if model in english else None),
                 "",  # the row's flags go here (the template puts them in a "flags" column)
             ],
             flags=_rank_flags(ranks[model]),
         )
         for model in _leaderboard_order(ranks)
-        if isinstance(ranks.get(model), Mapping)
     ]
     parts.append(_pruned(Part("table", columns=columns, rows=table, whole=True)))
     return parts
@@ -135,18 +137,21 @@ def contrast_section(
     value: Mapping[str, Any],
     builder: SectionBuilder,
     caption: str,
+    view: ModelContrastsModel,
     new_model: str | None = None,
 ) -> Section:
-    section = Section(key=key, title=title, caption=caption or str(value.get("contrast") or ""))
-    status = str(value.get("status") or "")
+    """The section from ``view`` (the typed ``model_contrasts``, built once by the report) and, for
+    its estimate rows (every field of a record shown), ``value`` (the entry as the document holds it)."""
+    section = Section(key=key, title=title, caption=caption or view.contrast or "")
+    status = view.status or ""
     pairs = mapping_at(value, "pairs")
     ranks = mapping_at(value, "ranks")
     if not pairs and not ranks:
         section.parts.append(Part("note", text=status or "no model contrasts in this document"))
         return section
     if ranks:  # first: the leaderboard, then the pairs that explain it
-        section.parts.extend(_rank_parts(value))
-    rows, note = _contrast_rows(value, builder, new_model)
+        section.parts.extend(_rank_parts(value, view))
+    rows, note = _contrast_rows(value, view, builder, new_model)
     if pairs:
         section.parts.append(Part("heading", text="Paired contrasts (first model minus second)"))
         section.parts.append(Part("note", text=note))

@@ -20,7 +20,7 @@ from clcg_pipeline.report._document import lang_name
 from clcg_pipeline.report._format import MISSING, as_float, fmt_ci, fmt_num
 from clcg_pipeline.report._labels import H1_SUMMARY
 from clcg_pipeline.report._page import Row
-from clcg_pipeline.storage import EstimateModel, StudyResults, TieGroupsModel, study_results_view
+from clcg_pipeline.storage import EstimateModel, StudyResults, TieGroupsModel
 
 # The short mark of a withheld interval in the first screen's tables; its meaning is said once.
 NOT_IDENTIFIABLE_MARK = "n/i"
@@ -155,10 +155,10 @@ def _headline(doc: StudyResults) -> list[list[str]]:
 
 
 def decision(
-    results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]], *, simulated: bool = False
+    doc: StudyResults, langs: Mapping[str, Mapping[str, Any]], *, simulated: bool = False
 ) -> Decision:
-    """What the first screen says, read from the results document as the typed ``StudyResults``."""
-    doc = study_results_view(results)
+    """What the first screen says, read from the results document as the typed ``StudyResults``
+    (built once by the report, ``study_results_view``)."""
     out = Decision(
         languages=_language_rows(doc, langs),
         models=_model_rows(doc),

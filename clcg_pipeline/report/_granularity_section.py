@@ -26,7 +26,7 @@ from clcg_pipeline.report._granularity_tables import (
     tokens_parts,
 )
 from clcg_pipeline.report._heatmap import Cell, heatmap_svg
-from clcg_pipeline.report._labels import granularity_group_label, granularity_row_key
+from clcg_pipeline.report._labels import granularity_group_label, granularity_row_key, row_key_of
 from clcg_pipeline.report._linechart import Point, Series, line_chart_svg
 from clcg_pipeline.report._page import Part, Section
 from clcg_pipeline.report._studies import (
@@ -46,7 +46,13 @@ from clcg_pipeline.report._studies import (
     withheld_everywhere,
     words,
 )
-from clcg_pipeline.storage import GranularityResults, document_keys
+from clcg_pipeline.storage import (
+    CurvePointView,
+    GranularityResults,
+    GranularityView,
+    HeatmapCellView,
+    document_keys,
+)
 
 GRANULARITIES = ("word", "sentence", "paragraph", "document")
 POSITIONS = ("begin", "middle", "end")
@@ -69,7 +75,11 @@ def _rank(value: object, order: tuple[str, ...]) -> tuple[int, str]:
     return (order.index(text) if text in order else len(order), text)
 
 
-def granularity_section(raw: GranularityResults | None, walk: Walk) -> Section:
+def granularity_section(
+    raw: GranularityResults | None, walk: Walk, view: GranularityView | None = None
+) -> Section:
+    """The section from ``view`` (the typed ``granularity``; the report builds it once for the whole
+    document, a direct caller's ``raw`` is read into it here) and, for its record tables, ``raw``."""
     section = Section(
         key="granularity",
         title="Granularity and position: where in a long document the gap opens",
@@ -77,20 +87,26 @@ def granularity_section(raw: GranularityResults | None, walk: Walk) -> Section:
         "filling, document summary and translation), stratified by where the evidence sits. Gap = English "
         "minus the language on the same task; language groups pool languages by Joshi resource class.",
     )
-    block = clean(raw) if isinstance(raw, Mapping) else None
+    if view is None:  # a direct call: clean the entry and read it into its view here
+        block = clean(raw) if isinstance(raw, Mapping) else None
+        view = GranularityView.model_validate(block) if block is not None else None
+    else:
+        block = raw  # cleaned by the report, once for the view and the tables
     extra = ""
-    if normal_status(block) == "ok" and withheld_everywhere(
+    if normal_status(view) == "ok" and withheld_everywhere(
         block or {}, ("scores", "gaps", "position_curve", "no_context"), ("estimate", "gap", "drop")
     ):
-        extra = "Every interval is withheld (too few documents to identify them): see the caveats."
+        # Why is the document's to say (its caveats and each row's reason, from the rule's owner):
+        # the report does not restate the rule.
+        extra = "Every interval is withheld: see the caveats for why."
     section.parts.append(
         status_part(
-            block, key="granularity", what="the granularity task family", extra=extra, warn=bool(extra)
+            view, key="granularity", what="the granularity task family", extra=extra, warn=bool(extra)
         )
     )
-    if block is None:
+    if block is None or view is None:
         return section
-    status = normal_status(block)
+    status = normal_status(view)
     documents = records(block, "documents")
     if documents:
         section.parts.append(Part("heading", text="Documents"))
@@ -103,8 +119,8 @@ def granularity_section(raw: GranularityResults | None, walk: Walk) -> Section:
             ],
             known={"bucket", "n_documents", "languages"},
         )
-    section.parts += _heatmaps(block, status)
-    section.parts += _curves(block, status)
+    section.parts += _heatmaps(block, view, status)
+    section.parts += _curves(block, view, status)
     section.parts += middle_parts(block, status)
     section.parts += no_context_parts(block, status)
     section.parts += cloze_parts(block, status)
@@ -114,9 +130,9 @@ def granularity_section(raw: GranularityResults | None, walk: Walk) -> Section:
     if status == "ok":
         section.parts += dimension_parts(block)
     section.parts += _left_out_parts(block)
-    section.parts += caveat_parts(block)
-    settings = block.get("settings")
-    if isinstance(settings, Mapping) and settings:
+    section.parts += caveat_parts(view)
+    settings = view.settings
+    if settings:
         section.parts.append(Part("heading", text="Settings of this analysis"))
         facts = facts_part([(words(k), v) for k, v in settings.items() if not isinstance(v, Mapping)])
         if facts:
@@ -166,41 +182,43 @@ def _left_out_parts(block: GranularityResults) -> list[Part]:
 
 
 def heatmap_grid(
-    rows: list[Mapping[str, Any]],
+    typed: list[HeatmapCellView], rows: list[Mapping[str, Any]]
 ) -> tuple[list[str], list[str], list[str], dict[str, dict[tuple[str, str], Cell]], dict[str, float]]:
-    """(groups, row keys, regions, cells per group, colour scale per row) of the gap heat maps."""
+    """(groups, row keys, regions, cells per group, colour scale per row) of the gap heat maps.
+
+    ``typed`` are the cells as the view reads them; ``rows`` the same records, for their intervals."""
     usable = [
-        r for r in rows if str(r.get("region")) not in NO_POSITION and r.get("language_group") is not None
+        (c, r)
+        for c, r in zip(typed, rows, strict=True)
+        if str(c.region) not in NO_POSITION and c.language_group is not None
     ]
-    groups = sorted({str(r["language_group"]) for r in usable}, key=lambda g: _rank(g, GROUP_ORDER))
+    groups = sorted({str(c.language_group) for c, _ in usable}, key=lambda g: _rank(g, GROUP_ORDER))
     keyed = sorted(
-        {(_rank(r.get("granularity"), GRANULARITIES), granularity_row_key(r)) for r in usable},
+        {(_rank(c.granularity, GRANULARITIES), row_key_of(c.granularity, c.metric)) for c, _ in usable},
         key=lambda t: (t[0], t[1]),
     )
     row_keys = list(dict.fromkeys(k for _, k in keyed))
-    regions = sorted({str(r.get("region")) for r in usable}, key=lambda g: _rank(g, POSITIONS))
+    regions = sorted({str(c.region) for c, _ in usable}, key=lambda g: _rank(g, POSITIONS))
     cells: dict[str, dict[tuple[str, str], Cell]] = {g: {} for g in groups}
     scales: dict[str, float] = {}
-    for r in usable:
-        gap = as_float(r.get("gap"))
-        key, region, group = granularity_row_key(r), str(r.get("region")), str(r["language_group"])
+    for c, r in usable:
+        gap = as_float(c.gap)
+        key, region, group = row_key_of(c.granularity, c.metric), str(c.region), str(c.language_group)
         interval = ci_cell(r, "gap")
         cells[group][(key, region)] = Cell(
             value=gap,
             text=fmt_num(gap) if gap is not None else "no gap",
             sub=interval if gap is not None else "",
             tip=f"{granularity_group_label(group)}, {key}, {region} of the document: "
-            f"gap {fmt_num(gap)} {interval}"
-            + (f" (n = {fmt_int(r.get('n'))})" if r.get("n") is not None else ""),
+            f"gap {fmt_num(gap)} {interval}" + (f" (n = {fmt_int(c.n)})" if c.n is not None else ""),
         )
         if gap is not None:
             scales[key] = max(scales.get(key, 0.0), abs(gap))
     return groups, row_keys, regions, cells, scales
 
 
-def _heatmaps(block: GranularityResults, status: str) -> list[Part]:
-    rows = records(block, "heatmap")
-    groups, row_keys, regions, cells, scales = heatmap_grid(rows)
+def _heatmaps(block: GranularityResults, view: GranularityView, status: str) -> list[Part]:
+    groups, row_keys, regions, cells, scales = heatmap_grid(view.heatmap or [], records(block, "heatmap"))
     parts = opening(
         "Cross-lingual gap by granularity and document region, per language group",
         bool(groups),
@@ -238,8 +256,14 @@ def _heatmaps(block: GranularityResults, status: str) -> list[Part]:
     return parts
 
 
-def _curves(block: GranularityResults, status: str) -> list[Part]:
-    rows = [r for r in records(block, "position_curve") if str(r.get("region")) not in NO_POSITION]
+def _curves(block: GranularityResults, view: GranularityView, status: str) -> list[Part]:
+    # The typed points draw the curves; the records beside them fill the table (every field shown).
+    placed = [
+        (point, record)
+        for point, record in zip(view.position_curve or [], records(block, "position_curve"), strict=True)
+        if str(point.region) not in NO_POSITION
+    ]
+    points, rows = [p for p, _ in placed], [r for _, r in placed]
     parts = opening(
         "Position curve: score and gap from the beginning to the end",
         bool(rows),
@@ -248,14 +272,14 @@ def _curves(block: GranularityResults, status: str) -> list[Part]:
     )
     if not rows:
         return parts
-    panels = sorted({(_rank(r.get("granularity"), GRANULARITIES), granularity_row_key(r)) for r in rows})
+    panels = sorted(
+        {(_rank(p.granularity, GRANULARITIES), row_key_of(p.granularity, p.metric)) for p in points}
+    )
     keys = list(dict.fromkeys(k for _, k in panels))
     for key in keys[:MAX_CURVES]:
-        parts += _curve_panel(key, [r for r in rows if granularity_row_key(r) == key])
+        parts += _curve_panel(key, [p for p in points if row_key_of(p.granularity, p.metric) == key])
     # Say whiskers only where some are drawn: with every interval withheld there are none.
-    drawn = any(
-        as_float(r.get("ci_low")) is not None and as_float(r.get("ci_high")) is not None for r in rows
-    )
+    drawn = any(as_float(p.ci_low) is not None and as_float(p.ci_high) is not None for p in points)
     lines = (
         "Lines: the gap per language group, with interval whiskers; hollow points have their interval "
         "withheld."
@@ -278,26 +302,22 @@ def _curves(block: GranularityResults, status: str) -> list[Part]:
 Place = tuple[str, str]  # (region, paragraph position)
 
 
-def _by_place(mine: list[Mapping[str, Any]], group: str) -> dict[Place, Mapping[str, Any]]:
-    return {
-        (str(r.get("region")), str(r.get("position"))): r
-        for r in mine
-        if str(r.get("language_group")) == group
-    }
+def _by_place(mine: list[CurvePointView], group: str) -> dict[Place, CurvePointView]:
+    return {(str(p.region), str(p.position)): p for p in mine if str(p.language_group) == group}
 
 
-def _curve_panel(key: str, mine: list[Mapping[str, Any]]) -> list[Part]:
+def _curve_panel(key: str, mine: list[CurvePointView]) -> list[Part]:
     """One granularity and metric: the score curve (descriptive) and the gap curve (with intervals)."""
     places = sorted(
-        {(str(r.get("region")), str(r.get("position"))) for r in mine},
+        {(str(p.region), str(p.position)) for p in mine},
         key=lambda p: (_rank(p[0], POSITIONS), _rank(p[1], POSITIONS)),
     )
     with_position = any(p[1] not in NO_POSITION and p[1] != "None" for p in places)
-    all_groups = sorted({str(r.get("language_group")) for r in mine}, key=lambda g: _rank(g, GROUP_ORDER))
+    all_groups = sorted({str(p.language_group) for p in mine}, key=lambda g: _rank(g, GROUP_ORDER))
     scores = []
     for group in all_groups:
         by_place = _by_place(mine, group)
-        points = [Point(as_float(by_place.get(place, {}).get("score"))) for place in places]
+        points = [Point(as_float(by_place[place].score) if place in by_place else None) for place in places]
         scores.append(
             Series(
                 granularity_group_label(group),
@@ -311,10 +331,8 @@ def _curve_panel(key: str, mine: list[Mapping[str, Any]]) -> list[Part]:
         by_place = _by_place(mine, group)
         points = []
         for place in places:
-            r = by_place.get(place, {})
-            points.append(
-                Point(as_float(r.get("gap")), as_float(r.get("ci_low")), as_float(r.get("ci_high")))
-            )
+            at = by_place.get(place) or CurvePointView()
+            points.append(Point(as_float(at.gap), as_float(at.ci_low), as_float(at.ci_high)))
         series.append(Series(granularity_group_label(group), tuple(points), colour=GROUP_COLOURS.get(group)))
     axis = [p[1] if with_position else p[0] for p in places]
     groups = [p[0] for p in places] if with_position else None

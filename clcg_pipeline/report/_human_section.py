@@ -21,7 +21,6 @@ from clcg_pipeline.report._studies import (
     caveat_parts,
     chart,
     ci_cell,
-    clean,
     col,
     facts_part,
     further_results,
@@ -35,10 +34,11 @@ from clcg_pipeline.report._studies import (
 )
 from clcg_pipeline.report._svg import Bar, bar_chart_svg
 from clcg_pipeline.storage import (
+    CeilingView,
     HumanValidationResults,
-    Preference,
-    PreferenceBootstrap,
-    PreferenceModel,
+    HumanValidationView,
+    PreferenceView,
+    QcStepView,
     document_keys,
 )
 
@@ -50,7 +50,11 @@ HUMAN_KEYS = document_keys(HumanValidationResults) - HUMAN_GENERIC_KEYS
 ALPHA_REFERENCE = 0.67  # Krippendorff's floor for tentative conclusions
 
 
-def human_section(raw: HumanValidationResults | None, walk: Walk) -> Section:
+def human_section(
+    raw: HumanValidationResults | None, walk: Walk, view: HumanValidationView | None
+) -> Section:
+    """The section from ``view`` (the typed ``human_validation``, built once by the report) and, for
+    its record tables and further results, ``raw`` (the same entry, cleaned by the report)."""
     section = Section(
         key="human_validation",
         title="Human validation",
@@ -58,19 +62,19 @@ def human_section(raw: HumanValidationResults | None, walk: Walk) -> Section:
         "funnel: agreement, correlation with Token-F1, class-level adequacy against CLCG, the paired "
         "preference and the ceiling rule.",
     )
-    block = clean(raw) if isinstance(raw, Mapping) else None
-    if block is not None and block.get("simulated") is True:
+    block = raw if view is not None else None  # cleaned by the report, once for the view and tables
+    if view is not None and view.is_simulated:
         section.parts.append(Part("banner", text=SIMULATED_BANNER))
     extra = ""
-    if block is not None and normal_status(block) == "awaiting":  # also "awaiting annotations"
+    if normal_status(view) == "awaiting":  # also "awaiting annotations"
         extra = (
             "No annotation has been imported yet: export the annotation sample, collect the ratings and drop "
             "the returned files in the inbox; the results appear here after the next run."
         )
-    section.parts.append(_status_line(block, extra))
-    if block is None:
+    section.parts.append(_status_line(view, extra))
+    if block is None or view is None:
         return section
-    status = normal_status(block)
+    status = normal_status(view)
     counts = facts_part(
         [
             (name, fmt_int(value))
@@ -79,30 +83,30 @@ def human_section(raw: HumanValidationResults | None, walk: Walk) -> Section:
                 ("ratings", "ratings after QC"),
                 ("items", "items rated"),
             )
-            if (value := _analysed(block, key)) is not None
+            if (value := _analysed(view, key)) is not None
         ]
     )
     if counts:
         section.parts.append(counts)
-    section.parts += _funnel(block, status)
-    section.parts += _alpha(block, status)
+    section.parts += _funnel(block, view, status)
+    section.parts += _alpha(block, view, status)
     section.parts += _spearman(block, status)
     section.parts += _class_adequacy(block, status)
-    section.parts += _preference(block, status)
-    section.parts += _ceiling(block, status)
+    section.parts += _preference(view.preference, status)
+    section.parts += _ceiling(view.ceiling, status)
     section.parts += _human_judges(block, status)
     section.parts += _human_judges_by(block, status, "language")
     section.parts += _human_judges_by(block, status, "script")
     section.parts += _error_overlap(block, status)
-    section.parts += caveat_parts(block)
+    section.parts += caveat_parts(view)
     section.parts += further_results(block, HUMAN_KEYS, "human_validation", walk)
     return section
 
 
-def _status_line(block: HumanValidationResults | None, extra: str) -> Part:
+def _status_line(view: HumanValidationView | None, extra: str) -> Part:
     """The status line; "ok" under the SIMULATED banner says "simulated", never a green ok."""
-    line = status_part(block, key="human_validation", what="human validation", extra=extra)
-    if block is not None and block.get("simulated") is True and line.level == "ok":
+    line = status_part(view, key="human_validation", what="human validation", extra=extra)
+    if view is not None and view.is_simulated and line.level == "ok":
         return Part(
             "status",
             level="warn",
@@ -112,23 +116,18 @@ def _status_line(block: HumanValidationResults | None, extra: str) -> Part:
     return line
 
 
-# The funnel's last row and the section's counts are one figure: annotators with a rating left.
-_FUNNEL_FIELDS = {"annotators": "annotators_with_ratings"}
+def _analysed(view: HumanValidationView, key: str) -> int | None:
+    """A count after QC; the annotators from the funnel's last row where it has them (the funnel's
+    last row and the section's counts are one figure: annotators with a rating left)."""
+    last = view.qc_funnel[-1] if view.qc_funnel else None
+    if key == "annotators" and last is not None and last.annotators_with_ratings is not None:
+        return last.annotators_with_ratings
+    return {"annotators": view.annotators, "ratings": view.ratings, "items": view.items}[key]
 
 
-def _analysed(block: HumanValidationResults, key: str) -> object:
-    """A count after QC, read from the funnel's last row where it has one, else from the block."""
-    funnel = records(block, "qc_funnel")
-    field = _FUNNEL_FIELDS.get(key)
-    if funnel and field and funnel[-1].get(field) is not None:
-        return funnel[-1][field]
-    return block.get(key)
-
-
-def _annotators_note(rows: list[Mapping[str, Any]]) -> list[Part]:
+def _annotators_note(last: QcStepView) -> list[Part]:
     """Annotators not excluded can still lose every rating to a rating-level rule: say how many."""
-    last = rows[-1]
-    kept, rated = as_float(last.get("remaining_annotators")), as_float(last.get("annotators_with_ratings"))
+    kept, rated = last.remaining_annotators, last.annotators_with_ratings
     if kept is None or rated is None or kept == rated:
         return []
     return [
@@ -141,15 +140,15 @@ def _annotators_note(rows: list[Mapping[str, Any]]) -> list[Part]:
     ]
 
 
-def _funnel(block: HumanValidationResults, status: str) -> list[Part]:
-    rows = records(block, "qc_funnel")
+def _funnel(block: HumanValidationResults, view: HumanValidationView, status: str) -> list[Part]:
+    rows, steps = records(block, "qc_funnel"), view.qc_funnel or []
     parts = opening("Quality-control funnel", bool(rows), status, "quality-control steps")
     if not rows:
         return parts
     bars = [
-        Bar(label=words(r.get("step")), value=value, colour="#4a7fb0")
-        for r in rows
-        if (value := as_float(r.get("remaining_ratings"))) is not None
+        Bar(label=words(r.step), value=value, colour="#4a7fb0")
+        for r in steps
+        if (value := as_float(r.remaining_ratings)) is not None
     ]
     parts += chart(
         bar_chart_svg(
@@ -181,7 +180,7 @@ def _funnel(block: HumanValidationResults, status: str) -> list[Part]:
             "annotators_with_ratings",
         },
     )
-    return parts + _annotators_note(rows)
+    return parts + _annotators_note(steps[-1])
 
 
 def _annotators_cell(record: Mapping[str, Any]) -> str:
@@ -189,7 +188,7 @@ def _annotators_cell(record: Mapping[str, Any]) -> str:
     return fmt_int(record.get("annotators_with_ratings", record.get("remaining_annotators")))
 
 
-def _alpha(block: HumanValidationResults, status: str) -> list[Part]:
+def _alpha(block: HumanValidationResults, view: HumanValidationView, status: str) -> list[Part]:
     rows = records(block, "alpha")
     parts = opening(
         "Inter-annotator agreement: Krippendorff's alpha per dimension",
@@ -199,17 +198,18 @@ def _alpha(block: HumanValidationResults, status: str) -> list[Part]:
     )
     if not rows:
         return parts
+    # The typed row for the bar, the record beside it for its flags (every field of the record).
     bars = [
         Bar(
-            label=f"{words(r.get('dimension'))} ({r.get('level') or 'level?'})",
+            label=f"{words(r.dimension)} ({r.level or 'level?'})",
             value=value,
-            low=as_float(r.get("ci_low")),
-            high=as_float(r.get("ci_high")),
+            low=as_float(r.ci_low),
+            high=as_float(r.ci_high),
             colour="#2c7fb8" if value >= ALPHA_REFERENCE else "#d95f0e",
-            flagged=bool(row_flags(r, "alpha", section_status=status)),
+            flagged=bool(row_flags(record, "alpha", section_status=status)),
         )
-        for r in rows
-        if (value := as_float(r.get("alpha"))) is not None
+        for r, record in zip(view.alpha or [], rows, strict=True)
+        if (value := as_float(r.alpha)) is not None
     ]
     parts += chart(
         bar_chart_svg(
@@ -291,22 +291,20 @@ def _class_adequacy(block: HumanValidationResults, status: str) -> list[Part]:
     return parts
 
 
-def _preference(block: HumanValidationResults, status: str) -> list[Part]:
-    pref = block.get("preference")
+def _preference(pref: PreferenceView | None, status: str) -> list[Part]:
+    # An empty ``preference`` ({}) is no result, as an absent one.
+    found = pref is not None and bool(pref.model_fields_set)
     parts = opening(
-        "Paired preference: higher- vs lower-resource language",
-        isinstance(pref, Mapping) and bool(pref),
-        status,
-        "preference result",
+        "Paired preference: higher- vs lower-resource language", found, status, "preference result"
     )
-    if not isinstance(pref, Mapping) or not pref:
+    if pref is None or not found:
         return parts
     facts = facts_part(
         [
-            ("decisive pairs", fmt_int(pref.get("decisive")) if pref.get("decisive") is not None else None),
+            ("decisive pairs", fmt_int(pref.decisive) if pref.decisive is not None else None),
             (
                 "higher-resource preferred",
-                fmt_int(pref.get("higher_preferred")) if pref.get("higher_preferred") is not None else None,
+                fmt_int(pref.higher_preferred) if pref.higher_preferred is not None else None,
             ),
         ]
     )
@@ -331,11 +329,9 @@ def _preference(block: HumanValidationResults, status: str) -> list[Part]:
     return parts
 
 
-def _preference_rows(pref: Preference, status: str) -> list[Row]:
+def _preference_rows(pref: PreferenceView, status: str) -> list[Row]:
     """The raw proportion, the mixed model (probability, odds ratio) and the bootstrap, one row each."""
-    raw_mixed, raw_boot = pref.get("mixed"), pref.get("bootstrap")
-    mixed: PreferenceModel = raw_mixed if isinstance(raw_mixed, Mapping) else {}  # type: ignore[assignment]
-    boot: PreferenceBootstrap = raw_boot if isinstance(raw_boot, Mapping) else {}  # type: ignore[assignment]
+    mixed, boot = pref.mixed, pref.bootstrap
     body: list[Row] = []
 
     def line(label: str, value: object, low: object, high: object, p: object, note: str = "") -> None:
@@ -350,58 +346,46 @@ def _preference_rows(pref: Preference, status: str) -> list[Row]:
 
     line(
         "Raw proportion (exact binomial interval)",
-        pref.get("proportion"),
-        pref.get("exact_ci_low"),
-        pref.get("exact_ci_high"),
-        pref.get("p_one_sided"),
+        pref.proportion,
+        pref.exact_ci_low,
+        pref.exact_ci_high,
+        pref.p_one_sided,
     )
-    if mixed:
+    # An empty ``mixed`` or ``bootstrap`` ({}) adds no row, as an absent one.
+    if mixed is not None and mixed.model_fields_set:
         line(
             "Mixed model probability (crossed random intercepts)",
-            mixed.get("probability"),
-            mixed.get("ci_low"),
-            mixed.get("ci_high"),
-            mixed.get("p_one_sided"),
-            f"method: {mixed['method']}" if mixed.get("method") else "",
+            mixed.probability,
+            mixed.ci_low,
+            mixed.ci_high,
+            mixed.p_one_sided,
+            f"method: {mixed.method}" if mixed.method else "",
         )
-        mixed_status = str(mixed.get("status") or "ok")
+        mixed_status = mixed.status or "ok"
         if not mixed_status.lower().startswith(("ok", "fitted", "converged")) or "warning" in mixed_status:
             body[-1].flags.append(f"mixed model: {mixed_status}")
-        if mixed.get("reason"):
-            body[-1].flags.append(f"mixed model: {mixed['reason']}")
-        if mixed.get("odds_ratio") is not None:
-            line(
-                "Mixed model odds ratio",
-                mixed.get("odds_ratio"),
-                mixed.get("or_ci_low"),
-                mixed.get("or_ci_high"),
-                None,
-            )
-    if boot:
-        line(
-            "Annotator-cluster bootstrap",
-            boot.get("estimate"),
-            boot.get("ci_low"),
-            boot.get("ci_high"),
-            boot.get("p_one_sided"),
-        )
+        if mixed.reason:
+            body[-1].flags.append(f"mixed model: {mixed.reason}")
+        if mixed.odds_ratio is not None:
+            line("Mixed model odds ratio", mixed.odds_ratio, mixed.or_ci_low, mixed.or_ci_high, None)
+    if boot is not None and boot.model_fields_set:
+        line("Annotator-cluster bootstrap", boot.estimate, boot.ci_low, boot.ci_high, boot.p_one_sided)
     return body
 
 
-def _ceiling(block: HumanValidationResults, status: str) -> list[Part]:
-    ceiling = block.get("ceiling")
-    parts = opening(
-        "Ceiling rule", isinstance(ceiling, Mapping) and bool(ceiling), status, "ceiling-rule verdict"
-    )
-    if not isinstance(ceiling, Mapping) or not ceiling:
+def _ceiling(ceiling: CeilingView | None, status: str) -> list[Part]:
+    # An empty ``ceiling`` ({}) is no verdict, as an absent one.
+    found = ceiling is not None and bool(ceiling.model_fields_set)
+    parts = opening("Ceiling rule", found, status, "ceiling-rule verdict")
+    if ceiling is None or not found:
         return parts
-    median = ceiling.get("min_class_adequacy_median")
-    diff = ceiling.get("high_low_difference")
+    median = ceiling.min_class_adequacy_median
+    diff = ceiling.high_low_difference
     numbers = (
         f"minimum adequacy median across resource classes {fmt_num(median, 2)} (rule: \u2265 4.5), "
         f"HIGH \u2212 LOW adequacy difference {fmt_num(diff, 2)} (rule: < 0.5)"
     )
-    triggered = ceiling.get("triggered")
+    triggered = ceiling.triggered
     if triggered is True:
         parts.append(
             Part(
@@ -414,7 +398,7 @@ def _ceiling(block: HumanValidationResults, status: str) -> list[Part]:
     elif triggered is False:
         parts.append(Part("status", level="ok", text=f"Ceiling rule not triggered: {numbers}."))
     else:
-        reason = ceiling.get("reason")
+        reason = ceiling.reason
         parts.append(
             Part(
                 "status", level="warn", text="Ceiling rule not evaluated" + (f": {reason}" if reason else ".")

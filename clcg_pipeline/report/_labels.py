@@ -183,8 +183,10 @@ def granularity_group_label(group: object) -> str:
 
 def granularity_row_key(record: Mapping[str, Any]) -> str:
     """A heat-map row and curve panel: the granularity and its metric, e.g. "sentence \u00b7 accuracy"."""
-    metric = record.get("metric")
-    granularity = str(record.get("granularity") or MISSING)
-    return (
-        f"{granularity} \u00b7 {GRANULARITY_METRICS.get(str(metric), str(metric))}" if metric else granularity
-    )
+    return row_key_of(record.get("granularity"), record.get("metric"))
+
+
+def row_key_of(granularity: object, metric: object) -> str:
+    """:func:`granularity_row_key` of a typed row's two fields."""
+    name = str(granularity or MISSING)
+    return f"{name} \u00b7 {GRANULARITY_METRICS.get(str(metric), str(metric))}" if metric else name

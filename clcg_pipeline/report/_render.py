@@ -46,9 +46,9 @@ from clcg_pipeline.report._labels import H1_SUMMARY, LABELS, MODEL_COLUMNS, SIMU
 from clcg_pipeline.report._new_model_section import new_model_section
 from clcg_pipeline.report._page import Part, Section, _pruned
 from clcg_pipeline.report._result_sections import languages_section, models_section, result_sections
-from clcg_pipeline.report._studies import tidy
+from clcg_pipeline.report._studies import clean, tidy
 from clcg_pipeline.report._taxonomy_section import taxonomy_section
-from clcg_pipeline.storage import H1Results, StudyResultsDocument
+from clcg_pipeline.storage import H1Results, StudyResults, StudyResultsDocument, study_results_view
 
 
 @functools.cache
@@ -62,21 +62,30 @@ def _environment() -> jinja2.Environment:
     )
 
 
+# The studies' entries, shown with credential-named keys dropped and key-like strings masked.
+_STUDIES = ("error_taxonomy", "human_validation", "granularity")
+
+
+def _cleaned_studies(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Each study's entry cleaned once (``clean``), for its typed view and its tables alike."""
+    return {key: clean(results[key]) for key in _STUDIES if isinstance(results.get(key), Mapping)}
+
+
 def _study_sections(
-    results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]], builder: SectionBuilder
+    studies: Mapping[str, Any],
+    view: StudyResults,
+    langs: Mapping[str, Mapping[str, Any]],
+    builder: SectionBuilder,
 ) -> list[Section]:
-    """The three studies' sections, each always present (saying "not run" when its key is absent)."""
+    """The three studies' sections, each always present (saying "not run" when its key is absent).
 
-    def block(name: str) -> Any:
-        value = results.get(name)
-        if value is None or isinstance(value, Mapping):
-            return value
-        return {"status": "unreadable", "reason": f"{name} is a {type(value).__name__}, not a mapping"}
-
+    ``studies`` are the cleaned entries; one of another type than a mapping never gets here: the
+    typed ``view`` refused it.
+    """
     sections = [
-        taxonomy_section(block("error_taxonomy"), builder.walk, langs),
-        human_section(block("human_validation"), builder.walk),
-        granularity_section(block("granularity"), builder.walk),
+        taxonomy_section(studies.get("error_taxonomy"), builder.walk, langs, view.error_taxonomy),
+        human_section(studies.get("human_validation"), builder.walk, view.human_validation),
+        granularity_section(studies.get("granularity"), builder.walk, view.granularity),
     ]
     for section in sections:
         section.parts = tidy(section.parts)
@@ -98,6 +107,11 @@ def render_report(
     """
     if not isinstance(results, Mapping):
         raise TypeError(f"results must be the study_results mapping, got {type(results).__name__}")
+    # The typed view, built once (the studies cleaned first, as their sections show them): a field
+    # of another type than its shape's is a DocumentError naming it, never a blank.
+    studies = _cleaned_studies(results)
+    view = study_results_view({**results, **studies})
+    simulated = view.human_validation is not None and view.human_validation.is_simulated
     raw_h1 = results.get("h1")
     h1: H1Results = raw_h1 if isinstance(raw_h1, Mapping) else {}  # type: ignore[assignment]
     langs = languages_of(results, languages)
@@ -109,12 +123,12 @@ def render_report(
     builder = _builder(langs, definitions, ci_label, settings)
     header, missing = header_facts(results, langs, settings)
     summary = _summary(h1, builder, definitions)
-    counts = mapping_at(h1, "n")
+    counts = (view.h1.n if view.h1 is not None else None) or {}
     language_section = _by_language(h1, langs, builder, definitions, metric)
-    model_section = models_section(h1, builder, ci_label)
+    model_section = models_section(view.h1, h1, builder, ci_label)
     # The studies cap their own long tables (each table separately), so no table starves another.
-    sections = result_sections(results, langs, builder, missing, metric) + _study_sections(
-        results, langs, builder
+    sections = result_sections(results, langs, builder, missing, metric, view) + _study_sections(
+        studies, view, langs, builder
     )
     estimate_rows, estimates_truncated, with_articles = estimates_table_rows(estimates, results, definitions)
     estimate_columns = ["estimand", "group", "estimate", ci_label, "p", "p (adjusted)", "n"]
@@ -123,14 +137,11 @@ def render_report(
     estimate_columns.append("flags")
     # The first screen (report/_decision.py) says a reason shared by every headline estimate once;
     # each section then says its own reasons once (report/_flag_notes.py), pointing to the top for it.
-    human = results.get("human_validation")
-    first_screen = decision(
-        results, langs, simulated=isinstance(human, Mapping) and human.get("simulated") is True
-    )
+    first_screen = decision(view, langs, simulated=simulated)
     said = first_screen.global_reason
     summary_flags = shared_flags_note([summary], said)
     estimates_flags = shared_flags_note([Part("table", rows=estimate_rows)], said)
-    new_model = new_model_section(results, builder)
+    new_model = new_model_section(view.new_model, mapping_at(results, "new_model"), builder)
     new_model = flags_once(new_model, said) if new_model is not None else None
     # Flags shortened before an empty table becomes one line, so that line keeps the short mark
     # and the reason stays said once for the section.
@@ -146,7 +157,7 @@ def render_report(
     return template.render(
         title=title,
         header=header,
-        warnings=[_point_up(w, said) for w in _page_warnings(results, missing, langs)],
+        warnings=[_point_up(w, said) for w in _page_warnings(results, missing, langs, simulated)],
         summary=summary,
         summary_flags=summary_flags,
         decision=first_screen,
@@ -157,7 +168,7 @@ def render_report(
         language_section=language_section,
         model_section=model_section,
         sections=sections,
-        drilldown=drilldown_panels(results, langs, metric),
+        drilldown=drilldown_panels(view.drilldown, langs),
         metric=metric,
         definitions=definitions_rows(definitions),
         estimate_columns=estimate_columns,
@@ -226,12 +237,14 @@ def _by_language(
 
 
 def _page_warnings(
-    results: Mapping[str, Any], missing: list[dict[str, str]] | None, langs: Mapping[str, Mapping[str, Any]]
+    results: Mapping[str, Any],
+    missing: list[dict[str, str]] | None,
+    langs: Mapping[str, Mapping[str, Any]],
+    simulated: bool,
 ) -> list[str]:
     """The document's warnings, led by the simulated-annotations caveat and the languages without data."""
     warnings = warnings_of(results)
-    human = results.get("human_validation")
-    if isinstance(human, Mapping) and human.get("simulated") is True:
+    if simulated:
         warnings.insert(0, SIMULATED_CAVEAT)
     if missing and not any(all(e["iso"] in w for e in missing) for w in warnings):
         warnings.insert(

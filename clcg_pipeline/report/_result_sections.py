@@ -29,7 +29,7 @@ from clcg_pipeline.report._labels import H1_SUMMARY, KNOWN_SECTIONS, METRIC_NAME
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.report._studies import chart
 from clcg_pipeline.report._svg import Bar, bar_chart_svg
-from clcg_pipeline.storage import Estimate, H1Results
+from clcg_pipeline.storage import Estimate, EstimateModel, H1Model, H1Results, StudyResults
 
 _MAX_SECTION_ROWS = 400
 
@@ -40,7 +40,10 @@ def result_sections(
     builder: SectionBuilder,
     missing: list[dict[str, str]] | None,
     metric: str,
+    view: StudyResults,
 ) -> list[Section]:
+    """The analysis sections; ``view`` is the typed document (built once by the report) for the
+    sections that read it."""
     definitions = builder.definitions
     sections: list[Section] = []
     # ``new_model`` has its own section at the top of the page (report/_new_model_section.py):
@@ -74,10 +77,10 @@ def result_sections(
                 sections.append(_class_section(name, title, value, builder, caption))
             elif name in ("metric_sensitivity", "metrics") and isinstance(value, Mapping):
                 sections.append(_metric_section(name, title, value, builder, caption))
-            elif name == "model_contrasts" and isinstance(value, Mapping):
-                new = mapping_at(results, "new_model").get("model")  # its pairs are always shown
+            elif name == "model_contrasts" and view.model_contrasts is not None:
+                new = view.new_model.model if view.new_model else None  # its pairs are always shown
                 sections.append(
-                    contrast_section(name, title, value, builder, caption, str(new) if new else None)
+                    contrast_section(name, title, value, builder, caption, view.model_contrasts, new or None)
                 )
             elif name in ("h3", "level_profile") and isinstance(value, Mapping):
                 sections.append(_level_section(name, title, value, builder, caption))
@@ -349,10 +352,15 @@ def _level_section(
     return section
 
 
-def models_section(h1: H1Results, builder: SectionBuilder, ci_label: str) -> Section | None:
-    by_model = h1.get("by_model")
-    if not isinstance(by_model, Mapping) or not by_model:
+def models_section(
+    view: H1Model | None, h1: H1Results | Mapping[str, Any], builder: SectionBuilder, ci_label: str
+) -> Section | None:
+    """Each model's summary estimands: the cells from the typed ``h1`` (``view``), the flags from
+    the records of ``h1`` (every field of which may say why not to trust a value)."""
+    by_model = view.by_model if view is not None else None
+    if not by_model:
         return None
+    records = mapping_at(h1, "by_model")
     section = Section(
         key="by-model",
         title="Per model",
@@ -360,19 +368,18 @@ def models_section(h1: H1Results, builder: SectionBuilder, ci_label: str) -> Sec
     )
     entries = []
     for model, block in by_model.items():
-        block = block if isinstance(block, Mapping) else {}
-        micro = estimate_of(block.get("h1_micro"))
-        entries.append((as_float(micro.get("estimate")), str(model), block, micro))
+        micro = block.get("h1_micro") or EstimateModel()
+        entries.append((as_float(micro.estimate), str(model), block, micro))
     entries.sort(key=lambda e: (e[0] is None, -(e[0] or 0.0), e[1]))
     svg = bar_chart_svg(
         [
             Bar(
                 label=m,
                 value=v,
-                low=as_float(mi.get("ci_low")),
-                high=as_float(mi.get("ci_high")),
+                low=as_float(mi.ci_low),
+                high=as_float(mi.ci_high),
                 colour="#3182bd",
-                flagged=bool(flags_of(mi)),
+                flagged=bool(flags_of(mapping_at(mapping_at(records, m), "h1_micro"))),
             )
             for v, m, _, mi in entries
             if v is not None
@@ -392,9 +399,9 @@ def models_section(h1: H1Results, builder: SectionBuilder, ci_label: str) -> Sec
         cells = [model]
         flags: list[str] = []
         for key, _ in MODEL_COLUMNS:
-            est = estimate_of(block.get(key))
-            cells += [fmt_num(est.get("estimate")), fmt_ci(est.get("ci_low"), est.get("ci_high"))]
-            flags += [f"{key}: {f}" for f in flags_of(est)]
+            est = block.get(key) or EstimateModel()
+            cells += [fmt_num(est.estimate), fmt_ci(est.ci_low, est.ci_high)]
+            flags += [f"{key}: {f}" for f in flags_of(mapping_at(mapping_at(records, model), key))]
         cells.append("")
         rows.append(Row(cells=cells, flags=flags))
     section.parts.append(_pruned(Part("table", columns=columns, rows=rows)))

@@ -16,6 +16,7 @@ from markupsafe import Markup
 
 from clcg_pipeline.report._format import MISSING, as_float, fmt_ci, fmt_int, fmt_num, fmt_p, fmt_value
 from clcg_pipeline.report._page import Part, Row, flags_of
+from clcg_pipeline.storage import StudyView
 
 CI_WITHHELD = "CI withheld"
 # The generic builder's walk (value, heading path, parts to extend, key, context): renders what a
@@ -60,14 +61,13 @@ def clean(value: Any) -> Any:
     return value
 
 
-def normal_status(block: Mapping[str, Any] | None) -> str:
-    """``missing`` when there is no dict, else its status in snake case (``ok`` when absent)."""
+def normal_status(block: StudyView | None) -> str:
+    """``missing`` when the study has no entry, else its status in snake case (``ok`` when absent)."""
     if block is None:
         return "missing"
-    status = block.get("status")
-    if status is None:
+    if block.status is None:
         return "ok"
-    status = re.sub(r"[\s-]+", "_", str(status).strip().lower()) or "ok"
+    status = re.sub(r"[\s-]+", "_", block.status.strip().lower()) or "ok"
     # "awaiting annotations", "not identifiable: ..." name the same states as their short forms.
     for short in ("awaiting", "not_identifiable", "skipped"):
         if status.startswith(short):
@@ -75,9 +75,7 @@ def normal_status(block: Mapping[str, Any] | None) -> str:
     return status
 
 
-def status_part(
-    block: Mapping[str, Any] | None, *, key: str, what: str, extra: str = "", warn: bool = False
-) -> Part:
+def status_part(block: StudyView | None, *, key: str, what: str, extra: str = "", warn: bool = False) -> Part:
     """The section's first line: what state the study is in, and why."""
     status = normal_status(block)
     if block is None:
@@ -87,8 +85,8 @@ def status_part(
             text=f"Not run: study_results.json has no {key!r} entry, so {what} has no result in this "
             "document (the study is not part of this run, or its results were not merged).",
         )
-    reason = str(block.get("reason") or "")
-    level, words = _STATUS_WORDS.get(status, ("warn", f"Status: {block.get('status')}"))
+    reason = block.reason or ""
+    level, words = _STATUS_WORDS.get(status, ("warn", f"Status: {block.status}"))
     # "skipped: the study is off" under "Skipped" would say it twice.
     reason = re.sub(rf"^{re.escape(status.replace('_', ' '))}\s*:\s*", "", reason, flags=re.IGNORECASE)
     text = words + (f": {reason}" if reason else "")
@@ -316,12 +314,10 @@ def further_results(block: Mapping[str, Any], known: Iterable[str], key: str, wa
     return parts
 
 
-def caveat_parts(block: Mapping[str, Any]) -> list[Part]:
-    raw = block.get("caveats")
-    items = [raw] if isinstance(raw, str) else list(raw) if isinstance(raw, list | tuple) else []
+def caveat_parts(block: StudyView) -> list[Part]:
     # The status line already gives the study's reason; a caveat that only repeats it is left out.
-    reason = str(block.get("reason") or "")
-    items = [str(c) for c in items if c not in (None, "") and not (reason and reason.endswith(str(c)))]
+    reason = block.reason or ""
+    items = [c for c in block.caveats or [] if c and not (reason and reason.endswith(c))]
     if not items:
         return []
     return [Part("heading", text="Caveats"), Part("list", items=items)]

@@ -16,9 +16,10 @@ from clcg_pipeline.report._document import (
     languages_without_data,
     settings_of,
 )
-from clcg_pipeline.report._format import MISSING, as_float, estimate_of, fmt_ci, fmt_int, fmt_num, mapping_at
+from clcg_pipeline.report._format import MISSING, as_float, fmt_ci, fmt_int, fmt_num, mapping_at
 from clcg_pipeline.report._labels import H1_SUMMARY
 from clcg_pipeline.report._page import flags_of
+from clcg_pipeline.storage import EstimateModel, H1Model, study_results_view
 
 
 def _no_data_lines(missing: Sequence[Mapping[str, Any]], langs: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -113,36 +114,40 @@ def format_h1_table(
         reasons.extend(f for f in found if f not in reasons)
         return ", ".join(f.split(":")[0] for f in found)
 
-    for iso, block in (h1.get("by_language") or {}).items():
-        est = estimate_of(block)
+    # The cells from the typed h1 (a field of another type: a DocumentError naming it); the flags
+    # from the records, every field of which may say why not to trust a row.
+    typed = study_results_view({"h1": h1}).h1 or H1Model()
+    raw_by_language = mapping_at(h1, "by_language")
+    for iso, est in (typed.by_language or {}).items():
         info = meta.get(str(iso), {})
         joshi = as_float(info.get("joshi_class"))
         rows.append(
             (
-                as_float(est.get("estimate")),
+                as_float(est.estimate),
                 [
                     str(iso),
                     str(info.get("name") or ""),
                     MISSING if joshi is None else str(int(joshi)),
-                    fmt_num(est.get("estimate")),
-                    fmt_ci(est.get("ci_low"), est.get("ci_high")),
-                    fmt_int(est.get("n")),
-                    flag(est),
+                    fmt_num(est.estimate),
+                    fmt_ci(est.ci_low, est.ci_high),
+                    fmt_int(est.n),
+                    flag(mapping_at(raw_by_language, iso)),
                 ],
             )
         )
     summary = []
+    found = typed.summary()
     for key, label in H1_SUMMARY:
-        est = estimate_of(h1.get(key))
+        est = found.get(key) or EstimateModel()
         summary.append(
             [
                 "",
                 label,
                 "",
-                fmt_num(est.get("estimate")),
-                fmt_ci(est.get("ci_low"), est.get("ci_high")),
+                fmt_num(est.estimate),
+                fmt_ci(est.ci_low, est.ci_high),
                 "",
-                flag(est),
+                flag(mapping_at(h1, key)),
             ]
         )
     flagged = bool(reasons)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from clcg_pipeline.report._format import as_float, fmt_int
+from clcg_pipeline.report._format import MISSING, as_float, fmt_int
 from clcg_pipeline.report._heatmap import Cell, heatmap_svg
 from clcg_pipeline.report._page import Part, Section
 from clcg_pipeline.report._studies import (
@@ -20,7 +20,6 @@ from clcg_pipeline.report._studies import (
     caveat_parts,
     chart,
     ci_cell,
-    clean,
     col,
     facts_part,
     fmt_pct,
@@ -38,14 +37,20 @@ from clcg_pipeline.report._svg import Bar, bar_chart_svg
 from clcg_pipeline.report._taxonomy_checks import (
     agreement_parts,
     delta_parts,
-    judge_of,
     judges_phrase,
     order_bias_group_parts,
     order_bias_parts,
     self_preference_group_parts,
     self_preference_parts,
 )
-from clcg_pipeline.storage import ErrorTaxonomyResults, document_keys
+from clcg_pipeline.storage import (
+    CrosslingualLossView,
+    ErrorTaxonomyResults,
+    ErrorTaxonomyView,
+    LabelFrequencyView,
+    TransitionView,
+    document_keys,
+)
 
 TAXONOMY_KEYS = document_keys(ErrorTaxonomyResults)
 SIDE_COLOURS = {"en": "#31688e", "target": "#e6550d"}
@@ -56,8 +61,13 @@ SIDE_COLOURS = {"en": "#31688e", "target": "#e6550d"}
 
 
 def taxonomy_section(
-    raw: ErrorTaxonomyResults | None, walk: Walk, langs: Mapping[str, Mapping[str, Any]]
+    raw: ErrorTaxonomyResults | None,
+    walk: Walk,
+    langs: Mapping[str, Mapping[str, Any]],
+    view: ErrorTaxonomyView | None,
 ) -> Section:
+    """The section from ``view`` (the typed ``error_taxonomy``, built once by the report) and, for
+    its record tables and further results, ``raw`` (the same entry, cleaned by the report)."""
     section = Section(
         key="error_taxonomy",
         title="Error taxonomy: what the judges say went wrong",
@@ -65,31 +75,27 @@ def taxonomy_section(
         "English/target response pair one primary label. Cross-lingual loss = English side correct and "
         "target side a semantic error (a pair condition, not a label).",
     )
-    block = clean(raw) if isinstance(raw, Mapping) else None
+    block = raw if view is not None else None  # cleaned by the report, once for the view and tables
     if block is not None:
         phrase = judges_phrase(block)
         section.caption = phrase[0].upper() + phrase[1:] + section.caption.removeprefix("Two LLM judges")
-    section.parts.append(status_part(block, key="error_taxonomy", what="the error taxonomy"))
-    if block is None:
+    section.parts.append(status_part(view, key="error_taxonomy", what="the error taxonomy"))
+    if block is None or view is None:
         return section
-    status = normal_status(block)
+    status = normal_status(view)
     judges = records(block, "judges")
-    share = block.get("candidate_loss_share_realised")
+    share, target = view.candidate_loss_share_realised, view.candidate_loss_share_target
     facts = facts_part(
         [
-            ("taxonomy", block.get("taxonomy")),
-            ("pairs", fmt_int(block.get("pairs")) if block.get("pairs") is not None else None),
-            ("articles", fmt_int(block.get("articles")) if block.get("articles") is not None else None),
+            ("taxonomy", view.taxonomy),
+            ("pairs", fmt_int(view.pairs) if view.pairs is not None else None),
+            ("articles", fmt_int(view.articles) if view.articles is not None else None),
             (
                 "candidate losses (realised share)",
                 None
                 if share is None
                 else fmt_pct(share)
-                + (
-                    f" (target {fmt_pct(block['candidate_loss_share_target'])})"
-                    if block.get("candidate_loss_share_target") is not None
-                    else ""
-                )
+                + (f" (target {fmt_pct(target)})" if target is not None else "")
                 + "; a score heuristic, not a label",
             ),
             (
@@ -115,9 +121,9 @@ def taxonomy_section(
             ],
             known={"judge", "family", "judgements", "ok", "absent"},
         )
-    section.parts += _label_frequencies(block, status)
-    section.parts += _transitions(block, status)
-    section.parts += _crosslingual_loss(block, status, langs)
+    section.parts += _label_frequencies(block, view, status)
+    section.parts += _transitions(block, view, status)
+    section.parts += _crosslingual_loss(block, view, status, langs)
     section.parts += agreement_parts(block, status)
     section.parts += delta_parts(block, status)
     section.parts += order_bias_parts(block, status)
@@ -136,43 +142,42 @@ def taxonomy_section(
             value_key="n",
             known={"judge", "side", "why", "n"},
         )
-    if block.get("decomposition"):
-        section.parts.append(Part("note", text="Delta decomposition: " + str(block["decomposition"])))
-    section.parts += caveat_parts(block)
+    if view.decomposition:
+        section.parts.append(Part("note", text="Delta decomposition: " + view.decomposition))
+    section.parts += caveat_parts(view)
     section.parts += further_results(block, TAXONOMY_KEYS, "error_taxonomy", walk)
     return section
 
 
-def _label_order(rows: list[Mapping[str, Any]], *keys: str) -> list[str]:
-    order: list[str] = []
-    for r in rows:
-        for k in keys:
-            label = r.get(k)
-            if label is not None and str(label) not in order:
-                order.append(str(label))
-    return order
+def _label_order(rows: list[LabelFrequencyView]) -> list[str]:
+    """The labels in the order the frequencies first name them."""
+    return list(dict.fromkeys(r.label for r in rows if r.label is not None))
 
 
-def _label_frequencies(block: ErrorTaxonomyResults, status: str) -> list[Part]:
+def _label_frequencies(block: ErrorTaxonomyResults, view: ErrorTaxonomyView, status: str) -> list[Part]:
     rows = records(block, "label_frequencies")
     parts = opening("Label frequencies per judge and side", bool(rows), status, "label frequencies")
     if not rows:
         return parts
-    labels = _label_order(rows, "label")
-    for judge in dict.fromkeys(judge_of(r) for r in rows):
-        mine = [r for r in rows if judge_of(r) == judge]
-        mine.sort(key=lambda r: (labels.index(str(r.get("label"))), str(r.get("side")) != "en"))
+    # The typed rows draw the bars; each record beside its row says whether its interval was withheld.
+    typed = list(zip(view.label_frequencies or [], rows, strict=True))
+    labels = _label_order(view.label_frequencies or [])
+    for judge in dict.fromkeys(_judge(f) for f, _ in typed):
+        mine = sorted(
+            (pair for pair in typed if _judge(pair[0]) == judge),
+            key=lambda pair: (labels.index(str(pair[0].label)), str(pair[0].side) != "en"),
+        )
         bars = [
             Bar(
-                label=f"{words(r.get('label'))} \u00b7 {'EN' if r.get('side') == 'en' else r.get('side')}",
-                value=as_float(r.get("share")) or 0.0,
-                low=as_float(r.get("ci_low")),
-                high=as_float(r.get("ci_high")),
-                colour=SIDE_COLOURS.get(str(r.get("side")), "#969696"),
-                flagged=withheld(r, "share") and status != "ok",
+                label=f"{words(f.label)} \u00b7 {'EN' if f.side == 'en' else f.side}",
+                value=as_float(f.share) or 0.0,
+                low=as_float(f.ci_low),
+                high=as_float(f.ci_high),
+                colour=SIDE_COLOURS.get(str(f.side), "#969696"),
+                flagged=withheld(record, "share") and status != "ok",
             )
-            for r in mine
-            if as_float(r.get("share")) is not None
+            for f, record in mine
+            if as_float(f.share) is not None
         ]
         parts.append(Part("chart-title", text=f"{judge}: share of each label, English and target side"))
         parts += chart(
@@ -205,17 +210,21 @@ def _label_frequencies(block: ErrorTaxonomyResults, status: str) -> list[Part]:
     return parts
 
 
+def _judge(row: TransitionView | LabelFrequencyView | CrosslingualLossView) -> str:
+    return row.judge or MISSING  # as ``judge_of`` says it for a record
+
+
 def transition_cells(
-    rows: list[Mapping[str, Any]], judge: str, labels: list[str]
+    rows: list[TransitionView], judge: str, labels: list[str]
 ) -> dict[tuple[str, str], Cell]:
     """Every EN x target label cell of one judge; pairs never seen are 0, not missing."""
-    found = {(str(r.get("en_label")), str(r.get("target_label"))): r for r in rows if judge_of(r) == judge}
+    found = {(str(r.en_label), str(r.target_label)): r for r in rows if _judge(r) == judge}
     cells = {}
     for en in labels:
         for target in labels:
             r = found.get((en, target))
-            n = int(as_float(r.get("n")) or 0) if r else 0
-            share = as_float(r.get("share")) if r else 0.0
+            n = int(as_float(r.n) or 0) if r else 0
+            share = as_float(r.share) if r else 0.0
             share = 0.0 if share is None else share
             cells[(en, target)] = Cell(
                 value=share,
@@ -227,16 +236,16 @@ def transition_cells(
     return cells
 
 
-def _transitions(block: ErrorTaxonomyResults, status: str) -> list[Part]:
-    rows = records(block, "transitions")
+def _transitions(block: ErrorTaxonomyResults, view: ErrorTaxonomyView, status: str) -> list[Part]:
+    rows = view.transitions or []
     parts = opening("Transitions: English label \u2192 target label", bool(rows), status, "transitions")
     if not rows:
         return parts
-    frequencies = records(block, "label_frequencies")
-    labels = _label_order(frequencies, "label")
-    for label in _label_order(rows, "en_label", "target_label"):
-        if label not in labels:
-            labels.append(label)
+    labels = _label_order(view.label_frequencies or [])
+    for row in rows:
+        for label in (row.en_label, row.target_label):
+            if label is not None and label not in labels:
+                labels.append(label)
     parts.append(
         Part(
             "note",
@@ -245,7 +254,7 @@ def _transitions(block: ErrorTaxonomyResults, status: str) -> list[Part]:
             "with the language.",
         )
     )
-    for judge in dict.fromkeys(judge_of(r) for r in rows):
+    for judge in dict.fromkeys(_judge(r) for r in rows):
         cells = transition_cells(rows, judge, labels)
         total = sum(int(c.text) for c in cells.values())
         same = sum(int(cells[(lab, lab)].text) for lab in labels)
@@ -286,7 +295,7 @@ def _loss_group(group: object, langs: Mapping[str, Mapping[str, Any]]) -> tuple[
 
 
 def _crosslingual_loss(
-    block: ErrorTaxonomyResults, status: str, langs: Mapping[str, Mapping[str, Any]]
+    block: ErrorTaxonomyResults, view: ErrorTaxonomyView, status: str, langs: Mapping[str, Mapping[str, Any]]
 ) -> list[Part]:
     rows = records(block, "crosslingual_loss")
     parts = opening(
@@ -297,22 +306,26 @@ def _crosslingual_loss(
     )
     if not rows:
         return parts
-    rows = sorted(rows, key=lambda r: (judge_of(r), _loss_group(r.get("group"), langs)[2]))
+    # The typed rows draw the bars; each record beside its row gives the row's flags.
+    typed = sorted(
+        zip(view.crosslingual_loss or [], rows, strict=True),
+        key=lambda pair: (_judge(pair[0]), _loss_group(pair[0].group, langs)[2]),
+    )
     bars = []
-    for r in rows:
-        label, joshi, rank = _loss_group(r.get("group"), langs)
-        value = as_float(r.get("estimate"))
+    for loss, record in typed:
+        label, joshi, rank = _loss_group(loss.group, langs)
+        value = as_float(loss.estimate)
         if rank > 1 or value is None:
             continue
         bars.append(
             Bar(
-                label=f"{judge_of(r)} \u00b7 {label}",
+                label=f"{_judge(loss)} \u00b7 {label}",
                 value=value,
-                low=as_float(r.get("ci_low")),
-                high=as_float(r.get("ci_high")),
+                low=as_float(loss.ci_low),
+                high=as_float(loss.ci_high),
                 joshi_class=joshi,
                 colour="#636363" if joshi is None else None,
-                flagged=bool(row_flags(r, section_status=status)),
+                flagged=bool(row_flags(record, section_status=status)),
             )
         )
     parts += chart(
@@ -325,7 +338,7 @@ def _crosslingual_loss(
         )
     )
     parts += record_table(
-        [{**r, "group": _loss_group(r.get("group"), langs)[0]} for r in rows],
+        [{**record, "group": _loss_group(loss.group, langs)[0]} for loss, record in typed],
         [
             col("judge", "judge"),
             col("group", "group"),

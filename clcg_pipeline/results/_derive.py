@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from clcg_pipeline.analysis import StudyResults, drilldown, run_suite
+from clcg_pipeline.analysis import PairStore, StudyResults, drilldown, run_suite
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.granularity import GRANULARITY_TABLES, granularity_from_tables
 from clcg_pipeline.results._identifiability import withhold_unidentifiable
@@ -65,14 +65,16 @@ def assemble_study_results(
     sections: Mapping[str, dict[str, Any]],
     calls: pd.DataFrame,
     analysed_at: Sequence[pd.Timestamp],
+    pair_store: PairStore | None = None,
 ) -> AssembledResults:
     """study_results.json and the estimates table of the study in ``data_dir``.
 
     ``sections``: study_results key -> that study's document (``STUDY_SECTIONS``);
-    ``analysed_at``: when this folder's earlier analyses were written (decides ``new_model``).
+    ``analysed_at``: when this folder's earlier analyses were written (decides ``new_model``);
+    ``pair_store``: the last analysis's model pairs, reused for unchanged models (``run_suite``).
     """
     scores, audit, excluded = current_scores(data_dir, cfg)
-    result = _estimate(scores, cfg, articles=articles, fertility=fertility)
+    result = _estimate(scores, cfg, articles=articles, fertility=fertility, pair_store=pair_store)
     # The panel's sections are written key by key, by name, into the typed document.
     _describe_panel(cast(dict[str, Any], result.results), cfg, data_dir, scores, audit, excluded)
     merge_study_sections(result.results, result.estimates, dict(sections))
@@ -100,6 +102,7 @@ def derive_study_results(
     analysed_at: Sequence[pd.Timestamp] = (),
     articles: pd.DataFrame | None = None,
     fertility: pd.DataFrame | None = None,
+    pair_store: PairStore | None = None,
 ) -> StudyResults:
     """study_results.json re-derived from a data folder alone (a finished study's, or one rebuilt
     by ``clcg reconstruct``), reading what the asset is handed from where the IO manager wrote it
@@ -108,7 +111,8 @@ def derive_study_results(
 
     ``new_model`` needs the times of the folder's earlier analyses, which the Dagster instance
     holds, not the folder: without them no model is named new. ``articles`` (doc_id, published)
-    and ``fertility`` stand in for the folder's tables of the same name when given.
+    and ``fertility`` stand in for the folder's tables of the same name when given; ``pair_store``
+    (the folder's, ``analysis.read_pair_store``) spares recomputing its unchanged model pairs.
     """
     reference = cfg.languages.reference
     return assemble_study_results(
@@ -121,6 +125,7 @@ def derive_study_results(
         sections=derive_sections(data_dir, cfg),
         calls=read_all_partitions(data_dir, "calls"),
         analysed_at=analysed_at,
+        pair_store=pair_store,
     ).study
 
 
@@ -191,7 +196,12 @@ def _stored_document(data_dir: str, asset: str) -> dict[str, Any]:
 
 
 def _estimate(
-    scores: pd.DataFrame, cfg: ProjectConfig, *, articles: pd.DataFrame, fertility: pd.DataFrame
+    scores: pd.DataFrame,
+    cfg: ProjectConfig,
+    *,
+    articles: pd.DataFrame,
+    fertility: pd.DataFrame,
+    pair_store: PairStore | None = None,
 ) -> StudyResults:
     """The estimator suite (docs/ESTIMANDS.md) over the kept scores (and the replication run's, if set)."""
     return run_suite(
@@ -202,6 +212,7 @@ def _estimate(
         replication_scores=(
             read_replication_scores(cfg.study.replication_scores) if cfg.study.replication_scores else None
         ),
+        pair_store=pair_store,
     )
 
 

@@ -5,7 +5,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from clcg_pipeline.analysis import write_leaderboard
+from clcg_pipeline.analysis import pair_store_path, read_pair_store, write_leaderboard, write_pair_store
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.results._derive import assemble_study_results
@@ -63,6 +63,11 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         # Each study's document fits its shape (storage) before any work is done with it.
         for key, document in sections.items():
             validate_document(document, key, source=study.path(f"{STUDY_SECTIONS[key]}.json"))
+        # The model pairs of the last analysis: a new model computes only its own pairs (issue 37).
+        store_path = pair_store_path(study.data_dir)
+        previous, why = read_pair_store(store_path)
+        if why is not None:
+            context.log.warning(why)
         # The same function re-derives the document from a data folder (derive_study_results).
         assembled = assemble_study_results(
             cfg,
@@ -72,6 +77,7 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             sections=sections,
             calls=read_all_partitions(study.data_dir, "calls"),
             analysed_at=analysis_times(context.instance, study.data_dir),
+            pair_store=previous,
         )
         result = assembled.study
         # Checked before anything is written: a renamed key or a wrong type fails here, by field.
@@ -91,6 +97,9 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
         write_leaderboard(result.results, study.data_dir)
         # Every model pair beside it (study_results.json keeps those a reader needs and names it).
         write_model_pairs(assembled.pairs, study.data_dir)
+        if (store := result.pair_store) is not None:  # for the next analysis to reuse
+            write_pair_store(store, store_path)
+            context.log.info(f"model pairs: {store.computed} computed, {store.reused} kept from the last run")
         return result.estimates, result.results
 
     return dg.Definitions(assets=[analysis])

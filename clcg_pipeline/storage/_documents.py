@@ -82,6 +82,10 @@ class H1Results(TypedDict, total=False):
     by_model: dict[str, dict[str, Estimate]]
     n: dict[str, int]
     settings: StudySettings
+    # Only when H1 has no band rows at all (e.g. an empty item bank): why, said once.
+    identifiable: bool
+    reason: str
+    status: str
 
 
 class ModelContrastsResults(TypedDict, total=False):

@@ -13,7 +13,7 @@ import dagster as dg
 import pandas as pd
 from upath import UPath
 
-from clcg_pipeline.partitions import PartitionFrames
+from clcg_pipeline.partitions import PartitionFrames, model_of_partition
 from clcg_pipeline.storage._files import (
     DATA_FILE,
     partition_dir,
@@ -24,10 +24,27 @@ from clcg_pipeline.storage._files import (
     write_json,
 )
 from clcg_pipeline.storage._paid import is_calls_shaped, keep_paid_record
-from clcg_pipeline.storage._records import write_record
+from clcg_pipeline.storage._records import MODEL_VERSIONS, write_record
 from clcg_pipeline.storage._tables import TABLES
 
 _PREVIEW_ROWS = 5
+
+
+# Here, not in _records: it needs the partition keys' layout (``partitions``, which imports
+# Dagster), and the records are read on ``clcg run``'s no-op path without Dagster.
+def partition_record_version(
+    asset_version: str | None, spec_metadata: Mapping[str, Any], partition: str | None
+) -> str | None:
+    """The code version to record for ``partition`` of an asset with these spec version and
+    metadata: its model's version where the spec lists them (None for a model it does not
+    list: never current), else the asset's own."""
+    listed = spec_metadata.get(MODEL_VERSIONS)
+    if listed is None or partition is None:
+        return asset_version
+    by_model = getattr(listed, "value", listed)  # a Dagster MetadataValue holds it in .value
+    model = model_of_partition(partition) or partition  # model_calls is keyed by the model alone
+    version = by_model.get(model) if isinstance(by_model, Mapping) else None
+    return str(version) if version is not None else None
 
 
 def partition_dims(key: str, partitions_def: dg.PartitionsDefinition | None) -> dict[str, str]:
@@ -47,11 +64,13 @@ def _is_partitioned(context: dg.OutputContext) -> bool:
         return False
 
 
-def _code_version(context: dg.OutputContext) -> str | None:
+def _code_version(context: dg.OutputContext, partition: str | None) -> str | None:
+    """The version the partition's record carries: its model's for a per-model asset."""
     try:
-        return context.asset_spec.code_version
+        spec = context.asset_spec
     except dg.DagsterInvariantViolationError:  # an output built outside a run (tests)
         return None
+    return partition_record_version(spec.code_version, spec.metadata, partition)
 
 
 def _table_metadata(path: UPath, frame: pd.DataFrame) -> dict[str, Any]:
@@ -138,7 +157,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             self.base_path,
             asset,
             str(key) if key is not None else None,
-            code_version=_code_version(context),
+            code_version=_code_version(context, str(key) if key is not None else None),
             run_id=context.run_id,
             path=str(path),
             metadata=context.output_metadata,
@@ -175,7 +194,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                 self.base_path,
                 asset,
                 key,
-                code_version=_code_version(context),
+                code_version=_code_version(context, key),
                 run_id=context.run_id,
                 path=str(path),
                 # As a run of the partition alone records it: the output's metadata.

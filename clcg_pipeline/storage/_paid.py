@@ -11,7 +11,8 @@ it was found this time. A call found in the cache whose entry names a payer no t
 recorded (a run killed after paying: the entry is written when the answer arrives,
 ``calls.cache_entry``) is recorded paid by that run and host, once.
 
-It is also the one owner of "what was paid": :func:`spend` reads the five calls tables
+It is also the one owner of "what was paid": :func:`spend` reads every calls table
+(:data:`CALL_TABLE_STEPS`: responses, granularity tasks, judges, writers, item generation)
 through the ``call_spend`` view (``sql/views/call_spend.sql``, the only definition of a paid
 call), and every figure of spend (``clcg run``'s closing line and its budget accounting,
 ``clcg plan``'s spend so far, ``clcg query --named call_costs``) asks it instead of counting.
@@ -127,8 +128,11 @@ CALL_TABLE_STEPS = {
     "task_judge_calls": "judges",
     "judge_calls": "judges",
     "keypoint_calls": "writers",
+    "item_calls": "item generation",
+    "level_audit_calls": "judges",
+    "task_writer_calls": "writers",
 }
-CALL_RECORDS = "call_records"  # the five tables as one relation (built here, from the files present)
+CALL_RECORDS = "call_records"  # the calls tables as one relation (built here, from the files present)
 SPEND_VIEW = "call_spend"  # sql/views/call_spend.sql: what each call paid, on top of call_records
 SPEND_VIEW_FILE = project_path("sql") / "views" / f"{SPEND_VIEW}.sql"
 # The columns call_records gives every table (cast: an empty table's columns have no type).

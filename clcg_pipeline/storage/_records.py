@@ -1,7 +1,8 @@
 """What the data folder itself says about how each stored partition was made.
 
 Beside the tables, ``_records/<asset>/<partition>.json`` holds, for every asset partition the
-IO manager wrote: the asset's code version, when it was written (nanoseconds since the epoch),
+IO manager wrote: the asset's code version (a per-model asset's: the partition's model's,
+``partition_record_version``), when it was written (nanoseconds since the epoch),
 the Dagster run, the file, and the output's plain metadata (call outcomes, the annotation
 inbox's fingerprint). ``clcg run`` judges a partition up to date from these, so a copied
 folder, or one run with another Dagster home, is as current as it was: the Dagster instance
@@ -23,6 +24,9 @@ from clcg_pipeline.storage._files import write_json
 
 RECORDS = "_records"
 _UNPARTITIONED = "_"
+# The spec metadata entry of a per-model asset holding each model's code version
+# (``orchestration/_versions.py``): Dagster versions an asset, the records a partition.
+MODEL_VERSIONS = "clcg/model_code_versions"
 
 
 def _name(partition: str | None) -> str:

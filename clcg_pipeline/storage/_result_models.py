@@ -7,9 +7,16 @@ that wants typed fields instead of ``.get()`` chains validates the document into
 that a reader uses, under the same name and type (``None`` when absent); keys it does not name
 are left to the full shape (``extra="ignore"``), so a view never refuses what the shape allows.
 ``clcg_pipeline_tests/storage/test_document_validation.py`` holds every field to its shape.
+
+The report (issue 34) reads the document once through ``study_results_view`` and hands each
+section its view: ``StudyResults.human_validation`` is a ``HumanValidationView``, and so on. A
+view whose docstring says it names every key of its shape can tell an empty entry (``{}``) from
+a filled one by ``model_fields_set``; the others ignore the keys they do not name.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,6 +32,8 @@ class EstimateModel(_View):
     estimate: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    p_adj: float | None = None
+    n: int | None = None
     identifiable: bool | None = None  # None: not said (neither withheld nor vouched for)
     reason: str | None = None
     status: str | None = None
@@ -41,10 +50,26 @@ class ModelSetting(_View):
     simulated: str | None = None  # what is simulated about its answers (analysis/_settings.py)
 
 
+class BandView(_View):
+    """``settings.band``: the metric and the slice of items the headline estimates use."""
+
+    metric: str | None = None
+    levels: list[str] | None = None
+    item_source: str | None = None
+    context_scope: str | None = None
+
+
 class SettingsModel(_View):
     """``settings`` (and ``h1.settings``): the parts a reader uses."""
 
     models: list[ModelSetting] | None = None
+    replicates: int | None = None
+    bootstrap_replicates: int | None = None
+    confidence: float | None = None
+    band: BandView | None = None
+    generated_at: str | None = None
+    code_version: str | dict[str, Any] | None = None
+    config_hash: str | None = None
 
 
 class H1Model(_View):
@@ -57,6 +82,7 @@ class H1Model(_View):
     micro_net: EstimateModel | None = None
     by_language: dict[str, EstimateModel] | None = None
     by_model: dict[str, dict[str, EstimateModel]] | None = None
+    n: dict[str, int] | None = None
     settings: SettingsModel | None = None
 
     def summary(self) -> dict[str, EstimateModel]:
@@ -72,7 +98,10 @@ class H1Model(_View):
 
 
 class TieGroupsModel(_View):
-    """``model_contrasts.tie_groups``: runs of models whose ranks cannot be separated."""
+    """``model_contrasts.tie_groups``: runs of models whose ranks cannot be separated.
+
+    Names every key of its shape: ``model_fields_set`` is the keys the document has.
+    """
 
     gap: str | None = None
     level: float | None = None
@@ -82,19 +111,258 @@ class TieGroupsModel(_View):
     by_model: dict[str, int] | None = None
 
 
-class ModelContrastsModel(_View):
-    """``model_contrasts``: the parts the first screen reads (ranks, tie groups)."""
+class PairsTableView(_View):
+    """``model_contrasts.pairs_table``: the table of every model pair beside the document.
 
+    Names every key of its shape: ``model_fields_set`` is the keys the document has.
+    """
+
+    table: str | None = None
+    path: str | None = None
+    rows: int | None = None
+    pairs: int | None = None
+    shown: int | None = None
+    significant: int | None = None
+    query: str | None = None
+    rule: str | None = None
+
+
+class ModelContrastsModel(_View):
+    """``model_contrasts``: the ranks, tie groups and English scores (the pairs stay records)."""
+
+    status: str | None = None
+    contrast: str | None = None
+    ranking: str | None = None
     ranks: dict[str, dict[str, EstimateModel]] | None = None
+    english_score: dict[str, EstimateModel] | None = None
     tie_groups: TieGroupsModel | None = None
+    pairs_table: PairsTableView | None = None
+
+
+class NewModelView(_View):
+    """``new_model``: the model added after all the others had answered."""
+
+    model: str | None = None
+    estimand: str | None = None
+    clcg: EstimateModel | None = None
+    rank: EstimateModel | None = None
+    n_models: int | None = None
+    differences: list[dict[str, Any]] | None = None  # free-form in the shape: rows of estimate fields
+    note: str | None = None
+
+
+class StudyView(_View):
+    """What every study section (``error_taxonomy``, ``human_validation``, ``granularity``) opens with."""
+
+    status: str | None = None
+    reason: str | None = None
+    caveats: list[str] | None = None
+
+
+class LabelFrequencyView(_View):
+    """One row of ``error_taxonomy.label_frequencies``: a label's share on one side, per judge."""
+
+    judge: str | None = None
+    side: str | None = None
+    label: str | None = None
+    share: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+class CrosslingualLossView(_View):
+    """One row of ``error_taxonomy.crosslingual_loss``: the loss share of one judge and group."""
+
+    judge: str | None = None
+    group: str | None = None
+    estimate: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+class TransitionView(_View):
+    """One cell of ``error_taxonomy.transitions``: pairs whose label went from one to another."""
+
+    judge: str | None = None
+    en_label: str | None = None
+    target_label: str | None = None
+    n: int | None = None
+    share: float | None = None
+
+
+class ErrorTaxonomyView(StudyView):
+    """``error_taxonomy``: the scalar facts its section heads with (its tables stay records)."""
+
+    taxonomy: str | None = None
+    pairs: int | None = None
+    articles: int | None = None
+    candidate_loss_share_realised: float | None = None
+    candidate_loss_share_target: float | None = None
+    decomposition: str | None = None
+    label_frequencies: list[LabelFrequencyView] | None = None
+    transitions: list[TransitionView] | None = None
+    crosslingual_loss: list[CrosslingualLossView] | None = None
+
+
+class QcStepView(_View):
+    """One row of ``human_validation.qc_funnel``."""
+
+    step: str | None = None
+    remaining_annotators: int | None = None
+    remaining_ratings: int | None = None
+    annotators_with_ratings: int | None = None
+
+
+class AlphaRowView(_View):
+    """One row of ``human_validation.alpha``."""
+
+    dimension: str | None = None
+    level: str | None = None
+    alpha: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+class MixedPreferenceView(_View):
+    """``human_validation.preference.mixed``: the mixed model of the paired preference.
+
+    This view and the three below name every key of their shape, so ``model_fields_set`` is the
+    keys the document has (an empty entry, ``{}``, is no result).
+    """
+
+    probability: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_one_sided: float | None = None
+    method: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    odds_ratio: float | None = None
+    or_ci_low: float | None = None
+    or_ci_high: float | None = None
+    annotator_sd: float | None = None
+    pair_sd: float | None = None
+
+
+class PreferenceBootstrapView(_View):
+    """``human_validation.preference.bootstrap``: the annotator-cluster bootstrap."""
+
+    estimate: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_one_sided: float | None = None
+    annotators: int | None = None
+    identifiable: bool | None = None
+    reason: str | None = None
+
+
+class PreferenceView(_View):
+    """``human_validation.preference``: the paired preference, raw, mixed model and bootstrap."""
+
+    decisive: int | None = None
+    higher_preferred: int | None = None
+    proportion: float | None = None
+    exact_ci_low: float | None = None
+    exact_ci_high: float | None = None
+    p_one_sided: float | None = None
+    judgments: int | None = None
+    non_decisive: int | None = None
+    mixed: MixedPreferenceView | None = None
+    bootstrap: PreferenceBootstrapView | None = None
+
+
+class CeilingView(_View):
+    """``human_validation.ceiling``: the ceiling rule's verdict and its numbers."""
+
+    triggered: bool | None = None
+    min_class_adequacy_median: float | None = None
+    high_low_difference: float | None = None
+    high_mean: float | None = None
+    low_mean: float | None = None
+    rule: str | None = None
+    reason: str | None = None
+
+
+class HumanValidationView(StudyView):
+    """``human_validation``: the facts, funnel, alpha, preference and ceiling its section reads."""
+
+    simulated: bool | None = None
+    annotators: int | None = None
+    ratings: int | None = None
+    items: int | None = None
+    qc_funnel: list[QcStepView] | None = None
+    alpha: list[AlphaRowView] | None = None
+    preference: PreferenceView | None = None
+    ceiling: CeilingView | None = None
+
+    @property
+    def is_simulated(self) -> bool:
+        return self.simulated is True
+
+
+class CurvePointView(_View):
+    """One point of ``granularity.position_curve``: a group's score and gap at one place."""
+
+    language_group: str | None = None
+    granularity: str | None = None
+    metric: str | None = None
+    region: str | None = None
+    position: str | None = None
+    score: float | None = None
+    gap: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+class HeatmapCellView(_View):
+    """One cell of ``granularity.heatmap``: a group's gap in one region at one granularity."""
+
+    language_group: str | None = None
+    granularity: str | None = None
+    metric: str | None = None
+    region: str | None = None
+    gap: float | None = None
+    n: int | None = None
+
+
+class GranularityView(StudyView):
+    """``granularity``: the parts its section reads outside its record tables."""
+
+    heatmap: list[HeatmapCellView] | None = None
+    position_curve: list[CurvePointView] | None = None
+    settings: dict[str, Any] | None = None
+
+
+class DrilldownItemView(_View):
+    """One item of a language's drill-down panel (``drilldown``): the question and both answers."""
+
+    question: str | None = None
+    gold: str | None = None
+    options: list[str] | None = None
+    en_answer: str | None = None
+    target_answer: str | None = None
+    en_score: float | None = None
+    target_score: float | None = None
+    difference: float | None = None
+    model: str | None = None
+    doc_id: str | None = None
+    item_id: str | None = None
+    level: str | None = None
+    context_scope: str | None = None
+    reps: int | list[int] | None = None
 
 
 class StudyResults(_View):
-    """``study_results.json`` as its first screen reads it (report/_decision.py)."""
+    """``study_results.json`` as the report reads it (report/_decision.py and the sections)."""
 
     h1: H1Model | None = None
     model_contrasts: ModelContrastsModel | None = None
     settings: SettingsModel | None = None
+    new_model: NewModelView | None = None
+    error_taxonomy: ErrorTaxonomyView | None = None
+    human_validation: HumanValidationView | None = None
+    granularity: GranularityView | None = None
+    drilldown: dict[str, list[DrilldownItemView]] | None = None
 
     def models(self) -> list[ModelSetting]:
         """``settings.models``, else ``h1.settings.models`` (the top-level settings win)."""

@@ -5,7 +5,7 @@ A memo of the records' verdict, never a second opinion. The data folder's record
 ``orchestration/_freshness.py``); when ``clcg run`` ends with every partition it was asked for
 up to date by them (checked in full, after it ran), it writes ``_records/_complete_run.json``:
 what it was asked (config, models, languages, mode, budget), the study's code versions
-(``config.code_versions``: config, package and source contents), the sha256 of every record
+(``config.code_versions``: config, package and source contents, each model's own), the sha256 of every record
 and the size and modification time of every other file in the folder but the call cache. The
 next ``clcg run`` asked the same, with the same code versions, on a folder whose records say
 word for word what they said and whose files are all as they were, gets the same verdict

@@ -409,6 +409,35 @@ TABLES: dict[str, pa.Schema] = {
             ("finish_reason", _STR),
         ]
     ),
+    # Issue 33: the calls that write the study's inputs, in the record of what was paid like
+    # every other call. The item generator's, one per English article x level (items/_generate.py).
+    "item_calls": pa.schema(
+        [
+            *_CALL_FIELDS,
+            ("level", _STR),
+            ("request_hash", _STR),
+            ("finish_reason", _STR),
+        ]
+    ),
+    # The level auditor's, one per L0-L5 item (items/_level_audit.py; optional).
+    "level_audit_calls": pa.schema(
+        [
+            *_CALL_FIELDS,
+            ("item_id", _STR),
+            ("request_hash", _STR),
+            ("finish_reason", _STR),
+        ]
+    ),
+    # The granularity task bank's writers (cloze confusions, word questions): the judge runner's rows.
+    "task_writer_calls": pa.schema(
+        [
+            *_CALL_FIELDS,
+            ("judge", _STR),
+            ("template_hash", _STR),
+            ("request_hash", _STR),
+            ("finish_reason", _STR),
+        ]
+    ),
     # G3 (issue 11): every estimand of the granularity analysis (granularity/_analysis.py).
     "granularity_estimates": pa.schema(
         [

@@ -312,3 +312,14 @@ def test_an_exact_fit_has_no_interval_and_stays_json() -> None:
     assert not fit["converged"]
     assert any("standard error undefined" in w for w in fit["warnings"])
     json.dumps(jsonable(fit), allow_nan=False)
+
+
+def test_a_study_with_no_scored_rows_writes_a_valid_document(cfg) -> None:
+    # An empty item bank leaves nothing scored: H1 says why once (identifiable, reason,
+    # status), and the document must still fit its declared shape (it was refused on write).
+    from clcg_pipeline.storage import validate_document
+
+    res = run_suite(_scores(cfg).iloc[:0], cfg, articles=synthetic_articles(14, seed=5))
+    h1 = res.results["h1"]
+    assert h1["identifiable"] is False and h1["reason"].startswith("no scored rows")
+    validate_document(jsonable(res.results), source="study_results.json")

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clcg_pipeline.analysis import draw_multiplicities, estimate_file, estimate_h1
+from clcg_pipeline.analysis import draw_multiplicities, estimate_file, estimate_h1, withheld_reason
 from clcg_pipeline.analysis._gaps import Roles, build_panel
 from clcg_pipeline.analysis._h1 import band_rows, h1_core
 from clcg_pipeline_tests.analysis.conftest import make_scores
@@ -165,6 +165,28 @@ def test_too_few_articles_withholds_every_interval_as_the_full_suite_does(small_
         assert entry["ci_low"] is None and entry["identifiable"] is False
     enough = estimate_h1(make_scores(7, n_docs=10), small_langs, study)["h1_micro"]
     assert enough["ci_low"] is not None and "identifiable" not in enough
+
+
+def test_each_estimand_is_withheld_on_its_own_articles_as_in_the_suite(small_langs, study):
+    # Twelve articles in all, but six of them carry only Portuguese rows: the contrasts of English
+    # with the targets rest on six articles, so the suite's rule withholds their intervals. The
+    # old rule counted every article of the panel and showed those intervals.
+    frame = make_scores(7, n_docs=12)
+    pt_only = frame["doc_id"].isin([f"d{d}" for d in range(6, 12)]) & (frame["language"] != "pt")
+    res = estimate_h1(frame.loc[~pt_only], small_langs, study)
+    assert res["n"]["articles"] == 12
+    micro = res["h1_micro"]
+    assert micro["estimate"] is not None and micro["ci_low"] is None and micro["ci_high"] is None
+    assert micro["identifiable"] is False
+    assert micro["reason"] == withheld_reason(micro["estimate"], 6, 10)
+    assert micro["reason"] == "too few articles: 6 < study.min_articles = 10"
+    for iso in TARGETS:
+        assert res["by_language"][iso]["ci_low"] is None and res["by_language"][iso]["identifiable"] is False
+    for model in ("m1", "m2"):
+        assert res["by_model"][model]["h1_micro"]["identifiable"] is False
+        assert res["by_model"][model]["pt_gap"]["ci_low"] is not None
+    # The PT gap contrasts English with Portuguese, on all twelve articles: shown, unmarked.
+    assert res["pt_gap"]["ci_low"] is not None and "identifiable" not in res["pt_gap"]
 
 
 def test_estimate_file_roundtrip_and_errors(tmp_path: Path, small_langs, study, project):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 import pytest
@@ -15,6 +15,7 @@ from clcg_pipeline.items import (
     _generate,
     generate_bank,
     generate_items,
+    generate_items_with_calls,
     generation_requests,
     parse_generated,
     template_hash,
@@ -210,3 +211,24 @@ def test_generate_items_returns_unvalidated_rows_for_whole_bank_validation(monke
         ("d2-L4-1", "unknown_pid"),  # p1 is not a paragraph of d2
         ("d2-L5-0", "unparseable"),
     ]
+
+
+def test_the_generators_calls_are_rows_of_item_calls(monkeypatch, tmp_path):
+    """What each generation call paid is kept, one ``item_calls`` row per article x level."""
+
+    def fake_run(model, requests, options):
+        return [
+            replace(result("[]", call_id=f"id{i}"), cost_usd=0.01 * (i + 1), cached=i % 2 == 1)
+            for i, _ in enumerate(requests)
+        ]
+
+    monkeypatch.setattr(_generate, "run_requests", fake_run)
+    model = ModelSpec(id="gen", provider="openai", model="gpt-x", api_key_env="CLCG_TEST_UNUSED_KEY")
+    _, calls = generate_items_with_calls(model, ARTICLES, PARAS, STUDY, CallOptions(cache_dir=str(tmp_path)))
+    conform("item_calls", calls)
+    assert len(calls) == 12 and list(calls["call_id"]) == [f"id{i}" for i in range(12)]
+    assert (calls["model"] == "gen").all() and set(calls["level"]) == {"L0", "L1", "L2", "L3", "L4", "L5"}
+    assert list(calls["cached"]) == [i % 2 == 1 for i in range(12)]
+    assert calls["cost_usd"].sum() == pytest.approx(0.01 * sum(range(1, 13)))
+    bank = generate_bank(model, ARTICLES, PARAS, STUDY, CallOptions(cache_dir=str(tmp_path)))
+    assert bank.calls.equals(calls)

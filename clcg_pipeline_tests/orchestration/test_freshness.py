@@ -19,11 +19,12 @@ import pytest
 from clcg_pipeline.orchestration._freshness import Freshness
 from clcg_pipeline.storage import RECORDS, ParquetIOManager
 
-VERSIONS = {"corpus": "corpus-v1", "study": "study-v1"}
+# Neither asset reads a per-model asset: both take the version without the model list.
+VERSIONS = {"corpus": "corpus-v1", "inputs": "inputs-v1", "study": "study-v1"}
 ASSETS = ("source", "reader")
 
 
-def _definitions(data: Path, version: str = VERSIONS["study"]) -> dg.Definitions:
+def _definitions(data: Path, version: str = VERSIONS["inputs"]) -> dg.Definitions:
     @dg.asset(code_version=version)
     def source() -> pd.DataFrame:
         return pd.DataFrame({"x": [1, 2]})
@@ -98,7 +99,7 @@ def test_a_stale_version_a_missing_file_or_a_newer_input_is_not_up_to_date(
     written: tuple[Path, dg.DagsterInstance],
 ) -> None:
     data, instance = written
-    assert not _fresh(data, {**VERSIONS, "study": "study-v2"}).up_to_date(["source"], None, [])
+    assert not _fresh(data, {**VERSIONS, "inputs": "inputs-v2"}).up_to_date(["source"], None, [])
     # The input written again after its reader: the reader is stale, the input is not.
     _materialize(_definitions(data), instance, "source")
     fresh = _fresh(data)

@@ -108,10 +108,13 @@ def test_the_stream_sends_every_call_and_the_partitions_record_them_as_theirs(
         assert dict(server.state.requests) == sent, "a partition's run called the model again"
         tables = partition_call_rows(data)
         paid = tables[~tables["cached"].astype(bool)]
-        # Every call of the stream is recorded as paid exactly once, by the partition it was sent for.
+        # Every call of the stream is recorded as paid exactly once, in the partition it was sent
+        # for, and credited to the stream's run that paid it, not to the partition's run.
         assert sorted(paid["call_id"]) == sorted(sent)
         assert float(paid["cost_usd"].sum()) > 0
-        assert set(paid["paid_run"]) <= set(first_runs.values())
+        assert set(paid["paid_run"]) == {stream.run_id} and not set(paid["paid_run"]) & set(
+            first_runs.values()
+        )
 
         # A rerun of a partition after the stream was claimed: nothing sent, the record kept.
         key = str(response_key("en", "fake-gpt"))

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from pydantic import BaseModel
 
+from clcg_pipeline import storage
 from clcg_pipeline.config import load_config
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import (
@@ -220,6 +221,27 @@ VIEWS: dict[type[BaseModel], Any] = {
     TieGroupsModel: TieGroups,
     ModelContrastsModel: ModelContrastsResults,
     StudyResults: StudyResultsDocument,
+}
+# The views the report's sections read (report/*.py), each held to its shape the same way.
+VIEWS |= {
+    storage.BandView: storage.Band,
+    storage.NewModelView: storage.NewModel,
+    storage.ErrorTaxonomyView: storage.ErrorTaxonomyResults,
+    storage.QcStepView: storage.QcStep,
+    storage.AlphaRowView: storage.AlphaRow,
+    storage.MixedPreferenceView: storage.PreferenceModel,
+    storage.PreferenceBootstrapView: storage.PreferenceBootstrap,
+    storage.PreferenceView: storage.Preference,
+    storage.CeilingView: storage.Ceiling,
+    storage.HumanValidationView: storage.HumanValidationResults,
+    storage.GranularityView: storage.GranularityResults,
+    storage.DrilldownItemView: storage.DrilldownItem,
+    storage.PairsTableView: storage.PairsTable,
+    storage.CurvePointView: storage.CurvePoint,
+    storage.HeatmapCellView: storage.HeatmapCell,
+    storage.TransitionView: storage.LabelTransition,
+    storage.LabelFrequencyView: storage.LabelFrequency,
+    storage.CrosslingualLossView: storage.CrosslingualLoss,
 }
 
 

@@ -165,10 +165,12 @@ def test_the_suites_rule_decides_and_its_words_name_the_unit(monkeypatch: pytest
     first, second = list("abab" * 10), list("abba" * 10)
     few = cohen_kappa(first, second, replicates=50, min_clusters=50)
     assert few["identifiable"] is False and few["kappa"] is not None  # the value stays, as a description
-    assert few["reason"] == withheld_reason(0.0, 40, 50).replace("articles", "items", 1)
+    assert few["reason"] == withheld_reason(0.0, 40, 50, unit="items")
     asked: list[tuple[int | None, int]] = []
 
-    def rule(estimate: float | None, n: int | None, minimum: int, valid: int | None = None) -> str | None:
+    def rule(
+        estimate: float | None, n: int | None, minimum: int, valid: int | None = None, *, unit: str = ""
+    ) -> str | None:
         asked.append((n, minimum))
         return None
 

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from clcg_pipeline.analysis import withheld_reason
 from clcg_pipeline.config import ProjectConfig, default_config_dir, load_config
 from clcg_pipeline.storage import conform
 from clcg_pipeline.synthetic import synthetic_human_study
@@ -379,6 +380,26 @@ def test_few_articles_is_a_caveat(analysed: Any) -> None:
     assert doc["articles"] == 1 and any(
         "1 article(s) (< study.min_articles = 10)" in c for c in doc["caveats"]
     )
+
+
+def test_few_articles_is_decided_by_the_suites_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34: the caveat asks ``analysis.withheld_reason`` (no comparison of its own)."""
+    from clcg_pipeline.validation.human import _analysis
+
+    asked: list[tuple[object, ...]] = []
+
+    def rule(*args: object) -> str | None:
+        asked.append(args)
+        return None
+
+    monkeypatch.setattr(_analysis, "withheld_reason", rule)
+    annotations, sample, _ = synthetic_human_study(
+        singles=30, pairs=0, annotators=12, attention_failures=1, contradictory=0, invalid=0, fast=0, seed=4
+    )
+    sample["doc_id"] = "d00"
+    doc = run_human_validation(config(), annotations, sample).results
+    assert asked[0][1:] == (1, 10) and not any("article clustering" in c for c in doc["caveats"])
+    assert withheld_reason(0.0, 1, 10) is not None  # the real rule would have said it
 
 
 def test_everything_excluded_is_empty_not_ok() -> None:

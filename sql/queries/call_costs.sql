@@ -1,7 +1,7 @@
--- What was paid, by model, step (responses, granularity tasks, judges, writers) and outcome,
--- over every calls table (the call_spend view): calls, how many were found in the call cache,
--- how many were paid for, tokens, and the paid total (a partition run again keeps the record
--- of the calls it paid for, so this does not drop).
+-- What was paid, by model, step (responses, granularity tasks, judges, writers, item
+-- generation) and outcome, over every calls table (the call_spend view): calls, how many were
+-- found in the call cache, how many were paid for, tokens, and the paid total (a partition run
+-- again keeps the record of the calls it paid for, so this does not drop).
 SELECT model, step, outcome, count(*) AS calls,
        sum(CASE WHEN cached THEN 1 ELSE 0 END) AS cached,
        sum(CASE WHEN paid THEN 1 ELSE 0 END) AS paid_calls,

@@ -1,6 +1,7 @@
 -- needs: call_records
--- One row per provider call of the five calls tables (calls, task_calls, task_judge_calls,
--- judge_calls, keypoint_calls): its model, step, partition, the run (a Dagster run, or the
+-- One row per provider call of the calls tables (calls, task_calls, task_judge_calls,
+-- judge_calls, keypoint_calls, task_writer_calls, item_calls, level_audit_calls: storage/_paid.py's
+-- CALL_TABLE_STEPS): its model, step, partition, the run (a Dagster run, or the
 -- stream that sent it ahead) and host that paid for it, and what it paid. The only definition
 -- of a paid call: clcg run's closing line and budget, clcg plan's spend so far and the
 -- call_costs query all read this view (clcg_pipeline/storage/_paid.py). A call is paid when it

@@ -9,22 +9,14 @@ import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import bootstrap_p, fixed_mean_rows, valid_replicates
 from clcg_pipeline.analysis._context import SuiteContext, class_map
-from clcg_pipeline.analysis._h1 import h1_core
+from clcg_pipeline.analysis._h1 import H1_KEYS, contrast_languages, h1_core
 from clcg_pipeline.analysis._prepare import as_str
 from clcg_pipeline.storage import finite
 
 
 def languages_of(ctx: SuiteContext, key: str) -> list[str]:
     """Languages whose rows enter an H1-family contrast (the reference is always one)."""
-    en, pt, tg = ctx.roles.reference, ctx.roles.baseline, list(ctx.roles.targets)
-    if key == "pt_gap":
-        return [en, pt]
-    if key in ("macro_net", "micro_net"):
-        return [en, pt, *tg]
-    return [en, *tg]
-
-
-H1_KEYS = ("h1_micro", "macro", "pt_gap", "macro_net", "micro_net")
+    return contrast_languages(ctx.roles, key)
 
 
 def qualify_core(ctx: SuiteContext, core: Any, p: dict[str, float | None] | None = None) -> None:

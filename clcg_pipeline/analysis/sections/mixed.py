@@ -6,8 +6,12 @@ from typing import Any
 
 import pandas as pd
 
-from clcg_pipeline.analysis._context import SuiteContext
+from clcg_pipeline.analysis._context import SuiteContext, withheld_reason
 from clcg_pipeline.analysis._prepare import as_str
+
+#: Stands for "a fit would give an estimate" when the rule is asked before fitting: below
+#: ``study.min_articles`` articles the fit is not run at all, its interval and p would be withheld.
+_FITTABLE = 0.0
 
 
 def _counts(ctx: SuiteContext, rows: pd.DataFrame | None) -> tuple[int, int]:
@@ -35,19 +39,23 @@ def mixed(ctx: SuiteContext, band: pd.DataFrame, h2_rows: pd.DataFrame | None) -
     counts = {"h1": _counts(ctx, band), "h2": _counts(ctx, h2_rows)}
 
     def too_few(name: str) -> dict[str, Any] | None:
+        """The fit not run, with the suite's reason, when the rule withholds it for its articles.
+
+        Without articles there is nothing to fit: the fit itself says why (too few cells).
+        """
         n_art = counts[name][1]
-        if 0 < n_art < ctx.min_articles:
-            reason = f"too few articles: {n_art} < study.min_articles = {ctx.min_articles}"
-            return {
-                "estimate": None,
-                "ci_low": None,
-                "ci_high": None,
-                "p": None,
-                "converged": False,
-                "status": f"not identifiable: {reason}",
-                "reason": reason,
-            }
-        return None
+        reason = withheld_reason(_FITTABLE, n_art, ctx.min_articles) if n_art else None
+        if reason is None:
+            return None
+        return {
+            "estimate": None,
+            "ci_low": None,
+            "ci_high": None,
+            "p": None,
+            "converged": False,
+            "status": f"not identifiable: {reason}",
+            "reason": reason,
+        }
 
     out: dict[str, Any] = {
         "aggregation": AGGREGATION,

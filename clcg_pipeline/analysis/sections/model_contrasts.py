@@ -22,7 +22,14 @@ from clcg_pipeline.analysis._bootstrap import (
 )
 from clcg_pipeline.analysis._context import SuiteContext
 from clcg_pipeline.analysis._gaps import GapPanel
-from clcg_pipeline.analysis._pairwise import AllPairs, PairBlock, PairRows
+from clcg_pipeline.analysis._pair_store import (
+    STAT_COLUMNS,
+    PairReuse,
+    model_prints,
+    pair_store,
+    settings_print,
+)
+from clcg_pipeline.analysis._pairwise import AllPairs, PairRows
 from clcg_pipeline.analysis.sections.h1 import languages_of
 from clcg_pipeline.storage import finite
 
@@ -50,13 +57,19 @@ TIE_RULE = (
 )
 
 
-def model_contrasts(ctx: SuiteContext, core: Any, band: pd.DataFrame) -> dict[str, Any]:
-    """The ``model_contrasts`` block: ``pairs``, ``ranks``, ``english_score`` and their BH families."""
+def model_contrasts(
+    ctx: SuiteContext, core: Any, band: pd.DataFrame, reuse: PairReuse | None = None
+) -> dict[str, Any]:
+    """The ``model_contrasts`` block: ``pairs``, ``ranks``, ``english_score`` and their BH families.
+
+    ``reuse``: the pairs of the last analysis to take instead of computing them (``_pairs``);
+    ranks, the BH families and the tie groups are always recomputed over every model.
+    """
     models = _models(ctx, core)
     status = "estimated" if len(models) >= 2 else ONE_MODEL if models else NO_MODEL
     out: dict[str, Any] = {"status": status, "models": models, "contrast": CONTRAST_RULE}
     out["ranking"] = RANK_RULE
-    pairs = _pairs(ctx, band, models) if len(models) >= 2 else {}
+    pairs = _pairs(ctx, band, models, reuse) if len(models) >= 2 else {}
     out["pairs"] = pairs
     out["multiplicity"] = _adjust(pairs)
     out["ranks"] = _ranks(ctx, core, models)
@@ -102,7 +115,7 @@ def _pair_rows(rows: pd.DataFrame, models: list[str], langs: list[str]) -> PairR
     y = rows["y"].to_numpy(dtype=np.float64)
     answered = np.zeros((int(unit.max()) + 1, len(models)), dtype=bool)
     answered[unit, model] = True
-    return PairRows(len(articles), len(models), len(langs), art, model, lang, unit, y, answered)
+    return PairRows(len(articles), len(models), len(langs), art, model, lang, unit, y, answered, articles)
 
 
 def _index_of(column: pd.Series, names: list[str]) -> np.ndarray:
@@ -112,8 +125,14 @@ def _index_of(column: pd.Series, names: list[str]) -> np.ndarray:
     return np.array([where[str(u)] for u in uniques], dtype=np.int64)[codes]
 
 
-def _pairs(ctx: SuiteContext, band: pd.DataFrame, models: list[str]) -> dict[str, Any]:
-    """Every pair's paired differences, in configured order (first model minus second)."""
+def _pairs(
+    ctx: SuiteContext, band: pd.DataFrame, models: list[str], reuse: PairReuse | None = None
+) -> dict[str, Any]:
+    """Every pair's paired differences, in configured order (first model minus second).
+
+    With ``reuse``, the pairs of ``reuse.previous`` whose models' rows and settings are
+    unchanged are taken from it instead of computed, and ``reuse.current`` gets every pair.
+    """
     langs = [ctx.roles.reference, ctx.roles.baseline, *ctx.roles.targets]
     keep = band["language"].isin(langs).to_numpy() & band["model"].isin(models).to_numpy()
     # The band itself when every row is kept (the usual case), else a copy of the read columns
@@ -124,11 +143,23 @@ def _pairs(ctx: SuiteContext, band: pd.DataFrame, models: list[str]) -> dict[str
     coded = _pair_rows(rows, models, langs)
     # The H1 panel's article list, replicates and seed, hence its draws: pairs and H1 share replicates.
     weights = draw_multiplicities(coded.n_articles, ctx.replicates, ctx.seed)
-    out: dict[str, Any] = {}
-    for block in AllPairs(coded, weights, ctx.confidence).blocks():
-        for k, (i, j) in enumerate(zip(block.first, block.second, strict=True)):
-            out[pair_label(models[i], models[j])] = _pair(ctx, block, k, models[i], models[j])
-    return out
+    settings = settings_print(
+        coded.articles if coded.articles is not None else [], langs, ctx.replicates, ctx.seed, ctx.confidence
+    )
+    store = pair_store(
+        models,
+        model_prints(rows, coded.model, models),
+        settings,
+        reuse.previous if reuse is not None else None,
+        lambda: AllPairs(coded, weights, ctx.confidence),
+    )
+    if reuse is not None:
+        reuse.current = store
+    stats = {c: store.frame[c].to_numpy() for c in STAT_COLUMNS}
+    return {
+        pair_label(a, b): _pair(ctx, stats, k, a, b)
+        for k, (a, b) in enumerate(zip(store.frame["model_a"], store.frame["model_b"], strict=True))
+    }
 
 
 # The band columns the pairs read.
@@ -144,21 +175,24 @@ def _empty_pair(ctx: SuiteContext, first: str, second: str) -> dict[str, Any]:
     return entry
 
 
-def _pair(ctx: SuiteContext, block: PairBlock, k: int, first: str, second: str) -> dict[str, Any]:
-    """One pair's three paired differences on its common rows (``ContextSuite.stats``'s fields)."""
-    units = int(block.common[k])
+def _pair(ctx: SuiteContext, stats: dict[str, np.ndarray], k: int, first: str, second: str) -> dict[str, Any]:
+    """One pair's three paired differences on its common rows (``ContextSuite.stats``'s fields).
+
+    ``stats``: the pair store's columns (``_pair_store.STAT_COLUMNS``), ``k`` the pair's row.
+    """
+    units = int(stats["common"][k])
     entry: dict[str, Any] = {"model_a": first, "model_b": second, "n_common_items": units}
     for key in KEYS:
-        stats = {
-            "estimate": finite(block.estimate[key][k]),
-            "ci_low": finite(block.low[key][k]),
-            "ci_high": finite(block.high[key][k]),
-            "p": finite(block.p[key][k]),
-            "n": int(block.n[key][k]),
-            "n_articles": int(block.n_articles[key][k]),
-            "valid_replicates": int(block.valid[key][k]),
+        fields = {
+            "estimate": finite(stats[f"{key}.estimate"][k]),
+            "ci_low": finite(stats[f"{key}.low"][k]),
+            "ci_high": finite(stats[f"{key}.high"][k]),
+            "p": finite(stats[f"{key}.p"][k]),
+            "n": int(stats[f"{key}.n"][k]),
+            "n_articles": int(stats[f"{key}.n_articles"][k]),
+            "valid_replicates": int(stats[f"{key}.valid"][k]),
         }
-        entry[key] = ctx.qualify(stats, sided="two-sided")
+        entry[key] = ctx.qualify(fields, sided="two-sided")
         if units == 0:
             entry[key]["reason"] = "no item answered by both models"
     return entry

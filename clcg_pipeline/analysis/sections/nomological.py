@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.analysis._context import SuiteContext
+from clcg_pipeline.analysis._context import SuiteContext, withheld_reason, withhold_fields
 from clcg_pipeline.analysis._prepare import check_columns
 
 
@@ -86,21 +86,25 @@ def nomological(ctx: SuiteContext, h1: dict[str, Any], fertility: pd.DataFrame |
     return out
 
 
-def withheld_below_min(ctx: SuiteContext, res: dict[str, Any], n_articles: int | None) -> dict[str, Any]:
-    """A language-level statistic without a bootstrap: p and fit withheld below study.min_articles.
+#: Stands for "the statistic was computed" when the rule is asked about it: an undefined rho or
+#: r\u00b2 (too few languages) is already null in the statistic itself, so only the articles decide.
+_COMPUTED = 0.0
 
-    The same rule as every estimand (``SuiteContext.qualify``): the point value stays, as a
-    description; with an OLS the coefficients stay and r\u00b2 (a fit on too few units) goes.
+
+def withheld_below_min(ctx: SuiteContext, res: dict[str, Any], n_articles: int | None) -> dict[str, Any]:
+    """A language-level statistic without a bootstrap, qualified by the suite's rule.
+
+    The decision and its words are ``withheld_reason``'s (as ``SuiteContext.qualify`` for every
+    estimand): a withheld statistic keeps its point value as a description and loses its p
+    (``withhold_fields``); an OLS keeps its coefficients and loses r\u00b2, a fit on too few units.
     """
     out = {**res, "n_articles": n_articles}
-    if n_articles is None or n_articles >= ctx.min_articles:
-        out["identifiable"], out["reason"] = True, None
-        return out
-    out["identifiable"] = False
-    out["reason"] = f"too few articles: {n_articles} < study.min_articles = {ctx.min_articles}"
-    for withheld in ("p", "r2"):
-        if withheld in out:
-            out[withheld] = None
+    reason = withheld_reason(_COMPUTED, n_articles, ctx.min_articles)
+    out["identifiable"], out["reason"] = reason is None, reason
+    if reason is not None:
+        withhold_fields(out)
+        if "r2" in out:
+            out["r2"] = None
     return out
 
 

@@ -24,6 +24,7 @@ sentence position, roles; ``_ranks``: model ranks and gap trends across granular
 results document (``_results``).
 """
 
+from clcg_pipeline.granularity._analysis._estimates import too_few_documents
 from clcg_pipeline.granularity._analysis._judges import (
     NO_HUMAN_RATINGS,
     cloze_error_shares,
@@ -51,4 +52,5 @@ __all__ = [
     "judge_agreement",
     "ordinal_alpha",
     "prompt_tokens_by_task",
+    "too_few_documents",
 ]

@@ -47,8 +47,7 @@ def too_few_documents(n_documents: int, min_documents: int) -> str | None:
     ``SuiteContext.qualify`` applies to every estimate here); documents are this study's
     articles, and the reason names them as the tables do.
     """
-    reason = withheld_reason(_COMPUTED, n_documents, min_documents)
-    return None if reason is None else reason.replace("too few articles", "too few documents", 1)
+    return withheld_reason(_COMPUTED, n_documents, min_documents, unit="documents")
 
 
 def empty_estimates() -> pd.DataFrame:

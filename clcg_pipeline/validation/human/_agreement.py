@@ -37,14 +37,14 @@ def withhold(out: dict[str, Any], clusters: int, min_clusters: int, what: str) -
     The rule is the suite's (``analysis.withheld_reason``): below ``min_clusters``
     (``study.min_articles``) resampled units the percentile interval is degenerate, so it is
     withheld (with every other interval and p field) and the reason says so; the point estimate
-    stays. The units resampled here are ``what``, not articles, so the rule's words name them.
+    stays. The units resampled here are ``what``, not articles: the rule's words name them (``unit``).
     """
-    reason = withheld_reason(_COMPUTED, clusters, min_clusters)
+    reason = withheld_reason(_COMPUTED, clusters, min_clusters, unit=what)
     if reason is not None:
         out["ci_low"] = out["ci_high"] = None
         withhold_fields(out)
         out["identifiable"] = False
-        out["reason"] = reason.replace("too few articles", f"too few {what}", 1)
+        out["reason"] = reason
     else:
         out.setdefault("identifiable", True)
         out.setdefault("reason", None)

@@ -26,7 +26,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from clcg_pipeline.analysis import SuiteContext, roles_of
+from clcg_pipeline.analysis import SuiteContext, roles_of, withheld_reason
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.storage import HumanValidationResults, finite
 from clcg_pipeline.validation.human._agreement import cohen_kappa
@@ -67,6 +67,8 @@ from clcg_pipeline.validation.human._preference import preference as preference_
 from clcg_pipeline.validation.human._qc import FIELDS, KEPT, QCResult, run_qc
 
 AWAITING = "awaiting annotations"
+#: Stands for "the study has ratings" when the rule is asked about the articles they come from.
+_RATED = 0.0
 METHODS = {
     "alpha": "Krippendorff's alpha (krippendorff package) per rubric field at its level of measurement, "
     "on items with >= 2 valid ratings; percentile interval resampling items",
@@ -217,9 +219,12 @@ def run_human_validation(
         "articles": int(kept["doc_id"].nunique()),
     }
     rows: list[dict[str, Any]] = []
-    if 0 < results["articles"] < min_n:
+    few_articles = withheld_reason(_RATED, results["articles"], min_n) if results["articles"] else None
+    if few_articles is not None:
         # The study's intervals resample items (and annotators), as here; items nested in so few
-        # articles are not independent, so those intervals understate the uncertainty.
+        # articles are not independent, so those intervals understate the uncertainty. The
+        # decision is the suite's rule (``analysis.withheld_reason``); its reason text is not
+        # repeated here (nothing is withheld for it), so a report says each reason once.
         caveats.append(
             f"the rated responses come from {results['articles']} article(s) "
             f"(< study.min_articles = {min_n}): item- and annotator-cluster intervals ignore article "

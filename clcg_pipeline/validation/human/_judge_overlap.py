@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clcg_pipeline.analysis import ClusterBootstrap, ClusterCells, SuiteContext, ratio
+from clcg_pipeline.analysis import (
+    NO_ESTIMATE,
+    ClusterBootstrap,
+    ClusterCells,
+    SuiteContext,
+    ratio,
+    withheld_caveat,
+)
 from clcg_pipeline.storage import finite
 
 TAXONOMY = "error_taxonomy"
@@ -280,7 +287,7 @@ def _pearson(cells: ClusterCells, pair: str) -> np.ndarray:
 def _undefined(entry: dict[str, Any], both: pd.DataFrame, a: str, b: str) -> dict[str, Any]:
     """The qualified entry, its reason naming the judge whose error never varies when r is undefined."""
     constant = [j for j in (a, b) if both[j].nunique() < 2]
-    if constant and "no estimate" in str(entry.get("reason")):
+    if constant and entry.get("reason") == NO_ESTIMATE:
         entry["reason"] = (
             f"undefined: the error of {', '.join(constant)} does not vary on these "
             f"{len(both)} response(s) (always or never wrong)"
@@ -291,13 +298,10 @@ def _undefined(entry: dict[str, Any], both: pd.DataFrame, a: str, b: str) -> dic
 def _caveats(overlap: Overlap, min_articles: int, rule_based: Collection[str]) -> list[str]:
     out = []
     records = [*overlap.correlations, *overlap.effective]
-    few = [r for r in records if "too few articles" in str(r.get("reason"))]
-    if few:
-        out.append(
-            f"judge error overlap: {len(few)} of {len(records)} estimate(s) rest on fewer than "
-            f"study.min_articles = {min_articles} articles; they are descriptions and their interval "
-            "is withheld"
-        )
+    # Which records the rule withheld, and the words for it, are the rule's own (analysis).
+    few = withheld_caveat("judge error overlap", records, min_articles)
+    if few is not None:
+        out.append(few)
     named = {j for r in records for j in (r.get("judges") or [r.get("judge_a"), r.get("judge_b")])}
     offline = sorted(named & set(rule_based))
     if offline:

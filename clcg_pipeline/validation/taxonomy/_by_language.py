@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from clcg_pipeline.analysis import ClusterBootstrap
+from clcg_pipeline.analysis import ClusterBootstrap, withheld_caveat
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.validation.taxonomy._inputs import AnalysisInputs
 from clcg_pipeline.validation.taxonomy._judges import OrderFlips, flip_rate_entry, self_preference_rows
@@ -154,11 +154,8 @@ def _caveats(
             f"is {UNKNOWN_SCRIPT!r}"
         )
     for key, records in out.items():
-        few = [r for r in records if r.get("reason") and "too few articles" in str(r["reason"])]
-        if few:
-            notes.append(
-                f"{key.replace('_', ' ')}: {len(few)} of {len(records)} judge x group estimate(s) rest on "
-                f"fewer than study.min_articles = {inputs.min_articles} articles; they are descriptions "
-                "and their intervals are withheld"
-            )
+        # Which records the rule withheld, and the words for it, are the rule's own (analysis).
+        note = withheld_caveat(key.replace("_", " "), records, inputs.min_articles)
+        if note is not None:
+            notes.append(note)
     return notes

@@ -1,0 +1,104 @@
+"""The calls that author the study's inputs (the item generator, the granularity writers) are
+paid calls like any other: in the one record of what was paid, with their step, and in every
+figure of spend, each equal to the provider's bill."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clcg_pipeline.calls import fake_server
+from clcg_pipeline.calls.fake_server import FakeServer, Faults, reply_marker
+from clcg_pipeline.orchestration import plan_spent, run_study
+from clcg_pipeline.storage import call_spend, default_catalog_path, run_named_query, spend
+from clcg_pipeline_tests.conftest import add_fake_model
+
+pytestmark = pytest.mark.slow
+
+KEY_ENV = "CLCG_AUTHORING_FAKE_KEY"
+PRICE_IN, PRICE_OUT = 1.0, 4.0  # add_fake_model's prices, USD per million tokens
+
+
+GENERATOR_SYSTEM = "You write reading-comprehension test items"
+_PARAGRAPH = re.compile(r"^¶(\S+) (.+)$", re.MULTILINE)
+
+
+def _items_reply(prompt: str) -> str:
+    """A generator's reply the item bank keeps: one item on the article's first two paragraphs
+    (an L1 answer is a span of its paragraph, an L0 one a polar label)."""
+    paragraphs = _PARAGRAPH.findall(prompt)
+    pids = [pid for pid, _ in paragraphs[:2]]
+    level = re.findall(r"items of level (L\d)", prompt)[-1]
+    answer = "Yes" if level == "L0" else " ".join(paragraphs[0][1].split()[:3])
+    item = {"question": f"What does the article say at level {level}?", "answer": answer}
+    return json.dumps({"items": [{**item, "target_pids": pids[:1], "supporting_pids": pids}]})
+
+
+def _bill(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """What the fake provider charges: each answered request's usage at the model's prices.
+    The item generator's requests are answered with items (the server's default reply is not)."""
+    charges: list[float] = []
+    original = fake_server.App.openai
+
+    async def billed(self: object, request: object) -> object:
+        body = await request.json()  # type: ignore[attr-defined]
+        if GENERATOR_SYSTEM in str(body["messages"][0]["content"]):
+            user = body["messages"][-1]
+            user["content"] += "\n" + reply_marker(_items_reply(user["content"]))
+        response = await original(self, request)
+        if response.status_code == 200:  # type: ignore[attr-defined]
+            usage = json.loads(response.body)["usage"]  # type: ignore[attr-defined]
+            charges.append((usage["prompt_tokens"] * PRICE_IN + usage["completion_tokens"] * PRICE_OUT) / 1e6)
+        return response
+
+    monkeypatch.setattr(fake_server.App, "openai", billed)
+    return charges
+
+
+def test_the_item_generator_and_the_writers_are_in_every_spend_figure(
+    demo_config_dir: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(KEY_ENV, "fake-authoring-not-real")
+    data = tmp_path / "data"
+    charges = _bill(monkeypatch)
+
+    def authors(doc: dict) -> None:
+        doc["item_generator"] = "fake-gpt"
+        doc["granularity"]["confusion_writer"] = "fake-gpt"
+
+    edit_yaml(demo_config_dir / "study.yaml", authors)
+    with FakeServer(Faults()) as server:
+        add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=4)
+        # Only the offline model answers: every paid call is the generator's or the writer's.
+        summary = run_study(
+            config_dir=str(demo_config_dir),
+            data_dir=str(data),
+            models=["lexical-reader"],
+            languages=["en", "pt"],
+        )
+    bill = sum(charges)
+    rows = call_spend(data)
+    paid = rows[rows["paid"].astype(bool) & (rows["model"] == "fake-gpt")]
+    # Every answered request is one paid call in the record, under its step and table.
+    assert len(charges) > 0 and len(paid) == len(charges)
+    assert set(paid["step"]) == {"item generation", "writers"}
+    assert set(paid["calls_table"]) == {"item_calls", "task_writer_calls"}
+    figures = {
+        "closing line": summary.new_cost_usd,
+        "study total": summary.study_paid_usd,
+        "spend view": spend(data).paid_usd,
+        "plan": float(plan_spent(data_dir=str(data)).set_index("model").loc["TOTAL", "paid_usd"]),
+        "call_costs": float(
+            run_named_query(default_catalog_path(data), "call_costs", {}, data_dir=data)["paid_usd"].sum()
+        ),
+    }
+    # call_costs rounds each group's USD to 4 places.
+    assert {name: round(usd or 0.0, 4) for name, usd in figures.items()} == dict.fromkeys(
+        figures, round(bill, 4)
+    )
+    assert figures["spend view"] == pytest.approx(bill)
