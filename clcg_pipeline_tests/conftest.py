@@ -54,6 +54,39 @@ def add_fake_model(config_dir: Path, edit_yaml: Callable, url: str, key_env: str
     edit_yaml(config_dir / "models.yaml", lambda doc: doc["models"].append(model))
 
 
+# add_fake_model's prices, USD per million tokens: what fake_provider_bill charges.
+FAKE_PRICE_IN, FAKE_PRICE_OUT = 1.0, 4.0
+
+
+def fake_provider_bill(
+    monkeypatch: pytest.MonkeyPatch, rewrite: Callable[[dict[str, Any]], None] | None = None
+) -> list[float]:
+    """What the fake provider charges: each answered request's usage at add_fake_model's prices.
+
+    ``rewrite`` may change a request's body before the server answers it (e.g. so that an item
+    generator's request is answered with items)."""
+    import json
+
+    from clcg_pipeline.calls import fake_server
+
+    charges: list[float] = []
+    original = fake_server.App.openai
+
+    async def billed(self: object, request: Any) -> Any:
+        if rewrite is not None:
+            rewrite(await request.json())
+        response = await original(self, request)
+        if response.status_code == 200:
+            usage = json.loads(response.body)["usage"]
+            charges.append(
+                (usage["prompt_tokens"] * FAKE_PRICE_IN + usage["completion_tokens"] * FAKE_PRICE_OUT) / 1e6
+            )
+        return response
+
+    monkeypatch.setattr(fake_server.App, "openai", billed)
+    return charges
+
+
 def partition_call_rows(data: Path, model: str = "fake-gpt") -> Any:
     """Every row of ``model``'s partitions of the calls and task_calls tables in ``data``."""
     import pandas as pd

@@ -45,18 +45,7 @@ def test_a_new_file_in_an_inbox_outside_the_data_folder_is_not_up_to_date(
     edit_yaml(config_dir / "study.yaml", lambda doc: doc["human_validation"].update(inbox=str(inbox)))
     data = tmp_path / "data"
     data.mkdir()
-    # The folder as a complete run left it (what run_study writes after the full check).
-    config = load_config(config_dir)
-    asked = complete_run_request(
-        config_dir=str(config_dir),
-        versions=code_versions(config),
-        models=None,
-        languages=None,
-        mode="online",
-        budget_usd=None,
-        inbox=config.study.human_validation.inbox,
-    )
-    write_complete_run(str(data), asked, 5)
+    _memo_of_a_complete_run(config_dir, data)  # what run_study writes after the full check
     full_checks: list[object] = []
     monkeypatch.setattr(run, "_run_with_progress", lambda *args: full_checks.append(args))
     for quiet in ("_say_coordination", "_print_run_summary", "_print_study_results"):
@@ -70,8 +59,8 @@ def test_a_new_file_in_an_inbox_outside_the_data_folder_is_not_up_to_date(
     assert len(full_checks) == 1  # the records decide: the analysis will import it
 
 
-def _as_a_complete_run_left_it(config_dir: Path, data: Path) -> None:
-    """The data folder's memo and results document as a finished study leaves them."""
+def _memo_of_a_complete_run(config_dir: Path, data: Path) -> None:
+    """The data folder's complete-run memo as a finished study of ``config_dir`` leaves it."""
     config = load_config(config_dir)
     asked = complete_run_request(
         config_dir=str(config_dir),
@@ -82,8 +71,13 @@ def _as_a_complete_run_left_it(config_dir: Path, data: Path) -> None:
         budget_usd=None,
         inbox=config.study.human_validation.inbox,
     )
-    write_json(data / "study_results.json", _full())
     write_complete_run(str(data), asked, 5)
+
+
+def _as_a_complete_run_left_it(config_dir: Path, data: Path) -> None:
+    """The data folder's memo and results document as a finished study leaves them."""
+    write_json(data / "study_results.json", _full())
+    _memo_of_a_complete_run(config_dir, data)
 
 
 def _files(root: Path) -> dict[str, tuple[int, int]]:

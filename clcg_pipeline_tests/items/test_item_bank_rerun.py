@@ -29,6 +29,21 @@ def _answers_found_nowhere(model: object, requests: list, options: object) -> li
     ]
 
 
+def _en_and_pt_only(config_dir: Path, edit_yaml: Callable) -> None:
+    edit_yaml(
+        config_dir / "languages.yaml",
+        lambda doc: doc.update(languages=[lang for lang in doc["languages"] if lang["iso"] in ("en", "pt")]),
+    )
+
+
+def _corpus(defs: dg.Definitions, instance: dg.DagsterInstance, config_dir: Path) -> None:
+    """The corpus of en and pt, on ``instance``: what the study inputs read."""
+    sync_model_partitions(instance, load_config(config_dir))
+    for iso in ("en", "pt"):
+        corpus = defs.resolve_job_def("corpus_job")
+        assert corpus.execute_in_process(instance=instance, partition_key=iso, run_config=_QUIET).success
+
+
 def _inputs(defs: dg.Definitions, instance: dg.DagsterInstance, regenerate: bool) -> None:
     config = {
         **_QUIET,
@@ -45,19 +60,13 @@ def _inputs(defs: dg.Definitions, instance: dg.DagsterInstance, regenerate: bool
 def test_a_kept_bank_keeps_its_rejections(
     demo_config_dir: Path, edit_yaml: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    edit_yaml(
-        demo_config_dir / "languages.yaml",
-        lambda doc: doc.update(languages=[lang for lang in doc["languages"] if lang["iso"] in ("en", "pt")]),
-    )
+    _en_and_pt_only(demo_config_dir, edit_yaml)
     edit_yaml(demo_config_dir / "study.yaml", lambda doc: doc.update(item_generator="lexical-reader"))
     monkeypatch.setattr(_generate, "run_requests", _answers_found_nowhere)
     data = tmp_path / "data"
     defs = build_definitions(demo_config_dir, data)
     with dg.instance_for_test() as instance:
-        sync_model_partitions(instance, load_config(demo_config_dir))
-        for iso in ("en", "pt"):
-            corpus = defs.resolve_job_def("corpus_job")
-            assert corpus.execute_in_process(instance=instance, partition_key=iso, run_config=_QUIET).success
+        _corpus(defs, instance, demo_config_dir)
         _inputs(defs, instance, regenerate=True)
         rejected = pd.read_parquet(data / "item_rejections" / "data.parquet")
         generated = rejected[rejected["rule"] == "span_not_found"]
@@ -127,10 +136,7 @@ class _PaidOnce:
 def test_a_kept_bank_keeps_the_record_of_what_its_generation_paid(
     demo_config_dir: Path, edit_yaml: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    edit_yaml(
-        demo_config_dir / "languages.yaml",
-        lambda doc: doc.update(languages=[lang for lang in doc["languages"] if lang["iso"] in ("en", "pt")]),
-    )
+    _en_and_pt_only(demo_config_dir, edit_yaml)
     edit_yaml(
         demo_config_dir / "study.yaml",
         lambda doc: doc.update(item_generator="lexical-reader", level_auditor="lexical-reader"),
@@ -140,10 +146,7 @@ def test_a_kept_bank_keeps_the_record_of_what_its_generation_paid(
     data = tmp_path / "data"
     defs = build_definitions(demo_config_dir, data)
     with dg.instance_for_test() as instance:
-        sync_model_partitions(instance, load_config(demo_config_dir))
-        for iso in ("en", "pt"):
-            corpus = defs.resolve_job_def("corpus_job")
-            assert corpus.execute_in_process(instance=instance, partition_key=iso, run_config=_QUIET).success
+        _corpus(defs, instance, demo_config_dir)
         _inputs(defs, instance, regenerate=True)
         generated = spend(data)
         # Run again with the bank kept: no call is made, and what the first run paid stays.

@@ -11,16 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.calls import fake_server
 from clcg_pipeline.calls.fake_server import FakeServer, Faults, reply_marker
 from clcg_pipeline.orchestration import plan_spent, run_study
 from clcg_pipeline.storage import call_spend, default_catalog_path, run_named_query, spend
-from clcg_pipeline_tests.conftest import add_fake_model
+from clcg_pipeline_tests.conftest import add_fake_model, fake_provider_bill
 
 pytestmark = pytest.mark.slow
 
 KEY_ENV = "CLCG_AUTHORING_FAKE_KEY"
-PRICE_IN, PRICE_OUT = 1.0, 4.0  # add_fake_model's prices, USD per million tokens
 
 
 GENERATOR_SYSTEM = "You write reading-comprehension test items"
@@ -38,25 +36,11 @@ def _items_reply(prompt: str) -> str:
     return json.dumps({"items": [{**item, "target_pids": pids[:1], "supporting_pids": pids}]})
 
 
-def _bill(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """What the fake provider charges: each answered request's usage at the model's prices.
-    The item generator's requests are answered with items (the server's default reply is not)."""
-    charges: list[float] = []
-    original = fake_server.App.openai
-
-    async def billed(self: object, request: object) -> object:
-        body = await request.json()  # type: ignore[attr-defined]
-        if GENERATOR_SYSTEM in str(body["messages"][0]["content"]):
-            user = body["messages"][-1]
-            user["content"] += "\n" + reply_marker(_items_reply(user["content"]))
-        response = await original(self, request)
-        if response.status_code == 200:  # type: ignore[attr-defined]
-            usage = json.loads(response.body)["usage"]  # type: ignore[attr-defined]
-            charges.append((usage["prompt_tokens"] * PRICE_IN + usage["completion_tokens"] * PRICE_OUT) / 1e6)
-        return response
-
-    monkeypatch.setattr(fake_server.App, "openai", billed)
-    return charges
+def _answer_the_generator_with_items(body: dict) -> None:
+    """The item generator's requests are answered with items (the server's default reply is not)."""
+    if GENERATOR_SYSTEM in str(body["messages"][0]["content"]):
+        user = body["messages"][-1]
+        user["content"] += "\n" + reply_marker(_items_reply(user["content"]))
 
 
 def test_the_item_generator_and_the_writers_are_in_every_spend_figure(
@@ -65,7 +49,7 @@ def test_the_item_generator_and_the_writers_are_in_every_spend_figure(
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv(KEY_ENV, "fake-authoring-not-real")
     data = tmp_path / "data"
-    charges = _bill(monkeypatch)
+    charges = fake_provider_bill(monkeypatch, _answer_the_generator_with_items)
 
     def authors(doc: dict) -> None:
         doc["item_generator"] = "fake-gpt"

@@ -4,42 +4,23 @@ view; and a study budget that stops calls is said once, even in the parallel wor
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from clcg_pipeline.calls import COORDINATION_TAG, fake_server
+from clcg_pipeline.calls import COORDINATION_TAG
 from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.cli import main
 from clcg_pipeline.orchestration import plan_spent, run_study
 from clcg_pipeline.storage import call_spend, default_catalog_path, run_named_query, spend
-from clcg_pipeline_tests.conftest import add_fake_model
+from clcg_pipeline_tests.conftest import add_fake_model, fake_provider_bill
 
 pytestmark = pytest.mark.slow
 
 KEY_ENV = "CLCG_SPEND_FAKE_KEY"
 LANGUAGES = ["en", "pt"]
-# add_fake_model's prices, USD per million tokens.
-PRICE_IN, PRICE_OUT = 1.0, 4.0
-
-
-def _bill(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """What the fake provider charges: each answered request's usage at the model's prices."""
-    charges: list[float] = []
-    original = fake_server.App.openai
-
-    async def billed(self: object, request: object) -> object:
-        response = await original(self, request)
-        if response.status_code == 200:  # type: ignore[attr-defined]
-            usage = json.loads(response.body)["usage"]  # type: ignore[attr-defined]
-            charges.append((usage["prompt_tokens"] * PRICE_IN + usage["completion_tokens"] * PRICE_OUT) / 1e6)
-        return response
-
-    monkeypatch.setattr(fake_server.App, "openai", billed)
-    return charges
 
 
 def _cents(usd: float) -> int:
@@ -52,7 +33,7 @@ def test_every_spend_figure_equals_the_providers_bill(
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv(KEY_ENV, "fake-spend-not-real")
     data = tmp_path / "data"
-    charges = _bill(monkeypatch)
+    charges = fake_provider_bill(monkeypatch)
     with FakeServer(Faults()) as server:
         add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=4)
         summary = run_study(
@@ -92,7 +73,7 @@ def test_a_study_budget_that_stops_calls_is_said_once(
     monkeypatch.setenv(KEY_ENV, "fake-spend-not-real")
     monkeypatch.setenv("COLUMNS", "400")  # one line stays one line
     data = tmp_path / "data"
-    charges = _bill(monkeypatch)
+    charges = fake_provider_bill(monkeypatch)
     edit_yaml(demo_config_dir / "study.yaml", lambda doc: doc.update(budget_usd=0.05))
     with FakeServer(Faults()) as server:
         add_fake_model(demo_config_dir, edit_yaml, server.url, KEY_ENV, concurrency=4)
