@@ -21,8 +21,7 @@ from clcg_pipeline.calls import fake_server
 from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.orchestration import run_study
 from clcg_pipeline.storage import CALL_TABLE_STEPS, spend
-from clcg_pipeline_tests.conftest import add_fake_model
-from clcg_pipeline_tests.orchestration.test_run_spend import PRICE_IN, PRICE_OUT
+from clcg_pipeline_tests.conftest import FAKE_PRICE_IN, FAKE_PRICE_OUT, add_fake_model
 
 pytestmark = pytest.mark.slow
 
@@ -51,8 +50,8 @@ class _Provider:
             response = await original(app, request)
             if response.status_code == 200:  # type: ignore[attr-defined]
                 body = json.loads(response.body)  # type: ignore[attr-defined]
-                usage = body["usage"]
-                usd = (usage["prompt_tokens"] * PRICE_IN + usage["completion_tokens"] * PRICE_OUT) / 1e6
+                tokens_in, tokens_out = body["usage"]["prompt_tokens"], body["usage"]["completion_tokens"]
+                usd = (tokens_in * FAKE_PRICE_IN + tokens_out * FAKE_PRICE_OUT) / 1e6
                 self.charges.append((request.headers.get(fake_server.CALL_ID_HEADER, "-"), usd))  # type: ignore[attr-defined]
             return response
 
