@@ -45,6 +45,17 @@ def _materialize_inputs(defs: dg.Definitions, instance: dg.DagsterInstance) -> N
     assert inputs.execute_in_process(instance=instance, run_config=_QUIET).success
 
 
+def _stream_dies_after_sending(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream's process dies (a kill, a crash) once its calls were sent and answered."""
+    real = _model_calls.send_calls_ahead
+
+    def then_die(*args: object, **kwargs: object) -> object:
+        real(*args, **kwargs)  # type: ignore[arg-type]
+        raise RuntimeError("the stream's process died here")
+
+    monkeypatch.setattr(_model_calls, "send_calls_ahead", then_die)
+
+
 @contextmanager
 def _hosted_study(
     config_dir: Path, edit_yaml: Callable, data: Path
@@ -185,13 +196,7 @@ def test_what_a_stream_paid_before_it_died_is_recorded_by_the_partitions(
     """A stream that dies after its calls were answered (a kill, a crash) never materializes;
     the partitions still record its calls as theirs, paid, and ask nothing again."""
     monkeypatch.setenv(KEY_ENV, "fake-stream-not-real")
-    real = _model_calls.send_calls_ahead
-
-    def then_die(*args: object, **kwargs: object) -> object:
-        real(*args, **kwargs)  # type: ignore[arg-type]
-        raise RuntimeError("the stream's process died here")
-
-    monkeypatch.setattr(_model_calls, "send_calls_ahead", then_die)
+    _stream_dies_after_sending(monkeypatch)
     data = tmp_path / "data"
     with _hosted_study(two_languages, edit_yaml, data) as (server, instance, defs):
         died = defs.resolve_job_def("model_calls_job").execute_in_process(

@@ -13,11 +13,17 @@ import pytest
 
 from clcg_pipeline.config import load_config
 from clcg_pipeline.inference.sensors import sync_model_partitions
-from clcg_pipeline.orchestration import _model_calls, build_definitions
+from clcg_pipeline.orchestration import build_definitions
 from clcg_pipeline.partitions import response_key
 from clcg_pipeline.storage import spend
 from clcg_pipeline_tests.conftest import partition_call_rows
-from clcg_pipeline_tests.orchestration.test_model_calls import _QUIET, KEY_ENV, LANGUAGES, _hosted_study
+from clcg_pipeline_tests.orchestration.test_model_calls import (
+    _QUIET,
+    KEY_ENV,
+    LANGUAGES,
+    _hosted_study,
+    _stream_dies_after_sending,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -46,13 +52,7 @@ def test_a_dead_streams_payments_are_recorded_by_it_on_a_copied_folder(
     two_languages: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_ENV, "fake-stream-not-real")
-    real = _model_calls.send_calls_ahead
-
-    def then_die(*args: object, **kwargs: object) -> object:
-        real(*args, **kwargs)  # type: ignore[arg-type]
-        raise RuntimeError("the stream's process died here")
-
-    monkeypatch.setattr(_model_calls, "send_calls_ahead", then_die)
+    _stream_dies_after_sending(monkeypatch)
     monkeypatch.setattr(socket, "gethostname", lambda: "stream-host")
     data, copied = tmp_path / "data", tmp_path / "copied"
     with _hosted_study(two_languages, edit_yaml, data) as (server, instance, defs):
