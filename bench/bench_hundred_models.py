@@ -7,7 +7,13 @@ marker) is studied without the granularity tasks:
 
 1. ``clcg run`` builds the study from nothing (N models x L languages);
 2. ``clcg run`` again with nothing changed (the no-op rerun);
-3. an (N+1)th model is appended to ``models.yaml`` and ``clcg run`` refreshes the study.
+3. an (N+1)th model is appended to ``models.yaml`` and ``clcg run`` refreshes the study;
+4. ``dagster-daemon run`` starts on the study (it should launch nothing), an (N+2)th model is
+   appended and the daemon refreshes the study by itself;
+5. the automation sensors stopped through the webserver's GraphQL (the UI's toggle), an (N+3)th
+   model is appended and a UI backfill (``launchPartitionBackfill``: ``model_calls`` and
+   everything downstream over the new model) refreshes the study, run by the daemon
+   (bench/hundred_launchers.py, bench/hundred_web.py).
 
 Printed as one table, each figure beside its baseline measured in the same run, and the ratio:
 
@@ -23,14 +29,20 @@ Printed as one table, each figure beside its baseline measured in the same run, 
 * the no-op rerun's wall, against the CLI's start-up (``clcg --help``);
 * files the refresh rewrote outside the new model's partitions (should be only the
   unpartitioned study outputs), and the existing models' partitions it ran again;
-* ``dagster-webserver`` on 127.0.0.1 (``--no-webserver`` skips it): its start-up, and the GraphQL
-  latency of the responses asset's page and partition matrix, against ``{ version }``.
+* ``dagster-webserver`` on 127.0.0.1 (``--no-webserver`` skips it, the daemon and the backfill):
+  its start-up, and the GraphQL latency of the responses asset's page and partition matrix,
+  against ``{ version }`` (target: under 2 s);
+* the three launchers side by side (``--no-daemon`` keeps ``clcg run`` only): Dagster runs for
+  the new model, the wall from the ``models.yaml`` edit to refreshed results (every language
+  scored, ``study_results`` and the catalog rebuilt after, no run in flight), calls/s against a
+  bare loop sending as many calls at one model's concurrency, overhead per partition, the
+  sensors' tick times (their tick records, through GraphQL) and the daemon's peak memory.
 
 ``--profile`` runs the refresh under cProfile and prints where its main process spends its
 time (freshness, records, the runs); the responses runs' worker processes are not in it.
 
     .venv/bin/python bench/bench_hundred_models.py [--models 100] [--languages 18] [--articles 10]
-        [--bare-concurrency N] [--profile] [--no-webserver] [--timeout 10800]
+        [--bare-concurrency N] [--profile] [--no-webserver] [--no-daemon] [--timeout 10800]
 
 ``make bench`` (bench/run_all.py) runs it at a small scale (5 models x 3 languages).
 """
@@ -47,25 +59,38 @@ import pstats
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import dagster as dg
 import httpx2
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_model import bare_loop
+from hundred_launchers import (
+    Follow,
+    GroupMemory,
+    Launch,
+    backfill_launch,
+    daemon_launch,
+    launcher_lines,
+    launcher_misses,
+    settle,
+    with_memory,
+)
+from hundred_web import Webserver
 from synthetic_corpus import LANGUAGES, write_corpus
 
 from clcg_pipeline.calls.fake_server import Faults, ServerProcess
+from clcg_pipeline.orchestration import LocalDaemon
 
 LATENCY_S = 0.2
 CONCURRENCY = 32
@@ -186,9 +211,11 @@ class Study:
 
     def __init__(self, root: Path, server: ServerProcess, timeout: float) -> None:
         self.root, self.server, self.timeout = root, server, timeout
-        self.config, self.data, self.home = root / "config", root / "data", root / "home"
+        # The folders LocalDaemon(root, config) uses: the daemon runs on this very study.
+        self.config, self.data, self.home = root / "config", root / "data", root / "dagster_home"
         self.env = {k: v for k, v in os.environ.items() if k not in ("CLCG_CONFIG_DIR", "CLCG_DATA_DIR")}
         self.env.update({KEY_ENV: "sk-bench-not-a-real-key", "DAGSTER_HOME": str(self.home)})
+        self.bare_errors: list[str] = []
 
     def command(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "clcg_pipeline.cli", *args]
@@ -223,10 +250,13 @@ class Study:
         return statistics.median(walls)
 
     def runs_on_instance(self) -> int:
-        import dagster as dg  # only here: the rest of the bench needs no Dagster
-
         with dg.DagsterInstance.from_config(str(self.home)) as instance:
             return instance.get_runs_count()
+
+    def in_runs(self, since: float) -> float:
+        """Seconds some Dagster run created after ``since`` (epoch) was running."""
+        with dg.DagsterInstance.from_config(str(self.home)) as instance:
+            return Follow(instance, [], self.server, LATENCY_S, lambda *_: 0.0).in_runs(since)
 
     def snapshot(self) -> dict[str, tuple[int, str]]:
         """(mtime_ns, content hash but the call cache's: many, written once) of the data folder's files."""
@@ -243,7 +273,11 @@ class Study:
             for i in range(max(calls, 1))
         ]
         self.server.set_faults(Faults(latency_s=LATENCY_S))
-        return len(bodies) / asyncio.run(bare_loop(self.server.url, bodies, concurrency=concurrency))
+        try:
+            return len(bodies) / asyncio.run(bare_loop(self.server.url, bodies, concurrency=concurrency))
+        except httpx2.HTTPError as error:  # seen at 640 in flight: the figure is lost, not the bench
+            self.bare_errors.append(f"the bare loop at {concurrency} in flight failed: {error!r}")
+            return float("nan")
 
 
 def _partition_of(path: str) -> tuple[str, str] | None:
@@ -307,95 +341,6 @@ def hot_spots(profile: Path, pattern: str = _STEPS, lines: int = 25) -> str:
 
 def row(name: str, value: str, baseline: str = "", ratio: str = "") -> str:
     return f"  {name:<44}{value:>10}  {baseline:<30}{ratio:>7}"
-
-
-# The UI's asset page (definition, partition counts, latest materialization), its partition
-# matrix (every language x model partition's status), and a trivial query as the baseline.
-_ASSET_PAGE = """query AssetPage($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) {
-  __typename ... on AssetNode { id opName groupName description dependencyKeys { path }
-    partitionDefinition { description dimensionTypes { name } }
-    partitionStats { numMaterialized numPartitions numFailed numMaterializing }
-    assetMaterializations(limit: 1) { runId timestamp partition } } } }"""
-_PARTITION_MATRIX = """query Matrix($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) {
-  __typename ... on AssetNode { assetPartitionStatuses {
-    ... on MultiPartitionStatuses { primaryDimensionName ranges { primaryDimStartKey primaryDimEndKey
-      secondaryDim { ... on DefaultPartitionStatuses { materializedPartitions failedPartitions
-        materializingPartitions } } } }
-    ... on DefaultPartitionStatuses { materializedPartitions failedPartitions } } } } }"""
-_VERSION = "{ version }"
-_START_S = 300  # the most the webserver may take to answer
-_RESPONSES = {"key": {"path": ["predictions"]}}  # an asset of the responses op (language x model)
-
-
-class Webserver:
-    """``dagster-webserver`` on 127.0.0.1 over the study's instance, config and data folder."""
-
-    def __init__(self, study: Study, timeout: float) -> None:
-        self.study = study
-        self.timeout = timeout
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/graphql"
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Webserver:
-        env = dict(self.study.env, CLCG_CONFIG_DIR=str(self.study.config), CLCG_DATA_DIR=str(self.study.data))
-        server = Path(sys.executable).with_name("dagster-webserver")
-        command = [str(server), "-m", "clcg_pipeline.definitions", "-h", "127.0.0.1", "-p", str(self.port)]
-        root = self.study.root
-        log = (root / "webserver.log").open("wb")
-        # Its own process group: stopping it stops its code server too.
-        self._process = subprocess.Popen(
-            command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if self._process is not None:
-            os.killpg(self._process.pid, signal.SIGTERM)
-            try:
-                self._process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._process.pid, signal.SIGKILL)
-                self._process.wait(timeout=15)
-
-    def query(self, client: httpx2.Client, text: str, variables: dict[str, Any] | None = None) -> float:
-        """Seconds for one GraphQL query; a GraphQL error or a missing asset fails loudly."""
-        start = time.perf_counter()
-        response = client.post(self.url, json={"query": text, "variables": variables or {}})
-        seconds = time.perf_counter() - start
-        body = response.json()
-        node = (body.get("data") or {}).get("assetNodeOrError", {"__typename": "AssetNode"})
-        if response.status_code != 200 or body.get("errors") or node["__typename"] != "AssetNode":
-            raise RuntimeError(f"GraphQL query failed: {str(body)[:2000]}")
-        return seconds
-
-    def ready(self, client: httpx2.Client) -> float:
-        """Seconds until the code location answers the asset page (start-up, code loaded)."""
-        start = time.perf_counter()
-        while True:
-            if self._process is not None and self._process.poll() is not None:
-                log = (self.study.root / "webserver.log").read_text(errors="replace")[-3000:]
-                raise SystemExit(f"dagster-webserver exited:\n{log}")
-            try:
-                self.query(client, _ASSET_PAGE, _RESPONSES)
-                return time.perf_counter() - start
-            except httpx2.HTTPError:  # not listening yet; a query it refuses fails at once
-                if time.perf_counter() - start > min(self.timeout, _START_S):
-                    raise
-                time.sleep(1.0)
-
-    def latencies(self, repeats: int) -> dict[str, float]:
-        """Start-up (to a first asset page), then each query's first and median latency."""
-        queries = {"version": _VERSION, "asset page": _ASSET_PAGE, "partition matrix": _PARTITION_MATRIX}
-        with httpx2.Client(timeout=self.timeout) as client:
-            found = {"start-up": self.ready(client)}
-            for name, text in queries.items():
-                variables = None if text is _VERSION else _RESPONSES
-                found[f"{name} (first)"] = self.query(client, text, variables)
-                found[name] = statistics.median(self.query(client, text, variables) for _ in range(repeats))
-            return found
 
 
 def _per_partition(run: Run, partitions: int) -> float:
@@ -488,6 +433,9 @@ def _misses(f: dict[str, Any]) -> list[str]:
         )
     if UP_TO_DATE not in f["noop"].output:
         misses.append(f"the no-op rerun did not say {UP_TO_DATE!r}")
+    misses += f.get("bare_errors", [])
+    web = f.get("web", {})
+    misses += launcher_misses(f.get("launches", []), f.get("bares", []), web, f.get("daemon_on_start", 0))
     return misses
 
 
@@ -503,6 +451,9 @@ def report(args: argparse.Namespace, figures: dict[str, Any]) -> int:
     print("\n".join(_rewrite_lines(figures["rewrites"])))
     if web := figures.get("web"):
         print("\n".join(row(*r) for r in _web_rows(web)))
+    if launches := figures.get("launches"):
+        print(f"\none model more through each launcher (bare loop at {CONCURRENCY} in flight):")
+        print("\n".join(launcher_lines(launches, figures["bares"], figures.get("daemon_on_start"))))
     for name, what in (("noop_profile", "no-op rerun"), ("profile", "refresh, main process")):
         if figures.get(name):
             print(f"\n{what}, by cumulative time (cProfile):\n{figures[name]}")
@@ -536,25 +487,64 @@ def _refresh(args: argparse.Namespace, study: Study, figures: dict[str, Any]) ->
     """One model more in models.yaml, ``clcg run``: its wall, runs, rewrites (and profile)."""
     figures["runs_before"] = study.runs_on_instance()
     before = study.snapshot()
-    edited = time.perf_counter()
+    edited, figures["edited_at"] = time.perf_counter(), time.time()
     add_model(study.config, args.models, study.server.url)
     profile = study.root / "refresh.prof" if args.profile else None
     figures["refresh"] = study.run(profile=profile)
     figures["edit_to_results"] = time.perf_counter() - edited
     print(f"refresh: {figures['edit_to_results']:.1f} s, {figures['refresh'].calls} calls", flush=True)
     figures["runs_after"] = study.runs_on_instance()
+    figures["in_runs"] = study.in_runs(figures["edited_at"])
     rewrites = figures["rewrites"] = Rewrites.of(before, study.snapshot(), model_id(args.models))
     figures["refresh_partitions"] = len(rewrites.other_models) + len(rewrites.new_partitions)
     if profile is not None:
         figures["profile"] = hot_spots(profile)
 
 
+def _clcg_launch(args: argparse.Namespace, figures: dict[str, Any]) -> Launch:
+    """The refresh by ``clcg run``, as one launcher among the others."""
+    fresh, runs = figures["refresh"], figures["runs_after"] - figures["runs_before"]
+    wall, partitions = figures["edit_to_results"], len(figures["isos"])
+    found = Launch("clcg run", model_id(args.models), wall, fresh.calls, fresh.span, runs, partitions)
+    return replace(found, in_runs=figures["in_runs"])
+
+
+def _other_launchers(
+    args: argparse.Namespace, study: Study, web: Webserver, figures: dict[str, Any]
+) -> list[Launch]:
+    """``dagster-daemon run`` on the study: it adds the next model by itself, then a UI backfill
+    (through ``web``, which the daemon runs) adds the one after; the daemon's memory throughout."""
+    os.environ[KEY_ENV] = study.env[KEY_ENV]  # LocalDaemon hands os.environ to the daemon and its runs
+
+    def adding(index: int) -> tuple[str, Any]:
+        return model_id(index), lambda: add_model(study.config, index, study.server.url)
+
+    started = time.time()
+    with (
+        LocalDaemon(study.root, study.config) as daemon,
+        GroupMemory(daemon.pid) as memory,
+        dg.DagsterInstance.from_config(str(study.home)) as instance,
+    ):
+        wait = lambda what, ready, timeout: daemon.wait_for(what, ready, timeout, 0.5)  # noqa: E731
+        follow = Follow(instance, figures["isos"], study.server, LATENCY_S, wait)
+        figures["daemon_on_start"] = settle(follow, web, started, args.timeout)
+        memory.take()  # the group's peak from here
+        found = [with_memory(daemon_launch(follow, web, *adding(args.models + 1), args.timeout), memory)]
+        backfill = backfill_launch(follow, web, *adding(args.models + 2), args.timeout)
+        return [*found, with_memory(backfill, memory)]
+
+
 def _baselines(args: argparse.Namespace, study: Study, figures: dict[str, Any]) -> None:
     """The bare loop as many calls as each run sent, at its concurrency (last: the CPU is free)."""
     figures["conc_first"] = args.bare_concurrency or CONCURRENCY * args.models
     figures["conc_refresh"] = args.bare_concurrency or CONCURRENCY
-    figures["bare_first"] = study.bare(figures["first"].calls, figures["conc_first"])
+    figures["bares"] = [
+        study.bare(launch.calls, figures["conc_refresh"]) if launch.calls else 0.0
+        for launch in figures["launches"]
+    ]
     figures["bare_refresh"] = study.bare(figures["refresh"].calls, figures["conc_refresh"])
+    figures["bare_first"] = study.bare(figures["first"].calls, figures["conc_first"])
+    figures["bare_errors"] = study.bare_errors
 
 
 def _arguments() -> argparse.Namespace:
@@ -568,7 +558,13 @@ def _arguments() -> argparse.Namespace:
     add("--bare-concurrency", type=int, default=None, help="the bare loop's (default: as the study's)")
     add("--profile", action="store_true", help="run the refresh under cProfile and print its hot spots")
     add("--timeout", type=float, default=10800, help="seconds per clcg run before giving up")
-    add("--no-webserver", dest="webserver", action="store_false", help="skip the GraphQL latencies")
+    add(
+        "--no-webserver",
+        dest="webserver",
+        action="store_false",
+        help="skip GraphQL, the daemon, the backfill",
+    )
+    add("--no-daemon", dest="daemon", action="store_false", help="skip the daemon and the UI backfill")
     add("--repeats", type=int, default=5, help="GraphQL queries per figure (median)")
     add("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
@@ -586,9 +582,13 @@ def main() -> int:
             study, figures = Study(root, server, args.timeout), dict[str, Any]()
             _first_runs(args, study, figures)
             _refresh(args, study, figures)
+            figures["launches"] = [_clcg_launch(args, figures)]
             if args.webserver:
-                with Webserver(study, args.timeout) as web:
+                env = dict(study.env, CLCG_CONFIG_DIR=str(study.config), CLCG_DATA_DIR=str(study.data))
+                with Webserver(root, env, args.timeout) as web:
                     figures["web"] = web.latencies(args.repeats)
+                    if args.daemon:
+                        figures["launches"] += _other_launchers(args, study, web, figures)
             _baselines(args, study, figures)
             return report(args, figures)
     finally:

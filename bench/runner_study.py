@@ -12,8 +12,8 @@ same number of calls to the same server at the same concurrency (the baseline). 
   longest stretch of the phase with no answer coming back.
 
 By default ``clcg run`` sends every partition's calls ahead of the partitions' runs, one stream
-per model (clcg_pipeline/orchestration/_calls_ahead.py); ``--no-calls-ahead`` measures the calls made inside
-each partition's Dagster run instead (what a UI backfill does).
+per model (its ``model_calls`` run, clcg_pipeline/orchestration/_model_calls.py); ``--no-calls-ahead``
+measures the calls made inside each partition's Dagster run instead.
 
     .venv/bin/python bench/runner_study.py [--articles 600] [--timeout 280] [--no-calls-ahead]
 """

@@ -6,7 +6,8 @@ block of five with its own seed and model ids ``m000``, ``m001``... Every point 
 ``estimate_file(..., full=True)`` (read the Parquet file, run the suite, write the JSON) in
 its own subprocess, which reports its wall time, its CPU seconds (user + system: on a shared
 machine the steadier figure; wall time grows with the other processes' load) and its peak
-resident memory (``resource.getrusage(RUSAGE_SELF).ru_maxrss``).
+resident memory (``VmHWM`` of ``/proc/self/status`` on Linux; ``ru_maxrss`` elsewhere, which
+on Linux starts at the parent's resident memory at fork: the panel writer's, about 1 GB).
 
 The baseline is the suite as it was before issue 37 (``--baseline-ref``, a commit), extracted
 with ``git archive`` into a temporary folder and put first on ``PYTHONPATH`` for its
@@ -55,6 +56,10 @@ estimate_file(sys.argv[1], sys.argv[2], config, full=True, replicates={replicate
 wall = time.perf_counter() - start
 usage = resource.getrusage(resource.RUSAGE_SELF)
 peak, cpu = usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
+try:  # Linux: this process's own high-water mark (ru_maxrss starts at the parent's at fork)
+    peak = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+except OSError:
+    pass
 import clcg_pipeline.analysis as a
 print(json.dumps({{"wall": wall, "cpu": cpu, "peak": peak, "module": a.__file__}}))
 """

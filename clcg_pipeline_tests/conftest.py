@@ -8,6 +8,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +219,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``loadscope``, with the modules reading the shared demo study as one scope.
 
     A session fixture is built once per worker; scoped by module, the four modules that read
-    the demo study would land on both workers and each build it (40-50 s apiece).
+    the demo study would land on both workers and each build it (40-50 s apiece). The same for
+    the modules that copy the small study (``small_study``).
     """
     if config.getvalue("dist") != "loadscope":
         return None
@@ -230,6 +232,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             if nodeid.startswith(DEMO_STUDY_MODULES):
                 return "demo-study"
+            if nodeid.startswith(SMALL_STUDY_MODULES):
+                return "small-study"
             return super()._split_scope(nodeid)
 
     return DemoStudyScope(config, log)
@@ -241,6 +245,54 @@ def demo_study(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from clcg_pipeline_tests.demo_study import run_demo_study
 
     return run_demo_study(tmp_path_factory.mktemp("demo_study"))
+
+
+# -- a small study, built once per worker and copied by the tests that start from a built study --
+
+# The modules that copy it: one xdist scope (``pytest_xdist_make_scheduler``), so one worker builds it.
+SMALL_STUDY_MODULES = (
+    "clcg_pipeline_tests/test_daemon.py",
+    "clcg_pipeline_tests/test_study_run_freshness.py",
+)
+SMALL_PANEL = ("en", "pt")
+
+
+@dataclass(frozen=True)
+class SmallStudy:
+    """``run_study`` on the demo's config cut to ``SMALL_PANEL`` and 50 replicates, in ``root``:
+    ``config/``, ``data/`` and the Dagster home ``dagster_home/`` (where ``LocalDaemon`` looks)."""
+
+    root: Path
+    summary: Any  # the run's RunSummary
+
+    def copy_to(self, target: Path) -> Path:
+        """A copy of the three folders in ``target``, for a test that runs on or changes them."""
+        shutil.copytree(self.root, target, dirs_exist_ok=True)
+        return target
+
+
+def cut_to_small_panel(config_dir: Path) -> None:
+    """The demo config cut further to ``SMALL_PANEL`` and 50 replicates."""
+    cut_to_demo(config_dir)
+    _edit_yaml(
+        config_dir / "languages.yaml",
+        lambda doc: doc.update(languages=[lang for lang in doc["languages"] if lang["iso"] in SMALL_PANEL]),
+    )
+    _edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(bootstrap_replicates=50))
+
+
+@pytest.fixture(scope="session")
+def small_study(tmp_path_factory: pytest.TempPathFactory) -> SmallStudy:
+    """The small study, built once per worker; copy it (``SmallStudy.copy_to``) before use."""
+    from clcg_pipeline.orchestration import run_study
+
+    root = tmp_path_factory.mktemp("small_study")
+    shutil.copytree(DEFAULT_CONFIG, root / "config")
+    cut_to_small_panel(root / "config")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("DAGSTER_HOME", str(root / "dagster_home"))
+        summary = run_study(config_dir=str(root / "config"), data_dir=str(root / "data"))
+    return SmallStudy(root, summary)
 
 
 # A local S3-compatible server (moto), one per test module, and a fresh bucket per test.

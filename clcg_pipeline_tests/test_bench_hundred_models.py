@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,3 +82,125 @@ def test_make_bench_runs_it_at_a_small_scale(monkeypatch: pytest.MonkeyPatch) ->
     [cmd] = launched
     assert cmd[1].endswith("bench_hundred_models.py")
     assert cmd[2:] == ["--models", "5", "--languages", "3"]
+
+
+def test_every_graphql_request_of_the_bench_is_valid_against_dagster_s_schema(bench) -> None:  # type: ignore[no-untyped-def]
+    import hundred_web
+    from dagster_graphql.schema import create_schema
+    from graphql import parse, validate
+
+    schema = create_schema().graphql_schema
+    assert set(hundred_web.QUERIES) >= {
+        "sensors",
+        "stop sensor",
+        "asset graph",
+        "launch backfill",
+        "backfill",
+    }
+    for name, text in hundred_web.QUERIES.items():
+        assert validate(schema, parse(text)) == [], name
+
+
+def test_the_ui_backfill_is_model_calls_and_everything_downstream_over_the_new_model(bench) -> None:  # type: ignore[no-untyped-def]
+    import hundred_launchers as launchers
+
+    edges = {
+        "items": ["model_calls", "scores"],
+        "model_calls": ["predictions"],
+        "predictions": ["scores"],
+        "scores": ["study_results", "duckdb_catalog"],
+        "study_results": ["duckdb_catalog"],
+        "duckdb_catalog": [],
+        "other/asset": [],
+    }
+    assets = launchers.descendants(edges, "model_calls")
+    assert assets == ["duckdb_catalog", "model_calls", "predictions", "scores", "study_results"]
+    params = launchers.backfill_params([*assets, "other/asset"], "fake-012")
+    assert params["partitionNames"] == ["fake-012"]
+    assert params["assetSelection"][0] == {"path": ["duckdb_catalog"]}
+    assert params["assetSelection"][-1] == {"path": ["other", "asset"]}
+    with pytest.raises(KeyError, match="'model_calls' is not in the asset graph"):
+        launchers.descendants({"items": []}, "model_calls")
+
+
+def test_sensor_ticks_and_process_groups_are_read_as_given(bench) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    import hundred_launchers as launchers
+
+    sensors: dict[str, dict[str, Any]] = {
+        "b_sensor": {"id": "x", "status": "RUNNING", "ticks": [{"timestamp": 10.0, "endTimestamp": 10.5}]},
+        "a_sensor": {
+            "id": "y",
+            "status": "STOPPED",
+            "ticks": [{"timestamp": 1.0, "endTimestamp": 3.0}, {"timestamp": 4.0, "endTimestamp": None}],
+        },
+    }
+    assert launchers.busy_seconds([(5.0, 8.0), (0.0, 2.0), (1.0, 3.0), (7.0, 7.5)]) == 6.0
+    assert launchers.tick_seconds(sensors) == {"a_sensor": [2.0], "b_sensor": [0.5]}
+    assert launchers.proc_group("41 (dagster (code) x) S 7 41 41 0 -1") == (7, 41)
+    own = Path(f"/proc/{os.getpid()}/stat").read_text()
+    assert launchers.proc_group(own) == (os.getppid(), os.getpgrp())
+
+
+def test_the_launchers_are_tabled_side_by_side_and_their_misses_named(bench) -> None:  # type: ignore[no-untyped-def]
+    import hundred_launchers as launchers
+
+    def launch(name: str, model: str, span: float, note: str = "") -> launchers.Launch:
+        return launchers.Launch(
+            name, model, 20.0, 100, span, 2, 4, {"s": [0.1, 0.3]}, {"daemon": 2**28}, note
+        )
+
+    found = [
+        launch("clcg run", "fake-005", 5.0),  # 20 calls/s: its own miss is the refresh's, elsewhere
+        launch("daemon", "fake-006", 2.5),  # 40 calls/s against 50: 0.8
+        launch("UI backfill", "fake-007", 2.0, "COMPLETED_FAILED"),
+    ]
+    rows = {row[0]: row[1:] for row in launchers.launcher_rows(found, [50.0, 50.0, 50.0])}
+    assert rows["launcher"] == ["clcg run", "daemon", "UI backfill"]
+    assert rows["  of it, some Dagster run running"] == ["0.0 s"] * 3
+    assert rows["calls/s / bare loop (>= 0.9)"] == ["0.40", "0.80", "1.00"]
+    assert rows["overhead per partition"] == ["3.75 s", "4.38 s", "4.50 s"]
+    assert rows["sensor ticks, median / max"] == ["0.20 / 0.30 s"] * 3
+    assert rows["daemon peak RSS (its own, since start)"] == ["256 MiB"] * 3
+    misses = launchers.launcher_misses(found, [50.0] * 3, {"asset page": 0.1, "partition matrix": 2.5}, 3)
+    assert misses == [
+        "daemon's calls/s 0.80 of the bare loop < 0.9",
+        "the daemon launched 3 runs on a study clcg run had built",
+        "the UI backfill ended COMPLETED_FAILED",
+        "GraphQL partition matrix: 2.5 s >= 2 s",
+    ]
+
+
+def test_the_automation_sensors_are_stopped_again_when_a_tick_undid_the_stop(
+    bench, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    import hundred_launchers as launchers
+
+    family, study = launchers.AUTOMATION_SENSORS[1], launchers.AUTOMATION_SENSORS[0]
+    reads = iter(
+        [
+            {study: "RUNNING", family: "RUNNING"},
+            {study: "STOPPED", family: "RUNNING"},  # a tick under way wrote its state back
+            {study: "STOPPED", family: "STOPPED"},
+        ]
+    )
+
+    class Web:
+        def __init__(self) -> None:
+            self.stopped: list[str] = []
+
+        def sensors(self, after: float) -> dict[str, dict[str, str]]:
+            return {name: {"status": status} for name, status in next(reads).items()}
+
+        def stop_sensor(self, name: str) -> None:
+            self.stopped.append(name)
+
+    monkeypatch.setattr(launchers.time, "sleep", lambda _: None)
+    web = Web()
+    assert launchers.stop_automation(web) == 1  # type: ignore[arg-type]
+    assert web.stopped == [study, family, family]
+    never = {study: {"status": "RUNNING"}, family: {"status": "RUNNING"}}
+    web.sensors = lambda after: never  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="not stopped after 2 tries"):
+        launchers.stop_automation(web, tries=2)  # type: ignore[arg-type]

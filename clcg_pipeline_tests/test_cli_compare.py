@@ -98,6 +98,10 @@ def test_compare_two_scores_files_names_what_one_run_alone_has(
     assert "only in run B: models reader-2" in captured.err and "only in run A: nothing" in captured.err
     assert "p: paired rows: two-sided bootstrap p" in captured.err
     rows = json.loads(out.read_text())["rows"]
+    # The file reads back as its typed shape (results.ComparisonDocument), row for row.
+    from clcg_pipeline.results import read_comparison
+
+    assert [row.model_dump() for row in read_comparison(out).rows] == rows
     new = next(r for r in rows if r["estimand"] == "h1_micro_model" and r["group"] == "reader-2")
     assert new["reason"] == "only in run B: model reader-2 is not in run A" and new["b_estimate"] is not None
     assert all(r["reason"] for r in rows if r["difference_ci_low"] is None)

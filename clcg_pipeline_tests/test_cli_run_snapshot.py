@@ -109,3 +109,40 @@ def test_a_no_op_rerun_loads_no_dagster_analysis_or_report_renderer_and_rewrites
     assert f"results: {data / 'study_results.json'}" in done.stdout  # the H1 table was printed
     assert done.stdout.splitlines()[-1] == "loaded: [] 0"
     assert _files(data) == before
+
+
+def test_a_no_op_rerun_rebuilds_a_catalog_built_for_another_folder(
+    config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A copied folder keeps a catalog that reads the original (an ``s3://`` folder copied to
+    disk, or one built before the catalog recorded its folder): a run with nothing to do
+    rebuilds it, and rewrites nothing else."""
+    import duckdb
+
+    import clcg_pipeline.cli._run as cli_run
+    from clcg_pipeline.cli import main
+    from clcg_pipeline.storage import build_catalog, default_catalog_path
+
+    data = tmp_path / "data"
+    data.mkdir()
+    write_json(data / "study_results.json", _full())
+    catalog = Path(default_catalog_path(str(data)))
+    build_catalog(str(data))
+    with duckdb.connect(str(catalog)) as con:  # as a catalog that records no folder
+        con.execute("DROP TABLE catalog_built_for")
+    _memo_of_a_complete_run(config_dir, data)
+    before = {name: stamp for name, stamp in _files(data).items() if name != catalog.name}
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(cli_run, "_complete_run_holds", lambda *_: 5)  # the full check's verdict
+    assert main(["run", "--config", str(config_dir), "--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "everything is up to date (5 partitions)" in out
+    assert out.count("catalog rebuilt for this folder") == 1
+    with duckdb.connect(str(catalog), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM catalog_built_for").fetchone() == (1,)
+    assert {name: stamp for name, stamp in _files(data).items() if name != catalog.name} == before
+    rebuilt = catalog.stat().st_mtime_ns
+    assert main(["run", "--config", str(config_dir), "--data", str(data)]) == 0
+    assert "catalog rebuilt" not in capsys.readouterr().out  # once: now it fits
+    assert catalog.stat().st_mtime_ns == rebuilt

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import duckdb
@@ -22,31 +23,37 @@ from clcg_pipeline.orchestration import (
 )
 from clcg_pipeline.orchestration._jobs import (
     CODE_LOCATION,
+    CORPUS_ASSETS,
     PROVIDER_TAG,
+    RESPONSE_ASSETS,
+    STUDY_INPUT_ASSETS,
     code_location_job_origin,
     runs_under_code_location,
 )
-from clcg_pipeline.partitions import MODEL_CALLS, response_key, run_span
+from clcg_pipeline.partitions import MODEL_CALLS, MODEL_CALLS_JOB, response_key, run_span
 from clcg_pipeline.storage import query
-from clcg_pipeline_tests.conftest import add_fake_model, partition_call_rows
+from clcg_pipeline_tests.conftest import (
+    SMALL_PANEL,
+    SmallStudy,
+    add_fake_model,
+    cut_to_small_panel,
+    partition_call_rows,
+)
 
 FIRST, SECOND = "lexical-reader", "hosted-b"
 KEY_ENV = "CLCG_DAEMON_FAKE_KEY"
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
-# Two languages keep the daemon test short; the chain is the same for 18.
-PANEL = ("en", "pt")
+# Two languages keep the daemon tests short; the chain is the same for 18.
+PANEL = SMALL_PANEL
 _QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 @pytest.fixture
-def small_config(demo_config_dir: Path, edit_yaml: Callable) -> Path:
-    edit_yaml(
-        demo_config_dir / "languages.yaml",
-        lambda doc: doc.update(languages=[lang for lang in doc["languages"] if lang["iso"] in PANEL]),
-    )
-    edit_yaml(demo_config_dir / "study.yaml", lambda doc: doc.update(bootstrap_replicates=50))
-    return demo_config_dir
+def small_config(config_dir: Path) -> Path:
+    """The config of ``conftest.small_study``: the demo's, cut to PANEL and 50 replicates."""
+    cut_to_small_panel(config_dir)
+    return config_dir
 
 
 def _run_ended(instance: dg.DagsterInstance, asset: str, partition: str) -> float:
@@ -81,23 +88,88 @@ def _materializations(instance: dg.DagsterInstance, asset: str, partition: str) 
     )
 
 
-@pytest.mark.slow
-def test_daemon_builds_the_study_from_nothing_then_follows_a_new_model(
-    small_config: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+def _requested(ticks: Any) -> dict[str, set[str]]:
+    """What one evaluation of the automation conditions requests: asset -> partitions."""
+    return {
+        result.key.to_user_string(): {str(key) for key in ticks.get_requested_partitions(result.key)}
+        for result in ticks.results
+        if ticks.get_num_requested(result.key)
+    }
+
+
+def test_the_daemons_first_ticks_build_the_study_from_nothing_in_dependency_order(
+    small_config: Path, tmp_path: Path
 ) -> None:
-    """Only `dagster-daemon run` on a fresh instance: corpus -> inputs -> responses -> analysis,
-    then a hosted model added to models.yaml ends up in study_results.json, the report and the
-    catalog, its calls sent in one stream (model_calls) ahead of its partitions' runs."""
+    """The "from nothing" half of the daemon's work, tick by tick in process (the daemon test
+    below starts from a study `clcg run` built, and follows a new model from there): on a fresh
+    instance the conditions request every language's corpus (and the language panel, which reads
+    nothing); with the corpus there, the study inputs; with those, the model's stream; with the
+    stream, all of its partitions at once (one range run). Nothing is requested before its inputs."""
+    defs = build_definitions(small_config, tmp_path / "data")
+    ours = {f"{iso}|{FIRST}" for iso in PANEL}
+    with dg.instance_for_test() as instance:
+        sync_model_partitions(instance, load_config(small_config))
+        ticks = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        assert _requested(ticks) == {"languages": {"None"}} | {a: set(PANEL) for a in CORPUS_ASSETS}
+        for iso in PANEL:
+            corpus = defs.resolve_job_def("corpus_job")
+            assert corpus.execute_in_process(instance=instance, partition_key=iso, run_config=_QUIET).success
+        ticks = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=ticks.cursor)
+        assert _requested(ticks) == {a: {"None"} for a in STUDY_INPUT_ASSETS if a != "languages"}
+        inputs = defs.resolve_job_def("study_inputs_job")
+        assert inputs.execute_in_process(instance=instance, run_config=_QUIET).success
+        ticks = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=ticks.cursor)
+        assert _requested(ticks) == {MODEL_CALLS: {FIRST}}
+        stream = defs.resolve_job_def(MODEL_CALLS_JOB)
+        assert stream.execute_in_process(instance=instance, partition_key=FIRST, run_config=_QUIET).success
+        ticks = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=ticks.cursor)
+        assert _requested(ticks) == dict.fromkeys(RESPONSE_ASSETS, ours)
+
+
+def _sensors_ticked(instance: dg.DagsterInstance, names: set[str]) -> bool:
+    """Whether each sensor named has finished at least one tick on ``instance``."""
+    states = {state.instigator_name: state for state in instance.all_instigator_state()}
+    return names <= set(states) and all(
+        any(
+            tick.status.value != "STARTED"
+            for tick in instance.get_ticks(
+                states[name].instigator_origin_id, states[name].selector_id, limit=3
+            )
+        )
+        for name in names
+    )
+
+
+@pytest.mark.slow
+def test_the_daemon_follows_a_new_model_of_a_study_built_by_clcg_run(
+    small_study: SmallStudy, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`clcg run` builds the study; then only `dagster-daemon run` on its instance (what `make dev`
+    after `make run` is): it launches nothing for the study as it is, and a hosted model added to
+    models.yaml ends up in study_results.json, the report and the catalog, its calls sent in one
+    stream (model_calls) ahead of its partitions' run. Building from nothing is the test above
+    (the same conditions, tick by tick); the daemon once did both here, ~3 minutes on CI."""
     monkeypatch.setenv(KEY_ENV, "fake-daemon-not-real")
-    with FakeServer(Faults(latency_s=0.01)) as server, LocalDaemon(tmp_path / "run", small_config) as daemon:
-        # Generous limits: the chain now includes the validation studies and the granularity tasks,
-        # and a loaded 2-core machine runs the daemon's ticks and runs slowly; a healthy run is faster.
-        daemon.wait_for(f"study_results.json with {FIRST}", lambda: FIRST in daemon.models_in_results(), 420)
-        add_fake_model(small_config, edit_yaml, server.url, KEY_ENV, id=SECOND, concurrency=8, timeout_s=10)
+    # The study `run_study` built (conftest.small_study: the panel of small_config), copied: its
+    # config, data folder and Dagster home, where LocalDaemon looks for them.
+    root = small_study.copy_to(tmp_path / "run")
+    config = root / "config"
+    assert small_study.summary.runs > 0
+    with dg.DagsterInstance.from_config(str(root / "dagster_home")) as instance:
+        runs_of_clcg_run = len(instance.get_runs())
+    with FakeServer(Faults(latency_s=0.01)) as server, LocalDaemon(root, config) as daemon:
+        assert FIRST in daemon.models_in_results()
+        # Generous limits: a loaded 2-core machine runs the daemon's ticks and runs slowly (each of
+        # the new model's runs, a fresh interpreter, took a minute there); a healthy run is faster.
+        sensors = {"model_partitions_sensor", "study_automation_sensor", "model_family_automation_sensor"}
+        with dg.DagsterInstance.from_config(str(daemon.home)) as instance:
+            daemon.wait_for("the daemon's first ticks", lambda: _sensors_ticked(instance, sensors), 240)
+            assert len(instance.get_runs()) == runs_of_clcg_run, "the daemon redid what `clcg run` did"
+        add_fake_model(config, edit_yaml, server.url, KEY_ENV, id=SECOND, concurrency=8, timeout_s=10)
         daemon.wait_for(
             f"study_results.json with {SECOND} (added to models.yaml)",
             lambda: SECOND in daemon.models_in_results(),
-            300,
+            480,
         )
         daemon.wait_for(
             f"report.html naming {SECOND}",
@@ -123,8 +195,12 @@ def test_daemon_builds_the_study_from_nothing_then_follows_a_new_model(
             failed = [r.dagster_run for r in runs if r.dagster_run.status in unsuccessful]
             # Dependency order: no run was launched before its inputs existed, so none failed.
             assert not failed, [(r.run_id, r.status, r.asset_selection) for r in failed]
+            # The first model's: `clcg run`'s responses_job; the new model's: the daemon's backfill.
             responses = [
-                r for r in runs if dg.AssetKey("predictions") in (r.dagster_run.asset_selection or ())
+                r
+                for r in runs
+                if r.dagster_run.job_name == "responses_job"
+                or dg.AssetKey("predictions") in (r.dagster_run.asset_selection or ())
             ]
             assert {r.dagster_run.tags[PROVIDER_TAG] for r in responses} == {"offline", "openai_compatible"}
             # The new model's languages ran as ONE run (the family's single-run backfill policy),

@@ -1,4 +1,5 @@
-"""``clcg run`` sends a hosted model's calls ahead of its partitions' runs, in one stream per model."""
+"""``clcg run`` sends a hosted model's calls ahead of its partitions' runs, in one stream per model:
+the model's ``model_calls`` run, the one the daemon and a backfill launch."""
 
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ import dagster as dg
 import pytest
 
 from clcg_pipeline.calls import fake_server
-from clcg_pipeline.calls._results import CALLS_AHEAD_TAG
 from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import load_config
-from clcg_pipeline.orchestration._calls_ahead import _Inputs
+from clcg_pipeline.orchestration._model_calls import _Inputs
 from clcg_pipeline.orchestration._study_run import run_study
 from clcg_pipeline.partitions import run_span
 from clcg_pipeline_tests.conftest import (
@@ -38,41 +38,44 @@ LIMIT = 4
 HOLD_S = 30.0  # how long the one-stream test holds a partition's first call at most
 
 
-def _responses_runs(home: Path) -> list[tuple[dg.DagsterRun, float]]:
-    """Each responses run and when it started."""
+def _runs(home: Path, job: str = "responses_job") -> list[tuple[dg.DagsterRun, float]]:
+    """Each run of ``job`` and when it started."""
     with dg.DagsterInstance.from_config(str(home)) as instance:
         return [
             (run, instance.get_run_stats(run.run_id).start_time or 0.0)
             for run in instance.get_runs()
-            if run.job_name == "responses_job"
+            if run.job_name == job
         ]
 
 
-def _hold_each_partitions_first_call(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+def _hold_each_partitions_first_call(
+    monkeypatch: pytest.MonkeyPatch, config_dir: Path, data: Path
+) -> dict[str, str | None]:
     """Hold the first call of each language but the last until a later language's call arrives.
 
-    Which language (the first to build it) is told by the request building, recorded here. The
-    answer is the language whose call released the hold (None: it timed out). Calls drained at a
-    partition boundary would hold every partition back for the whole timeout; one stream
-    releases each hold within a partition's worth of calls. A timing check would race the
-    machine's load: it once missed by 7 ms on a 2-core CI machine.
+    Which language (the first to build it, in the stream's order) is told by the requests each
+    partition builds, built here when the first call arrives (the stream runs in a worker
+    process). The answer is the language whose call released the hold (None: it timed out).
+    Calls drained at a partition boundary would hold every partition back for the whole
+    timeout; one stream releases each hold within a partition's worth of calls. A timing check
+    would race the machine's load: it once missed by 7 ms on a 2-core CI machine.
     """
     built: dict[str, str] = {}
-    requests = _Inputs.requests
 
-    def recording(self: _Inputs, model_id: str, iso: str) -> list:
-        found = requests(self, model_id, iso)
-        for request in found:
-            built.setdefault(request.call_id, iso)
-        return found
+    def language_of(call_id: str) -> str:
+        if not built:
+            inputs = _Inputs(load_config(str(config_dir)), str(data))
+            for iso in LANGUAGES:
+                for request in inputs.requests("fake-gpt", iso):
+                    built.setdefault(request.call_id, iso)
+        return built.get(call_id, "")
 
-    monkeypatch.setattr(_Inputs, "requests", recording)
     released_by: dict[str, str | None] = {}
     arrived: list[str] = []
     original = fake_server.App.openai
 
     async def held(self: object, request: object) -> object:
-        iso = built.get(request.headers.get(fake_server.CALL_ID_HEADER, ""), "")  # type: ignore[attr-defined]
+        iso = language_of(request.headers.get(fake_server.CALL_ID_HEADER, ""))  # type: ignore[attr-defined]
         arrived.append(iso)
         if iso in LANGUAGES[:-1] and iso not in released_by:
             released_by[iso] = None
@@ -95,7 +98,7 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv(KEY_ENV, KEY)
     data = tmp_path / "data"
-    released_by = _hold_each_partitions_first_call(monkeypatch)
+    released_by = _hold_each_partitions_first_call(monkeypatch, demo_config_dir, data)
     spans = record_chat_spans(monkeypatch, time.time)
     with FakeServer(Faults(latency_s=0.05)) as server:
         # The client waits out a held call (a timeout would send it again).
@@ -108,7 +111,8 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
         requests = dict(server.state.requests)
         max_in_flight = server.state.max_in_flight
         tables = partition_call_rows(data)
-        runs = _responses_runs(tmp_path / "home")
+        runs = _runs(tmp_path / "home")
+        streams = _runs(tmp_path / "home", "model_calls_job")
         # Run again, forced: nothing sent, and every call is now an old one.
         again = run_study(
             config_dir=str(demo_config_dir),
@@ -121,6 +125,11 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
 
     ahead = summary.calls_ahead
     assert ahead is not None and ahead.partitions == len(LANGUAGES) and not ahead.refused
+    # The stream is the model's model_calls run, the daemon's: one, and it paid every call.
+    assert [(run.run_id, run.tags["dagster/partition"]) for run, _ in streams] == [
+        (ahead.runs["fake-gpt"], "fake-gpt")
+    ]
+    assert streams[0][0].status == dg.DagsterRunStatus.SUCCESS
     # Every call sent once, all of them ahead, within the model's limit.
     assert requests and set(requests.values()) == {1}
     assert ahead.sent == len(requests) and ahead.failed == 0
@@ -130,7 +139,6 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
     # One run per stretch of adjacent languages (en and pt adjacent in languages.yaml, ka apart).
     assert sorted(str(run_span(run.tags)) for run, _ in runs) == ["en|fake-gpt..pt|fake-gpt", "ka|fake-gpt"]
     assert all(run.status == dg.DagsterRunStatus.SUCCESS for run, _ in runs)
-    assert {run.tags[CALLS_AHEAD_TAG] for run, _ in runs} == {ahead.token}
     ended = {call_id: end for call_id, _, end in spans}
     for run, started in runs:
         isos = ["ka"] if run.tags.get("dagster/partition") else ["en", "pt"]
@@ -153,6 +161,7 @@ def test_calls_go_ahead_in_one_stream_and_count_as_the_partitions_own(
     # request, the same in every language, in the first partition that asked for it).
     new = calls[~calls["cached"].astype(bool)]
     assert sorted(new["call_id"]) == sorted(requests)
+    assert set(new["paid_run"]) == {ahead.runs["fake-gpt"]}  # paid by the stream's run
     assert summary.response_calls + summary.task_calls == len(requests)
     assert summary.new_cost_usd == pytest.approx(float(new["cost_usd"].sum()))
     # The requests sent ahead are exactly those the runs asked for, partition by partition.
@@ -189,8 +198,11 @@ def test_ctrl_c_while_calling_ahead_stops_cleanly_and_pays_nothing_twice(
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=120)
         assert_interrupted_in_one_line(process.returncode, out, err)
-        # Stopped before any partition's run; what was answered is in the cache.
-        assert not _responses_runs(home)
+        # Stopped before any partition's run, the stream's run recorded as stopped, not left
+        # looking alive; what was answered is in the cache.
+        assert not _runs(home)
+        streams = _runs(home, "model_calls_job")
+        assert streams and all(run.status == dg.DagsterRunStatus.FAILURE for run, _ in streams)
         # (The offline judges and writers cache their answers too, without the server.)
         sent = set(server.state.requests)
         answered = {path.stem for path in (data / "cache" / "calls").rglob("*.json")} & sent

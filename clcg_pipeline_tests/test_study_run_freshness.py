@@ -1,8 +1,8 @@
 """When `clcg run` may skip a partition: only when it is current *in this data folder*.
 
-One module fixture runs a small study (two languages, one model) and then a sequence of
-situations on the same instance; each test checks one of them. A language the corpus does not
-cover has no partition at all: ``test_uncovered_languages.py``.
+One module fixture takes the small study (two languages, one model: ``conftest.small_study``)
+and runs a sequence of situations on a copy of it and its instance; each test checks one of
+them. A language the corpus does not cover has no partition at all: ``test_uncovered_languages.py``.
 """
 
 import shutil
@@ -13,18 +13,17 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 import pytest
-import yaml
 
 from clcg_pipeline.config import load_config
 from clcg_pipeline.orchestration import RunSummary, run_study
 from clcg_pipeline.orchestration._definitions import build_definitions
 from clcg_pipeline.partitions import response_key
 from clcg_pipeline.storage import RECORDS
-from clcg_pipeline_tests.conftest import DEFAULT_CONFIG
+from clcg_pipeline_tests.conftest import SMALL_PANEL, SmallStudy
 
 pytestmark = pytest.mark.slow
 
-LANGUAGES = ["en", "pt"]
+LANGUAGES = list(SMALL_PANEL)
 MODEL = "lexical-reader"
 # What a complete run covers: corpus and responses per language, study inputs, analysis.
 FULL_RUNS = len(LANGUAGES) * 2 + 2
@@ -46,23 +45,21 @@ def _new_runs(instance: dg.DagsterInstance, before: dict[str, int]) -> dict[str,
 
 
 @pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    root = tmp_path_factory.mktemp("freshness")
+def story(small_study: SmallStudy, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    # The first run: the small study (two languages, one model), built once per worker, copied.
+    root = small_study.copy_to(tmp_path_factory.mktemp("freshness"))
     config_dir = root / "config"
-    shutil.copytree(DEFAULT_CONFIG, config_dir)
-    study = yaml.safe_load((config_dir / "study.yaml").read_text())
-    study["bootstrap_replicates"] = 50
-    (config_dir / "study.yaml").write_text(yaml.safe_dump(study))
+    assert list(load_config(config_dir).languages.isos) == LANGUAGES
     data = root / "data"
     mp = pytest.MonkeyPatch()
-    mp.setenv("DAGSTER_HOME", str(root / "home"))
+    mp.setenv("DAGSTER_HOME", str(root / "dagster_home"))
     out: dict[str, Any] = {"data": data, "config_dir": config_dir}
 
     def run(data_dir: str) -> RunSummary:
         return run_study(config_dir=str(config_dir), data_dir=data_dir, models=[MODEL], languages=LANGUAGES)
 
     try:
-        out["first"] = run(str(data))
+        out["first"] = small_study.summary
         out["calls_first"] = _paid(data)
         # Entered, so Dagster's context-local state (its defs-state storage) points at a live
         # instance: a bare `DagsterInstance.get()` could inherit a disposed one left by an

@@ -41,40 +41,48 @@ def read_scores(
     if missing:
         raise ValueError(f"{path}: missing required column(s) {missing}")
     wanted = [*KEY_COLUMNS, *[m for m in metrics if m in schema.names]]
-    table = _read_table(path, wanted, [c for c in _STRING_COLS if c in wanted])
-    for col, allowed in (filters or {}).items():
-        if table.num_rows == 0:
-            break
-        column = table.column(col)
-        if hasattr(column.type, "value_type"):
-            column = column.cast(column.type.value_type)
-        table = table.filter(pc.is_in(column, value_set=_array(allowed)))
-    # self_destruct frees each Arrow column as it is converted: the frame and the whole table
-    # are never both held (the read's peak memory, which grows with every model of the panel).
-    frame = table.to_pandas(split_blocks=True, self_destruct=True)
-    del table
-    # Arrow's allocator keeps the freed decode buffers; hand them back before the suite's
-    # NumPy arrays are allocated beside them (about half the read's memory otherwise stays held).
-    pa.default_memory_pool().release_unused()
+    frame = _read_columns(path, wanted, [c for c in _STRING_COLS if c in wanted], filters or {})
     _check_rows(frame, path, metrics[0])
     return frame
 
 
-def _read_table(path: str, columns: list[str], dictionary: list[str]) -> pa.Table:
-    """The ``columns`` of a Parquet file, read as a stream of record batches.
+def _read_columns(
+    path: str, columns: list[str], dictionary: list[str], filters: dict[str, list[str]]
+) -> pd.DataFrame:
+    """The ``columns`` of a Parquet file as a frame, read and converted one column at a time.
 
-    Streamed (no whole-file read buffer, one batch's decode buffers at a time): ``read_table``
-    held all of them at once, the largest share of the suite's peak memory at a hundred
-    models; the rows, their order and the values are the same.
+    The Arrow data of one column at most is held beside the frame (a whole-table read held
+    every column's decode buffers and its pandas copy at once: twice the frame at a hundred
+    models, the suite's peak memory, issue 37); the rows, their order, the categories and
+    their order are those of ``pq.read_table(...).to_pandas()``. ``filters`` keeps only rows
+    whose column value is in the given list, decided in Arrow before any column is converted.
     """
     source = pq.ParquetFile(path, read_dictionary=dictionary, pre_buffer=False)
-    batches = list(source.iter_batches(batch_size=_BATCH_ROWS, columns=columns))
-    if not batches:  # no rows: the schema of a plain read
-        return pq.read_table(path, columns=columns, read_dictionary=dictionary)
-    return pa.Table.from_batches(batches)
+    keep = _filter_mask(source, filters)
+    out: dict[str, pd.Series] = {}
+    for name in columns:
+        table = source.read(columns=[name])
+        if keep is not None:
+            table = table.filter(keep)
+        out[name] = table.to_pandas(split_blocks=True, self_destruct=True)[name]
+        del table
+        # Arrow's allocator keeps freed decode buffers: hand them back before the next column.
+        pa.default_memory_pool().release_unused()
+    return pd.DataFrame(out, copy=False)
 
 
-_BATCH_ROWS = 1 << 20
+def _filter_mask(source: pq.ParquetFile, filters: dict[str, list[str]]) -> pa.ChunkedArray | None:
+    """The rows whose value of every filtered column is in its list (None: no filter)."""
+    keep = None
+    for col, allowed in filters.items():
+        column = source.read(columns=[col]).column(0)
+        if hasattr(column.type, "value_type"):
+            column = column.cast(column.type.value_type)
+        inside = pc.is_in(column, value_set=_array(allowed))
+        keep = inside if keep is None else pc.and_(keep, inside)
+    return keep
+
+
 _STATUSES = ("ok", "unparseable", "missing")
 _RECORD = ("model", "language", "doc_id", "item_id", "rep")
 

@@ -7,6 +7,7 @@ cross-section identities also hold replicate by replicate.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections.abc import Iterator
@@ -101,7 +102,7 @@ def suite_owning(
     every scored row less at the suite's peak.
     """
     ctx = _suite_context(config, replicates, seed)
-    timer = _Timer()
+    timer = _Timer(collect=sum(len(frame) for frame in holder) >= COLLECT_FROM_ROWS)
     with timer("prepare"):
         rows = _prepare(ctx, holder)
     reuse = PairReuse(previous=pair_store)
@@ -124,16 +125,29 @@ def suite_owning(
     return StudyResults(document, estimates, timer.seconds, reuse.current)
 
 
+# Panels from this many scored rows up are collected between parts (see ``_Timer``); below it
+# the frames are small and a full collection (~0.1-0.3 s with Dagster loaded) would cost more
+# than it frees, seventeen times per analysis.
+COLLECT_FROM_ROWS = 1_000_000
+
+
 class _Timer:
     """Seconds per named part of the suite, summed over repeated parts."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, collect: bool = True) -> None:
         self.seconds: dict[str, float] = {}
+        self.collect = collect
 
     @contextmanager
     def __call__(self, name: str) -> Iterator[None]:
         start = time.perf_counter()
         yield
+        # A part's frames and panels can sit in reference cycles (pandas objects refer to each
+        # other), which only the cyclic collector frees, and it runs by object counts, not
+        # bytes: collected here, the next part does not start beside them (issue 37: most of
+        # the suite's resident memory between its parts at a hundred models).
+        if self.collect:
+            gc.collect()
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
 
@@ -142,7 +156,10 @@ class _Rows:
     """The suite's inputs after preparation: panel rows in canonical order and the band subsets."""
 
     scores: pd.DataFrame
-    rows_a: pd.DataFrame  # every row under parse rule A
+    # Every row under parse rule A when rule A dropped some (an ok row without a score); None
+    # when it keeps every row: a section's rule-A rows are then its selection of ``scores`` with
+    # ``y`` computed on them (see :func:`_rule_a_rows`), not a ``y`` over every row held throughout.
+    rows_a: pd.DataFrame | None
     band_a: pd.DataFrame  # the study band under rule A
     band_raw: pd.DataFrame  # the study band before a parse rule: rule B, other metrics
 
@@ -186,12 +203,26 @@ def _prepare(ctx: SuiteContext, holder: list[pd.DataFrame]) -> _Rows:
     if not np.isfinite(y).all():  # rule A drops rows (an ok row without a score): its own copies
         rows_a = apply_rule(scores, values, "A")
         return _Rows(scores, rows_a, select_rows(rows_a, **band_sel), band_raw)
-    # Every row kept: the rule-A frames share the columns of the frames they extend (the suite
-    # never writes into a frame) instead of copying every scored row twice more.
-    rows_a, band_a = scores.copy(deep=False), band_raw.copy(deep=False)
-    rows_a["y"] = y
+    # Every row kept: the band's rule-A frame shares the columns of the band rows (the suite
+    # never writes into a frame) instead of copying them; the score over every row is let go
+    # (issue 37: 8 bytes a scored row held to the end, at every section's peak).
+    band_a = band_raw.copy(deep=False)
     band_a["y"] = y[scores.index.get_indexer(band_raw.index)]
-    return _Rows(scores, rows_a, band_a, band_raw)
+    return _Rows(_primary_score(scores, band.metric, values), None, band_a, band_raw)
+
+
+def _primary_score(frame: pd.DataFrame, metric: str, values: np.ndarray) -> pd.DataFrame:
+    """``frame`` with ``metric`` holding every row's primary score (``score_values``: L0 rows
+    by accuracy), without its ``accuracy`` and ``rep`` columns, sharing the other columns' data.
+
+    The sections read every row's score through ``score_values``, which gives the same values
+    from this frame, and the repetition only from the band rows: two 8-byte columns over every
+    scored row less held to the end (issue 37).
+    """
+    dropped = {"rep"} if metric == "accuracy" else {"rep", "accuracy"}
+    kept = [c for c in frame.columns if c not in dropped]
+    columns = {c: (values if c == metric else frame[c].array) for c in kept}
+    return pd.DataFrame(columns, index=frame.index, copy=False)
 
 
 # Score columns the sections read from the band rows only, never from every row.
@@ -278,11 +309,12 @@ _PANEL_COLUMNS = ["model", "language", "doc_id", "item_id", "y"]
 def _h3(ctx: SuiteContext, rows: _Rows) -> dict[str, Any]:
     """H3 on every level of the band's item source and context scope."""
     band = ctx.config.study.band
-    level_rows = select_rows(
-        rows.rows_a,
+    level_rows = _rule_a_rows(
+        ctx,
+        rows,
+        [*_PANEL_COLUMNS, "level"],
         item_source=band.item_source,
         context_scope=band.context_scope,
-        columns=[*_PANEL_COLUMNS, "level"],
     )
     return sec_h3.h3(ctx, level_rows)
 
@@ -290,7 +322,7 @@ def _h3(ctx: SuiteContext, rows: _Rows) -> dict[str, Any]:
 def _h4(ctx: SuiteContext, rows: _Rows) -> dict[str, Any]:
     """H4 on the primary band and every human item under the band's context scope."""
     scope = ctx.config.study.band.context_scope
-    human = select_rows(rows.rows_a, item_source="human", context_scope=scope, columns=_PANEL_COLUMNS)
+    human = _rule_a_rows(ctx, rows, _PANEL_COLUMNS, item_source="human", context_scope=scope)
     return sec_h4.h4(ctx, rows.band_a, human)
 
 
@@ -306,13 +338,31 @@ def _parse_rule(ctx: SuiteContext, core: H1Core, rows: _Rows) -> dict[str, Any]:
 def _context_scope(ctx: SuiteContext, rows: _Rows) -> dict[str, Any]:
     """The band's levels and item source under every context scope."""
     band = ctx.config.study.band
-    scope_rows = select_rows(
-        rows.rows_a,
+    scope_rows = _rule_a_rows(
+        ctx,
+        rows,
+        [*_PANEL_COLUMNS, "context_scope"],
         levels=band.levels,
         item_source=band.item_source,
-        columns=[*_PANEL_COLUMNS, "context_scope"],
     )
     return sec_context.context_scope(ctx, scope_rows, band.context_scope)
+
+
+def _rule_a_rows(ctx: SuiteContext, rows: _Rows, columns: list[str], **selection: Any) -> pd.DataFrame:
+    """The ``columns`` of the rule-A rows matching ``selection`` (``select_rows``'s filters).
+
+    When rule A kept every row, ``y`` is rule A's score of the selected rows themselves: the
+    values and the frame of selecting them from every row's rule-A frame.
+    """
+    if rows.rows_a is not None:
+        return select_rows(rows.rows_a, **selection, columns=columns)
+    metric = ctx.config.study.band.metric
+    scored = [c for c in (metric, "accuracy", "status", "level") if c in rows.scores.columns]
+    wanted = list(dict.fromkeys([*(c for c in columns if c != "y"), *scored]))
+    sub = select_rows(rows.scores, **selection, columns=wanted)
+    y = np.where((sub["status"] != "ok").to_numpy(), 0.0, score_values(sub, metric))
+    data = {c: (y if c == "y" else sub[c].array) for c in columns}
+    return pd.DataFrame(data, index=sub.index, copy=False)
 
 
 def _h1_without_band(results: dict[str, Any], scores: pd.DataFrame, config: ProjectConfig) -> None:
@@ -448,7 +498,7 @@ def _canonical_order(holder: list[pd.DataFrame], metric: str) -> pd.DataFrame:
     # Each key in the narrowest integer type that holds it: seven int64 arrays over every
     # scored row were most of the suite's peak memory at a hundred models.
     keys = [
-        _narrow(sorted_factorize(scores[c])[0])
+        _narrow(sorted_factorize(scores[c], narrow=True)[0])
         for c in ("model", "language", "doc_id", "item_id", "context_scope", "status")
     ]
     reps, rep_codes = _sorted_codes(scores["rep"].to_numpy())
@@ -488,8 +538,12 @@ def _take_columns(holder: list[pd.DataFrame], order: np.ndarray) -> pd.DataFrame
     sources = {c: frame[c].array for c in names}
     del frame
     taken = {}
+    pool = pa.default_memory_pool()
     for c in names:
         taken[c] = sources.pop(c).take(order)
+        # A numeric source column is an Arrow buffer (read_scores converts without copying):
+        # its pages go back now, not after every column is taken (the suite's peak, issue 37).
+        pool.release_unused()
     return pd.DataFrame(taken, index=pd.RangeIndex(len(order)), copy=False)
 
 
@@ -523,8 +577,13 @@ def _key_order(combined: np.ndarray, values: np.ndarray) -> np.ndarray:
     order (per model or block), which it merges in a few passes (4x faster than quicksort).
     """
     order = np.argsort(combined, kind="stable")
-    if len(order) < 2 or (np.diff(combined[order]) > 0).all():
+    if len(order) < 2:
         return order
+    ranked = combined[order]
+    # Compared in place of ``np.diff``: a bool per row rather than one more int64 array.
+    if (ranked[1:] > ranked[:-1]).all():
+        return order
+    del ranked
     return np.lexsort((values, combined))
 
 

@@ -8,7 +8,17 @@ providers' HTTP APIs for tests and the deployment smoke test.
 """
 
 from clcg_pipeline.calls._batch import BATCH_PROVIDERS, run_batch
-from clcg_pipeline.calls._budget import Budget, Grant, run_budget
+from clcg_pipeline.calls._budget import (
+    RUN_BUDGET_STOP,
+    STUDY_BUDGET_STOP,
+    Budget,
+    Grant,
+    budget_stop_line,
+    configured_limit,
+    op_budget,
+    run_budget,
+    study_spent,
+)
 from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.calls._coord import (
     ALLOW_LOCAL_ENV,
@@ -45,7 +55,6 @@ from clcg_pipeline.calls._requests import (
     resolve_settings,
 )
 from clcg_pipeline.calls._results import (
-    CALLS_AHEAD_TAG,
     PROVIDER_TAG,
     REFUSAL_REASONS,
     TRUNCATED_REASONS,
@@ -64,7 +73,6 @@ from clcg_pipeline.calls._tokens import TOKENIZER, count_tokens, estimate_input_
 __all__ = [
     "ALLOW_LOCAL_ENV",
     "BATCH_PROVIDERS",
-    "CALLS_AHEAD_TAG",
     "CALL_COLUMNS",
     "COORDINATION_TAG",
     "COORD_URL_ENV",
@@ -75,7 +83,9 @@ __all__ = [
     "PROMPT_VERSIONS",
     "PROVIDER_TAG",
     "REFUSAL_REASONS",
+    "RUN_BUDGET_STOP",
     "STOPWORDS",
+    "STUDY_BUDGET_STOP",
     "TOKENIZER",
     "TRUNCATED_REASONS",
     "WAIT",
@@ -102,10 +112,12 @@ __all__ = [
     "SpendLedger",
     "arun_requests",
     "bind",
+    "budget_stop_line",
     "call_origin",
     "call_row",
     "check_coordination",
     "check_credentials",
+    "configured_limit",
     "content_words",
     "coordination_tags",
     "cost_usd",
@@ -116,6 +128,7 @@ __all__ = [
     "lexical_answers",
     "logged_progress",
     "model_key",
+    "op_budget",
     "partition_origin",
     "render_judge_request",
     "resolve_settings",
@@ -124,4 +137,5 @@ __all__ = [
     "run_judge",
     "run_requests",
     "settings_from_url",
+    "study_spent",
 ]

@@ -6,6 +6,10 @@ worst case fit the limit. When only the calls in flight stand in the way, it wai
 usually cost less than reserved. It is refused, for good, only when what is spent plus its
 own worst case would pass the limit. With identical per-call costs, the same number of calls
 passes whatever the timing.
+
+A Dagster run's limit is the tightest its config gives any of its ops (:func:`op_budget`), and
+a list of calls a budget stopped is said in one line (:func:`budget_stop_line`), the same for
+every step that pays (the item generator, the level auditor, the task bank's writers).
 """
 
 from __future__ import annotations
@@ -13,6 +17,17 @@ from __future__ import annotations
 import enum
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from clcg_pipeline.calls._coord import open_ledger
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# Why the call runner skipped a call for a budget (the call's ``error``, outcome ``skipped_budget``).
+RUN_BUDGET_STOP = "BudgetExceeded"  # the run's (``--budget``, an op's ``budget_usd``)
+STUDY_BUDGET_STOP = "StudyBudgetExceeded"  # the study's (study.yaml ``budget_usd``, the ledger)
 
 
 class Grant(enum.Enum):
@@ -92,3 +107,83 @@ def bound_budget(
     if budget_usd is not None and (budget.limit is None or budget_usd < budget.limit):
         budget.limit = budget_usd  # the run's shared budget (``run_budget``), bound by the study's here
     return budget
+
+
+def configured_limit(run_config: Mapping[str, Any]) -> float | None:
+    """The tightest ``budget_usd`` any op of a Dagster run's config is given (None: none is)."""
+    limits: list[float] = []
+    ops = run_config.get("ops")
+    for op in ops.values() if isinstance(ops, Mapping) else ():
+        if not isinstance(op, Mapping):
+            continue
+        config = op.get("config")
+        if isinstance(config, Mapping) and isinstance(config.get("budget_usd"), int | float):
+            limits.append(float(config["budget_usd"]))
+        nested = configured_limit(op)  # a graph's ops
+        if nested is not None:
+            limits.append(nested)
+    return min(limits) if limits else None
+
+
+def op_budget(run_id: str, run_config: Mapping[str, Any], limit: float | None) -> Budget:
+    """:func:`run_budget` with the run's limit known from its start: the tightest of ``limit`` and
+    every ``budget_usd`` the run's config gives any op. An op that runs before the op its limit
+    was given to (``clcg run`` gives it to the paid ops it knows) is bound by it all the same."""
+    limits = [b for b in (limit, configured_limit(run_config)) if b is not None]
+    return run_budget(run_id, min(limits) if limits else None)
+
+
+def study_spent(cache_dir: str) -> float | None:
+    """What the study's ledger says every process sharing ``cache_dir`` spent (None: no ledger)."""
+    ledger = open_ledger(cache_dir)
+    if ledger is None:
+        return None
+    try:
+        return ledger.totals()[0]
+    finally:
+        ledger.close()
+
+
+class _BudgetOptions(Protocol):
+    """What :func:`budget_stop_line` reads of a ``CallOptions`` (a protocol: ``_options``
+    imports this module, not the other way round)."""
+
+    @property
+    def budget(self) -> Budget | None: ...
+    @property
+    def study_budget_usd(self) -> float | None: ...
+    @property
+    def cache_dir(self) -> str: ...
+
+
+def budget_stop_line(what: str, calls: pd.DataFrame, options: _BudgetOptions) -> str | None:
+    """The one line saying a budget stopped some of ``what``'s ``calls`` (a calls-shaped table,
+    made with ``options``): which budget, what was spent, how many calls were left, how to
+    resume; None when no call was skipped for a budget.
+
+    Worded as ``clcg run``'s line for the responses (``RunSummary.budget_line``): the study
+    budget when it alone stopped calls (with what the study spent in all, from its ledger), else
+    the run's (with what this Dagster run spent).
+    """
+    skipped = calls[calls["outcome"] == "skipped_budget"] if len(calls) else calls
+    if not len(skipped):
+        return None
+    stopped = f"{len(skipped)} of {len(calls)} calls of {what}"
+    left = f"{len(skipped)} calls left unmade"
+    if (skipped["error"] == STUDY_BUDGET_STOP).all():
+        limit = options.study_budget_usd
+        shown = f" ${limit:.4f}" if limit is not None else ""
+        spent = study_spent(options.cache_dir)
+        by_study = f"${spent:.4f} spent by the study in all" if spent is not None else "its limit spent"
+        return (
+            f"budget reached: the study budget (study.yaml budget_usd{shown}) stopped {stopped}: "
+            f"{by_study}, {left}; raise budget_usd in study.yaml and run `clcg run` again to "
+            "resume (paid calls are kept)"
+        )
+    budget = options.budget
+    shown = f" ${budget.limit:.4f}" if budget is not None and budget.limit is not None else ""
+    by_run = f"${budget.spent:.4f} spent by this run" if budget is not None else "its limit spent"
+    return (
+        f"budget reached: the run budget (--budget{shown}) stopped {stopped}: {by_run}, {left}; "
+        "run `clcg run` again (with a larger --budget, or none) to resume (paid calls are kept)"
+    )

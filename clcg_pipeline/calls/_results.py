@@ -33,9 +33,6 @@ REFUSAL_REASONS = frozenset(
 )
 
 CACHEABLE = frozenset({"ok", "refused", "truncated"})
-# The run tag ``clcg run`` gives a partition's run when it has sent the partition's calls ahead
-# (``orchestration/_calls_ahead.py``); its value identifies that ``clcg run``.
-CALLS_AHEAD_TAG = "clcg/calls_ahead"
 PROVIDER_TAG = "clcg/provider"
 
 
@@ -62,19 +59,17 @@ def call_origin(calls_ahead: str | None, partition: str | None) -> str | None:
 def partition_origin(
     context: dg.AssetExecutionContext, calls_asset: str, partition_key: str | None = None
 ) -> Origin:
-    """Whom calls sent ahead for this language x model partition were paid for: ``clcg run``'s
-    token (the run tag), and the tokens of the model's streams this partition has not claimed
-    yet (``partitions.streamed_tokens``: ``model_calls`` runs, and earlier ``clcg run`` streams,
-    a killed one included): with the daemon and ``clcg run`` both at work, either may have
-    paid. ``calls_asset``: the partition's calls table. ``partition_key``: the partition, in a
+    """Whom calls sent ahead for this language x model partition were paid for: the tokens of
+    the model's streams this partition has not claimed yet (``partitions.streamed_tokens``: its
+    ``model_calls`` runs, a killed one included): with the daemon and ``clcg run`` both at work,
+    either may have paid. ``calls_asset``: the partition's calls table. ``partition_key``: the partition, in a
     run over a range of them (each its own origin); else the run's one partition.
     """
     # Imported here: ``partitions`` imports Dagster, which the rest of ``calls`` does without.
     from clcg_pipeline.partitions import streamed_tokens
 
     key = str(partition_key if partition_key is not None else context.partition_key)
-    tag = context.run.tags.get(CALLS_AHEAD_TAG)
-    tokens = ((tag,) if tag else ()) + streamed_tokens(context.instance, key, calls_asset)
+    tokens = streamed_tokens(context.instance, key, calls_asset)
     return tuple(f"{token}/{key}" for token in tokens) or None
 
 
@@ -211,7 +206,7 @@ def call_row(model: ModelSpec, request: ChatRequest, result: CallResult, **keys:
 def from_cache(call_id: str, entry: dict[str, Any], origin: Origin = None) -> CallResult:
     """A cached result; new (``cached=False``) when the entry was paid for on behalf of ``origin``.
 
-    ``clcg run`` sends a partition's calls ahead of its Dagster run (``orchestration/_calls_ahead.py``) and
+    A stream sends a partition's calls ahead of its Dagster run (``orchestration/_model_calls.py``) and
     tags each entry it writes with that partition; the partition's run then records those
     calls as new calls (paid by the stream: ``paid_run`` is its token), and any other reader as cached.
     """
@@ -242,6 +237,7 @@ def cache_entry(
     entry = {
         "provider": model.provider,
         "model": model.model,
+        "model_id": model.id,  # the spend view's model for a payment no calls table recorded
         "prompt_version": request.prompt_version,
         "request_hash": request.request_hash,
         "rep": request.rep,

@@ -271,7 +271,7 @@ class _Run:
 class CallSession:
     """One model's calls over several request lists: one limiter, API client, coordinator, budget.
 
-    ``clcg run`` streams every partition of a model through one session (``orchestration/_calls_ahead.py``),
+    A stream sends every partition of a model through one session (``orchestration/_model_calls.py``),
     so the model's calls flow from one partition into the next with no drain between them;
     :func:`arun_requests` is a session of one list. The API client and the coordinator are
     opened at the first request not in the cache (a fully cached list needs no key).

@@ -43,6 +43,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_sources_exist(config, config_dir)
     if outside_project(args):
         _say_where(config_dir, data_dir)
+    # Before the memo is read: a rebuilt catalog is a changed folder, and the full check that
+    # follows once writes the memo again.
+    _refresh_copied_catalog(data_dir)
     partitions = (
         None
         if args.force or args.regenerate_items
@@ -56,6 +59,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_run_summary(_run_with_progress(args, config_dir, data_dir))
     _print_study_results(data_dir)
     return 0
+
+
+def _refresh_copied_catalog(data_dir: str) -> None:
+    """A copied folder (an ``s3://`` one copied to disk) keeps a catalog that reads the original:
+    rebuilt here, as a run with nothing to do will not (only ``clcg.duckdb`` is rewritten)."""
+    from clcg_pipeline.storage import default_catalog_path, refresh_catalog
+
+    if refresh_catalog(data_dir):
+        console.print(f"catalog rebuilt for this folder: {default_catalog_path(data_dir)}")
 
 
 def _say_coordination(data_dir: str) -> None:

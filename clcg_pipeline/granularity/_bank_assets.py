@@ -6,7 +6,7 @@ import dagster as dg
 import pandas as pd
 from upath import UPath
 
-from clcg_pipeline.calls import CallOptions, run_budget
+from clcg_pipeline.calls import CallOptions, budget_stop_line, op_budget
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.corpus.assets import checked_outputs
 from clcg_pipeline.granularity._asset_parts import DISABLED, GROUP, empty, md
@@ -30,6 +30,8 @@ from clcg_pipeline.granularity._validate import REJECTION_COLUMNS
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import empty_frame, read_all_partitions, read_frame
 
+# Whose calls task_writer_calls holds, as the budget's line names them.
+_WRITERS = "the task bank's writers (cloze confusion writer, word-question writer)"
 # Task kinds every document should get; a document without one of them is reported.
 CORE_TASKS = ("word_single_qa", "word_multi_qa", "cloze", "paragraph_fill", "translation")
 
@@ -91,7 +93,8 @@ class TaskBankConfig(dg.Config):
     """Build the granularity task bank again. Off by default: the bank is frozen."""
     budget_usd: float | None = None
     """Most USD this Dagster run's new model calls (the cloze confusion writer's) may cost, shared by
-    every paid op of the run (``inference._calls.run_budget``). Online only: see ``judge_writer``."""
+    every paid op of the run (``calls.op_budget``: the tightest any op of the run is given). Online
+    only: see ``judge_writer``."""
 
 
 def build_task_bank_defs(config: ProjectConfig) -> dg.Definitions:
@@ -247,7 +250,7 @@ def _task_bank_asset() -> dg.AssetsDefinition:
         options = CallOptions(
             cache_dir=study.cache_dir,
             study_budget_usd=cfg.study.budget_usd,
-            budget=run_budget(context.run_id, config.budget_usd),
+            budget=op_budget(context.run_id, context.run.run_config, config.budget_usd),
         )
         writer = judge_writer(writer_spec, options) if writer_spec is not None else None
         word_writer = (
@@ -265,7 +268,11 @@ def _task_bank_asset() -> dg.AssetsDefinition:
             writer_id=writer_spec.id if writer_spec is not None else None,
             word_writer=word_writer,
         )
-        _fail_when_the_budget_stopped_the_writer(bank.writer_calls)
+        if stop := budget_stop_line(_WRITERS, bank.writer_calls, options):
+            # The bank is frozen once written: stored without these tasks, they would stay lost.
+            # Not written; what the writers paid is kept in their record.
+            yield dg.Output(bank.writer_calls, output_name="task_writer_calls")
+            raise dg.Failure(f"granularity_tasks: not written: {stop}", allow_retries=False)
         stored = UPath(study.path("granularity_tasks", "data.parquet"))
         provenance = "built from the long documents"
         freeze_notes: list[str] = []
@@ -335,19 +342,6 @@ def _documents_metadata(
         "assembly": dg.MetadataValue.md(assembly or "none"),
         "notes": dg.MetadataValue.md("\n".join(f"- {n}" for n in result.notes) or "none"),
     }
-
-
-def _fail_when_the_budget_stopped_the_writer(writer_calls: pd.DataFrame) -> None:
-    """The bank is frozen once written: stored without these cloze sets, they would stay lost."""
-    skipped = int((writer_calls["outcome"] == "skipped_budget").sum()) if len(writer_calls) else 0
-    if skipped:
-        reasons = ", ".join(sorted(set(writer_calls["error"].dropna())))
-        raise dg.Failure(
-            f"granularity_tasks: the run budget stopped {skipped} of the cloze confusion writer's "
-            f"{len(writer_calls)} call(s) ({reasons}); the task bank is "
-            "frozen once written, so it is not written without them: raise --budget (or "
-            "study.budget_usd) and run again"
-        )
 
 
 def _bank_metadata(

@@ -1,5 +1,5 @@
 """How the study is run: the Dagster definitions, jobs, automation conditions, the run
-coordinator, the ``clcg run`` runner, the calls sent ahead, the plan, code
+coordinator, the ``clcg run`` runner, each model's stream of calls, the plan, code
 versions and the local daemon used by tests and benchmarks."""
 
 from clcg_pipeline.orchestration._coordinator import ProviderTaggingRunCoordinator

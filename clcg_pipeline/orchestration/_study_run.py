@@ -152,9 +152,10 @@ def run_study(
     (each responses run shares one budget: ``calls.run_budget``), and the
     error-taxonomy judges and keypoint writer (analysis), which get whatever is left.
 
-    With ``calls_ahead`` (online, no ``budget_usd``), the hosted models' calls of the pending
-    responses partitions are sent first, one stream per model (``orchestration/_calls_ahead.py``); the
-    partitions' runs then find them cached and record them as their own.
+    With ``calls_ahead`` (online, no ``budget_usd``), each hosted model's calls of its stale
+    partitions are sent first in one stream: its ``model_calls`` run, the one the daemon and
+    a backfill launch (``_model_calls``), in a worker of its own, every model's at once; the
+    model's runs then find them cached and record them as their own, paid by the stream's run.
     """
     if parallel < 1:
         raise StudyRunError(f"parallel must be at least 1, got {parallel}")
@@ -198,13 +199,11 @@ def run_study(
 
 
 def _run_steps(run: StudyRun) -> RunSummary:
-    """The study, step by step: what is stale, corpus and inputs, the calls sent ahead, the
+    """The study, step by step: what is stale, corpus and inputs, the models' streams and
     responses runs, the analysis and report; the summary of what ran and was paid."""
     run.check_keys()  # what is stale decides which models need a key
     run.run_corpus()
     run.run_study_inputs()
-    # Planned after the inputs: new items make every partition stale.
-    ahead = run.plan_calls_ahead()
-    run.run_responses(ahead)  # sends the calls ahead first, or beside the workers
+    run.run_responses()  # planned after the inputs: new items make every partition stale
     run.run_analysis()
     return run.summary

@@ -1,7 +1,8 @@
 """The steps of one ``clcg run``, in the order they run, over the state they share.
 
-corpus (one run per language) -> study inputs -> calls sent ahead -> responses (one run per
-model over the range of its stale languages, in process or in forked workers) -> analysis.
+corpus (one run per language) -> study inputs -> each hosted model's stream of calls (its
+``model_calls`` run) -> responses (one run per model over the range of its stale languages, in
+process or in forked workers) -> analysis.
 Each step runs a job partition only when it is not up to date in the data folder
 (``_freshness``), counts the new calls it paid for (``_summary``) and passes on what the
 budget left.
@@ -9,10 +10,8 @@ budget left.
 
 from __future__ import annotations
 
-import threading
-import uuid
+import time
 from collections.abc import Callable, Sequence
-from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,10 +19,9 @@ import dagster as dg
 import pandas as pd
 from upath import UPath
 
-from clcg_pipeline.calls import CALLS_AHEAD_TAG, check_credentials, coordination_tags
+from clcg_pipeline.calls import check_credentials, coordination_tags
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.inference.sensors import sync_model_partitions
-from clcg_pipeline.orchestration._calls_ahead import CallsAhead, send_calls_ahead
 from clcg_pipeline.orchestration._definitions import build_definitions
 from clcg_pipeline.orchestration._freshness import Freshness
 from clcg_pipeline.orchestration._jobs import (
@@ -48,6 +46,7 @@ from clcg_pipeline.orchestration._summary import (
     INPUT_CALL_TABLES,
     PARTITION_CALL_TABLES,
     RunSummary,
+    Streams,
     count_new_calls,
     materialized,
     record_imports,
@@ -55,11 +54,12 @@ from clcg_pipeline.orchestration._summary import (
 )
 from clcg_pipeline.orchestration._versions import code_versions, version_for
 from clcg_pipeline.orchestration._workers import (
+    StreamRun,
     WorkerHooks,
     ctrl_c_for_this_process_only,
     run_responses_in_workers,
 )
-from clcg_pipeline.partitions import MODEL_CALLS, STREAM_TOKEN, response_key
+from clcg_pipeline.partitions import MODEL_CALLS, response_key
 from clcg_pipeline.validation.human import INBOX_METADATA, inbox_fingerprint
 
 FINGERPRINT_TAG = "clcg/fingerprint"
@@ -92,18 +92,6 @@ class StudyRequest:
     regenerate_items: bool
     parallel: int = 1
     calls_ahead: bool = False
-
-
-@dataclass
-class _AheadPlan:
-    """The pending hosted partitions whose calls are sent ahead, and the token their runs carry."""
-
-    pending: list[tuple[str, str]]
-    token: str | None
-
-    @property
-    def tags(self) -> dict[str, str]:
-        return {CALLS_AHEAD_TAG: self.token} if self.token else {}
 
 
 class StudyRun:
@@ -163,11 +151,11 @@ class StudyRun:
 
     # -- running one job partition -------------------------------------------------------
 
-    def _range_tags(self, run_range: LanguageRange, extra: dict[str, str]) -> dict[str, str]:
+    def _range_tags(self, run_range: LanguageRange) -> dict[str, str]:
         """A responses run's tags: its range's, and its model's provider as the coordinator
         gives a backfill's range run (``provider_tags``)."""
         return {
-            **self._tags(run_range.partition, {**run_range.tags, **extra}),
+            **self._tags(run_range.partition, run_range.tags),
             **provider_tags(self.config, run_range.tags),
         }
 
@@ -306,19 +294,25 @@ class StudyRun:
             spent, _ = count_new_calls(self.summary, self.request.data_dir, tables, None)
             self.spend(spent, False)
 
-    def response_ranges(self) -> list[LanguageRange]:
-        """Each model's runs: the stretches of its stale languages (``stale_ranges``); the
-        partitions up to date are counted as skipped here."""
-        order = language_order(self.defs)
-        ranges: list[LanguageRange] = []
-        for model_id in self.request.model_ids:
-            stale = [
+    def stale_languages(self) -> dict[str, list[str]]:
+        """Each model's selected languages whose responses run (all of them when reruns are asked)."""
+        return {
+            model_id: [
                 iso
                 for iso in self.request.isos
                 if self._reruns_responses() or not self.responses_done(iso, model_id)
             ]
-            self.summary.skipped += len(self.request.isos) - len(stale)
-            ranges += stale_ranges(model_id, order, stale)
+            for model_id in self.request.model_ids
+        }
+
+    def response_ranges(self, stale: dict[str, list[str]]) -> list[LanguageRange]:
+        """Each model's runs: the stretches of its stale languages (``stale_ranges``); the
+        partitions up to date are counted as skipped here."""
+        order = language_order(self.defs)
+        ranges: list[LanguageRange] = []
+        for model_id, isos in stale.items():
+            self.summary.skipped += len(self.request.isos) - len(isos)
+            ranges += stale_ranges(model_id, order, isos)
         return ranges
 
     def in_workers(self, ranges: Sequence[LanguageRange]) -> bool:
@@ -327,61 +321,44 @@ class StudyRun:
         request = self.request
         return request.budget_usd is None and request.parallel > 1 and len(ranges) > 1
 
-    def plan_calls_ahead(self) -> _AheadPlan:
-        """The stale partitions of hosted models, when calls go ahead (online, no budget)."""
+    def plan_streams(self, stale: dict[str, list[str]]) -> dict[str, list[str]]:
+        """The hosted models whose stale languages' calls go in one stream each (``model_calls``
+        runs), when they may (online, no ``--budget``: a stream's spend is not known before its
+        partitions run); an offline model's "calls" are local CPU work, with no latency to hide."""
         request = self.request
-        # Hosted models only: an offline model's "calls" are local CPU work, with no latency to hide.
-        pending = [
-            (model_id, iso)
-            for model_id, iso in self.partitions
-            if request.calls_ahead
-            and request.budget_usd is None
-            and request.mode == "online"
-            and self.config.models.get(model_id).provider != "offline"
-            and (self._reruns_responses() or not self.responses_done(iso, model_id))
-        ]
-        return _AheadPlan(pending, str(uuid.uuid4()) if pending else None)
+        if not request.calls_ahead or request.budget_usd is not None or request.mode != "online":
+            return {}
+        hosted = {m for m in request.model_ids if self.config.models.get(m).provider != "offline"}
+        return {model_id: isos for model_id, isos in stale.items() if model_id in hosted and isos}
 
-    def record_streams(self, ahead: _AheadPlan) -> None:
-        """Record ``model_calls`` of each model streamed now, or never recorded on this instance.
+    def record_streams(self, streams: dict[str, list[str]], stale: dict[str, list[str]]) -> None:
+        """Record ``model_calls`` of each model not streamed now and never recorded on this
+        instance, with why (the streamed ones are recorded by their own runs).
 
-        ``clcg run`` is that asset's launcher here (its stream is ``_calls_ahead``): without the
-        record, the daemon of ``make dev`` would find the stream missing and launch it again.
-        Recorded before anything is sent: the record names the stream's token, so if this
-        process is killed after paying, the next run's partitions still claim what it paid
-        (``partitions.streamed_tokens``).
+        Without the record, the daemon of ``make dev`` would find the stream missing and
+        launch it, for nothing (``_model_calls.record_stream``).
         """
-        streamed: dict[str, list[str]] = {}
-        for model_id, iso in ahead.pending:
-            streamed.setdefault(model_id, []).append(iso)
         version = version_for(MODEL_CALLS, self.versions)
-        for model_id in {*streamed, *unstreamed_models(self.instance, self.request.model_ids)}:
-            if model_id in streamed:
-                metadata: dict[str, Any] = {
-                    "streamed": True,
-                    STREAM_TOKEN: ahead.token,
-                    "languages": dg.MetadataValue.json(streamed[model_id]),
-                }
-            elif self.config.models.get(model_id).provider == "offline":
-                metadata = {"streamed": False, "why": OFFLINE}
+        for model_id in unstreamed_models(self.instance, self.request.model_ids):
+            if model_id in streams:
+                continue
+            if self.config.models.get(model_id).provider == "offline":
+                why = OFFLINE
             else:
-                pending = not all(self.responses_done(iso, model_id) for iso in self.request.isos)
-                metadata = {"streamed": False, "why": _NOT_AHEAD if pending else _NOTHING_PENDING}
-            record_stream(self.instance, model_id, version, metadata)
+                why = _NOT_AHEAD if stale[model_id] else _NOTHING_PENDING
+            record_stream(self.instance, model_id, version, {"streamed": False, "why": why})
 
-    def run_responses(self, ahead: _AheadPlan) -> None:
+    def run_responses(self) -> None:
         """One run per model over its stale languages (issue 32: the runs the daemon's backfill
-        and the UI's Materialize launch), in forked workers or one after another in process."""
-        self.record_streams(ahead)  # before the partitions: they are never older than their stream
-        if ahead.token:
-            self.summary.ran(ahead.token)  # what its stream pays is this command's (calls/_results.py)
-        sender = _AheadSender(self, ahead)
-        ranges = self.response_ranges()
-        if self.in_workers(ranges):
-            self._responses_in_workers(ranges, ahead, sender)
+        and the UI's Materialize launch), in forked workers or one after another in process;
+        with streams, each hosted model's ``model_calls`` run first, in the workers."""
+        stale = self.stale_languages()
+        streams = self.plan_streams(stale)
+        self.record_streams(streams, stale)  # before the partitions: never older than their stream
+        ranges = self.response_ranges(stale)
+        if streams or self.in_workers(ranges):
+            self._responses_in_workers(ranges, streams)
             return
-        if ahead.pending:
-            self.summary.calls_ahead = sender.send()
         for model_id in self.request.model_ids:  # one progress step per model
             if self.interrupted():
                 raise KeyboardInterrupt
@@ -390,9 +367,9 @@ class StudyRun:
             if not own and self.on_step:
                 self.on_step(f"{model_id} up to date", self.step, self.total)
             for run_range in own:
-                self._range_in_process(run_range, ahead)
+                self._range_in_process(run_range)
 
-    def _range_in_process(self, run_range: LanguageRange, ahead: _AheadPlan) -> None:
+    def _range_in_process(self, run_range: LanguageRange) -> None:
         if self.interrupted():
             raise KeyboardInterrupt
         if self.on_step:
@@ -407,29 +384,40 @@ class StudyRun:
             RESPONSE_ASSETS,
             # The budget left caps the whole run: one Budget per Dagster run (calls.run_budget).
             self.paid_ops("responses_job", self.remaining),
-            self._range_tags(run_range, ahead.tags),
+            self._range_tags(run_range),
             name=run_range.name,
         )
         self.spend(*self.account_range(run_range))
 
-    def _responses_in_workers(
-        self, ranges: list[LanguageRange], ahead: _AheadPlan, sender: _AheadSender
-    ) -> None:
-        answered: set[tuple[str, str]] = set()
-        pending = set(ahead.pending)
-        background: list[futures.Future[CallsAhead]] = []
-        threads = futures.ThreadPoolExecutor(1, thread_name_prefix="clcg-calls-ahead")
+    def _stream_runs(self, streams: dict[str, list[str]]) -> list[StreamRun]:
+        """Each model's ``model_calls_job`` run, over the languages this command runs."""
+        return [
+            StreamRun(model_id, {"ops": {MODEL_CALLS: {"config": {"languages": isos}}}}, self._tags(model_id))
+            for model_id, isos in streams.items()
+        ]
 
-        def start_ahead() -> None:
-            background.append(threads.submit(sender.send, lambda m, iso: answered.add((m, iso))))
+    def _stream_ended(self, streamed: Streams, started: float) -> Callable[[str, str, bool, str], None]:
+        """What a stream's run tells the summary once it ends (its materialization's figures)."""
 
-        def ready(run_range: LanguageRange) -> bool:
-            """A model's run starts once every call sent ahead for its languages is answered."""
-            if background and background[0].done():
-                return True
-            waiting = {(run_range.model_id, iso) for iso in run_range.isos} & pending
-            return waiting <= answered
+        def ended(model_id: str, run_id: str, ok: bool, message: str) -> None:
+            streamed.runs[model_id] = run_id
+            streamed.seconds = time.monotonic() - started
+            if not ok:
+                streamed.refused[model_id] = message
+                return
+            records = self.instance.get_records_for_run(
+                run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION
+            ).records
+            for record in records:
+                found = record.asset_materialization
+                metadata: dict[str, Any] = {k: v.value for k, v in found.metadata.items()} if found else {}
+                streamed.partitions += len(metadata.get("languages") or ())
+                streamed.sent += int(metadata.get("new_calls") or 0)
+                streamed.failed += int(metadata.get("failed") or 0)
 
+        return ended
+
+    def _responses_in_workers(self, ranges: list[LanguageRange], streams: dict[str, list[str]]) -> None:
         base = self.step
         steps: dict[str, int] = {}
 
@@ -437,38 +425,32 @@ class StudyRun:
             """One step per model, numbered as its first run starts (the progress bar only grows)."""
             return steps.setdefault(model_id, base + len(steps) + 1)
 
+        if streams:
+            self.summary.calls_ahead = Streams()
         hooks = WorkerHooks(
             run_config=self.paid_ops("responses_job", None),
-            tags=lambda run_range: self._range_tags(run_range, ahead.tags),
+            tags=self._range_tags,
             step_of=step_of,
             account=self.account,
             on_forget=lambda key: self.fresh.forget(RESPONSE_ASSETS, key),
-            on_step=sender.show,
+            on_step=self.on_step,
             interrupted=self.interrupted,
-            ready=ready if ahead.pending else None,
-            workers_started=start_ahead if ahead.pending else None,
+            streams=self._stream_runs(streams),
+            on_stream=self._stream_ended(self.summary.calls_ahead or Streams(), time.monotonic()),
         )
-        try:
-            run_responses_in_workers(
-                self.instance,
-                self.defs,
-                ranges,
-                parallel=self.request.parallel,
-                hooks=hooks,
-                summary=self.summary,
-                total=self.total,
-            )
-        except BaseException:
-            sender.stop.set()  # a failed partition or Ctrl-C: stop sending, keep what was answered
-            raise
-        finally:
-            threads.shutdown(wait=True)
+        run_responses_in_workers(
+            self.instance,
+            self.defs,
+            ranges,
+            parallel=self.request.parallel,
+            hooks=hooks,
+            summary=self.summary,
+            total=self.total,
+        )
         for model_id in self.request.model_ids:  # the models with nothing to run, last
             if model_id not in steps and self.on_step:
                 self.on_step(f"{model_id} up to date", step_of(model_id), self.total)
         self.step = base + len(self.request.model_ids)
-        if background:
-            self.summary.calls_ahead = background[0].result()
 
     def everything_current(self) -> bool:
         """Every partition this run was asked for is up to date now (checked in full, after it ran)."""
@@ -513,38 +495,3 @@ class StudyRun:
         # the analysis ran: a refused file is said on every run until it is fixed.
         record_imports(self.summary, self.request.data_dir, self.started_at)
         study_total(self.summary, self.request.data_dir)
-
-
-class _AheadSender:
-    """Sends the calls ahead, and shows their progress on the partition's progress line."""
-
-    def __init__(self, run: StudyRun, ahead: _AheadPlan) -> None:
-        self.run = run
-        self.ahead = ahead
-        self.stop = threading.Event()
-        # What the progress line says besides the calls ahead.
-        self.shown: dict[str, Any] = {"step": run.step + 1, "label": ""}
-
-    def show(self, label: str, number: int, total_steps: int) -> None:
-        self.shown.update(step=number, label=label)
-        if self.run.on_step:
-            self.run.on_step(label, number, total_steps)
-
-    def progress(self, text: str) -> None:
-        on_step = self.run.on_step
-        if on_step:
-            label = self.shown["label"]
-            on_step(f"{label} ({text})" if label else text, int(self.shown["step"]), self.run.total)
-
-    def send(self, answered: Callable[[str, str], None] | None = None) -> CallsAhead:
-        assert self.ahead.token is not None
-        run = self.run
-        return send_calls_ahead(
-            run.config,
-            run.request.data_dir,
-            self.ahead.pending,
-            token=self.ahead.token,
-            interrupted=lambda: run.interrupted() or self.stop.is_set(),
-            progress=self.progress,
-            answered_partition=answered,
-        )

@@ -15,7 +15,6 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from clcg_pipeline.orchestration._calls_ahead import CallsAhead
 from clcg_pipeline.storage import Spend, partition_dir, read_frame, spend
 from clcg_pipeline.validation.human import REFUSED_STATUSES, import_lines
 
@@ -31,6 +30,20 @@ INPUT_CALL_TABLES = {"item_calls": "judges", "level_audit_calls": "judges", "tas
 
 
 @dataclass
+class Streams:
+    """What this command's ``model_calls`` runs sent ahead of the responses runs (from their
+    materializations; the partitions' ``calls`` tables stay the record of spend)."""
+
+    runs: dict[str, str] = field(default_factory=dict)  # model -> its stream's run id
+    partitions: int = 0
+    sent: int = 0  # new calls answered (not from the cache)
+    failed: int = 0  # errors and budget stops: the partitions' runs try them again
+    seconds: float = 0.0  # from the first stream's start to the last one's end
+    # Models whose stream failed (a provider refusing the key): their runs call, and say why.
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class RunSummary:
     runs: int = 0
     skipped: int = 0
@@ -41,9 +54,7 @@ class RunSummary:
     task_calls: int = 0  # the granularity tasks' answers (``task_calls``)
     # judges and writers (task, error-taxonomy, keypoint and level judges, task bank writers, item generator)
     judge_calls: int = 0
-    calls_ahead: CallsAhead | None = (
-        None  # what was sent ahead of the partitions' runs (clcg_pipeline/orchestration/_calls_ahead.py)
-    )
+    calls_ahead: Streams | None = None  # what the models' streams sent (``_model_calls``)
     #: One line per annotation file this command imported (or found refused, or gone stale):
     #: ``<file> (<format>): <status>: n imported, n skipped, n revised, n refused[: why]``.
     annotation_files: list[str] = field(default_factory=list)

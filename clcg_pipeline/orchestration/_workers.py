@@ -3,7 +3,9 @@
 Threads would not do: Dagster handles Ctrl-C only in a main thread, and the runner's
 coordination (``calls/_coord.py``: call claims, the model's concurrency slots, the study's
 spend ledger) is built for processes. Each worker runs one model's range of languages
-(``LanguageRange``), one Dagster run on the same instance, as the daemon's backfill would.
+(``LanguageRange``), one Dagster run on the same instance, as the daemon's backfill would;
+a hosted model's stream of calls (``model_calls_job``, ``_model_calls``) runs first, in a
+worker of its own, every model's at once, and the model's runs wait for it.
 """
 
 from __future__ import annotations
@@ -24,9 +26,13 @@ import dagster as dg
 
 from clcg_pipeline.orchestration._partition_run import LanguageRange, StudyRunError, execute_job, failure_of
 from clcg_pipeline.orchestration._summary import RunSummary
+from clcg_pipeline.partitions import MODEL_CALLS_JOB
 
-# The workers' niceness while calls are sent ahead from the parent process (see _worker_start).
-_AHEAD_NICE = 10
+# The niceness of a worker's responses run while streams run beside it (see _execute).
+_STREAMING_NICE = 10
+# Streams at once, each a worker process: enough models' calls overlapping to keep providers
+# busy, while a study of a hundred new models does not fork a hundred processes.
+_STREAMS_AT_ONCE = 16
 # (success, root-cause line, raised by this project's code, was an interrupt) of one run.
 Outcome = tuple[bool, str, bool, bool]
 
@@ -64,7 +70,7 @@ def ctrl_c_for_this_process_only() -> Iterator[None]:
         receiver.join()
 
 
-def _worker_start(ref: Any, pids: Any, nice: int = 0) -> None:
+def _worker_start(ref: Any, pids: Any) -> None:
     """A worker process of the responses pool: its own instance, and Ctrl-C from its parent only.
 
     In a process group of its own, so a Ctrl-C at the terminal reaches only ``clcg run``,
@@ -83,10 +89,6 @@ def _worker_start(ref: Any, pids: Any, nice: int = 0) -> None:
     # The parent's wakeup pipe (``_deferred_interrupts``) came along with the fork: it is the
     # parent's record of its own signals, not a worker's.
     signal.set_wakeup_fd(-1)
-    if nice:
-        # Calls sent ahead stream from the parent meanwhile: the workers' CPU work (loading,
-        # scoring) yields to it, so a small machine keeps the calls flowing.
-        os.nice(nice)
     os.setpgrp()
     _die_with_parent(_WORKER["parent"])
     for connection in _WORKER["parent_ends"]:
@@ -153,13 +155,19 @@ def _parent_ends(pool: futures.ProcessPoolExecutor, pids: Any) -> list[Any]:
     return [getattr(queue, name) for queue, name in ends if hasattr(queue, name)]
 
 
-def _execute_partition(
-    job: str, partition: str | None, run_config: dict[str, Any], tags: dict[str, str], run_id: str
+def _execute(
+    job: str, partition: str | None, run_config: dict[str, Any], tags: dict[str, str], run_id: str, nice: bool
 ) -> Outcome:
     """In a worker: run one job partition, or the range its tags name; (success, root-cause
-    line, ours, interrupted)."""
+    line, ours, interrupted). ``nice``: streams are calling in other workers."""
     if _WORKER.get("interrupted"):
         return False, "interrupted", False, True
+    if nice and not _WORKER.get("niced"):
+        # This run's CPU work (loading, scoring) yields to the streams, so a small machine
+        # keeps their calls flowing. (Only once every stream is handed out: a worker niced
+        # here runs no stream after.)
+        os.nice(_STREAMING_NICE)
+        _WORKER["niced"] = True
     result = execute_job(_WORKER["instance"], _WORKER["defs"], job, partition, run_config, tags, run_id)
     if result.success:
         return True, "", False, False
@@ -184,8 +192,17 @@ class WorkerHooks:
     on_forget: Callable[[str], None]  # a partition key whose stored records changed
     on_step: Callable[[str, int, int], None] | None
     interrupted: Callable[[], bool]
-    ready: Callable[[LanguageRange], bool] | None = None  # its calls sent ahead are answered
-    workers_started: Callable[[], None] | None = None
+    streams: Sequence[StreamRun] = ()  # run first; a model's ranges wait for its stream
+    on_stream: Callable[[str, str, bool, str], None] | None = None  # (model, run id, ok, why not)
+
+
+@dataclass(frozen=True)
+class StreamRun:
+    """A hosted model's ``model_calls_job`` run: the model's calls, every stale language's."""
+
+    model_id: str
+    run_config: dict[str, Any]
+    tags: dict[str, str]
 
 
 def run_responses_in_workers(
@@ -200,10 +217,10 @@ def run_responses_in_workers(
 ) -> None:
     """Run the models' responses runs ``parallel`` at a time in forked workers.
 
-    With calls sent ahead (``orchestration/_calls_ahead.py``), ``workers_started`` starts them once the
-    workers exist (forked before any other thread does), the workers run at a lower CPU
-    priority, and a model's run starts only once ``ready(range)``: the calls of its languages
-    are answered, while other models' calls are still streaming.
+    The ``streams`` start first, each in a worker of its own beside the ``parallel`` ones
+    (``_STREAMS_AT_ONCE`` at most); a model's runs start once its stream has ended (they
+    find its calls answered), while other models' streams go on, and run at a lower CPU
+    priority while streams are calling.
 
     A failure lets the runs in progress finish (their calls are paid for) and starts no
     other; Ctrl-C is forwarded to the workers, whose Dagster runs stop as they do in process.
@@ -239,6 +256,8 @@ class _WorkerPool:
         self.queue = list(ranges)
         self.running: dict[futures.Future[Outcome], LanguageRange] = {}
         self.calling: dict[futures.Future[Outcome], str] = {}  # run id, until the calls end
+        self.streaming: dict[futures.Future[Outcome], tuple[str, str]] = {}  # (model, run id)
+        self.streams = list(hooks.streams)  # not started yet
         self.started = 0
         self.workers: list[int] = []
         self.signalled: set[int] = set()
@@ -250,21 +269,16 @@ class _WorkerPool:
         self.pids = context.SimpleQueue()
         _WORKER["defs"] = self.defs
         self.pool = futures.ProcessPoolExecutor(
-            min(self.parallel, len(self.ranges)),
+            max(min(self.parallel, len(self.ranges)), 1) + min(len(self.streams), _STREAMS_AT_ONCE),
             mp_context=context,
             initializer=_worker_start,
-            initargs=(self.instance.get_ref(), self.pids, _AHEAD_NICE if self.hooks.ready is not None else 0),
+            initargs=(self.instance.get_ref(), self.pids),
         )
         # Forked at the first submit, the workers inherit these (see _worker_start).
         _WORKER["parent"] = os.getpid()
         _WORKER["parent_ends"] = _parent_ends(self.pool, self.pids)
-        if self.hooks.workers_started is not None:
-            # With fork, the first task starts every worker: from this thread, before the
-            # calls-ahead thread exists (a fork copies no other thread, and none of its locks).
-            self.pool.submit(os.getpid).result()
-            self.hooks.workers_started()
         try:
-            while self.queue or self.running:
+            while self.queue or self.running or self.streaming or self.streams:
                 self._tick()
         finally:
             self.pool.shutdown(wait=True, cancel_futures=True)
@@ -282,6 +296,7 @@ class _WorkerPool:
             self.calling = {
                 f: r for f, r in self.calling.items() if f in self.running and _in_step(self.instance, r)
             }
+        self._start_streams()
         self._start_partitions()
         while not self.pids.empty():
             self.workers.append(self.pids.get())
@@ -289,16 +304,48 @@ class _WorkerPool:
             self._forward_interrupt()
         if self.failure is not None or interrupted():
             self.queue.clear()
-        if not self.running:
-            if self.queue:
-                time.sleep(0.05)  # waiting for calls sent ahead
+            self.streams.clear()
+        waiting = [*self.running, *self.streaming]
+        if not waiting:
+            time.sleep(0.05)  # (the queue's first runs are being staggered)
             return
-        finished, _ = futures.wait(self.running, timeout=0.2, return_when=futures.FIRST_COMPLETED)
+        finished, _ = futures.wait(waiting, timeout=0.2, return_when=futures.FIRST_COMPLETED)
         for future in finished:
-            self._finish(future)
+            if future in self.streaming:
+                self._stream_ended(future)
+            else:
+                self._finish(future)
+
+    def _start_streams(self) -> None:
+        """Streams first, before any responses run that waits for them (``_STREAMS_AT_ONCE``)."""
+        while self.streams and len(self.streaming) < _STREAMS_AT_ONCE and not self.hooks.interrupted():
+            stream = self.streams.pop(0)
+            if self.hooks.on_step:
+                step = self.hooks.step_of(stream.model_id)
+                self.hooks.on_step(f"{stream.model_id}: calls streaming", step, self.total)
+            run_id = str(uuid.uuid4())
+            self.summary.ran(run_id)  # the calls it pays for are this command's
+            future = self.pool.submit(
+                _execute, MODEL_CALLS_JOB, stream.model_id, stream.run_config, stream.tags, run_id, False
+            )
+            self.streaming[future] = (stream.model_id, run_id)
+
+    def _stream_ended(self, future: futures.Future[Outcome]) -> None:
+        model_id, run_id = self.streaming.pop(future)
+        self.summary.runs += 1
+        try:
+            ok, message, _ours, was_interrupt = future.result()
+        except futures.process.BrokenProcessPool:
+            ok, message, was_interrupt = False, "its worker process died (out of memory?)", False
+        if was_interrupt or self.hooks.interrupted():
+            self.stopped = True
+        elif self.hooks.on_stream is not None:
+            # A failed stream fails nothing: its model's runs make their own calls (and meet
+            # the same error, if it was the provider's: they say it).
+            self.hooks.on_stream(model_id, run_id, ok, message)
 
     def _start_partitions(self) -> None:
-        ready = self.hooks.ready
+        streaming = {model_id for model_id, _ in self.streaming.values()} | {s.model_id for s in self.streams}
         while (
             self.queue
             and len(self.running) < self.parallel
@@ -307,17 +354,17 @@ class _WorkerPool:
         ):
             if self.started < self.parallel and self.calling:
                 break  # still staggering the first runs
-            waiting = [i for i, run_range in enumerate(self.queue) if ready is None or ready(run_range)]
+            waiting = [i for i, run_range in enumerate(self.queue) if run_range.model_id not in streaming]
             if not waiting:
-                break  # every run left is still calling ahead
+                break  # every run left waits for its model's stream
             run_range = self.queue.pop(waiting[0])
             if self.hooks.on_step:
                 self.hooks.on_step(run_range.label, self.hooks.step_of(run_range.model_id), self.total)
             run_id = str(uuid.uuid4())
             self.summary.ran(run_id)  # the calls it pays for are this command's
-            tags = self.hooks.tags(run_range)
+            tags, nice = self.hooks.tags(run_range), bool(self.streaming) and not self.streams
             future = self.pool.submit(
-                _execute_partition, "responses_job", run_range.partition, self.hooks.run_config, tags, run_id
+                _execute, "responses_job", run_range.partition, self.hooks.run_config, tags, run_id, nice
             )
             self.running[future] = run_range
             self.calling[future] = run_id

@@ -19,7 +19,7 @@ from clcg_pipeline.report._format import (
     mapping_at,
 )
 from clcg_pipeline.report._page import Row, flags_of
-from clcg_pipeline.storage import Definition, DrilldownItemView, StudyResultsDocument
+from clcg_pipeline.storage import Definitions, DefinitionView, DrilldownItemView, StudyResultsDocument
 
 _ESTIMATES_COLUMNS = ("estimand", "group", "estimate", "ci_low", "ci_high", "p", "p_adj", "n")
 _MAX_ESTIMATE_ROWS = 5000
@@ -62,7 +62,7 @@ def drilldown_panels(
 def estimates_table_rows(
     estimates: pd.DataFrame | None,
     results: StudyResultsDocument | Mapping[str, Any],
-    definitions: Mapping[str, Definition | str],
+    definitions: Definitions,
 ) -> tuple[list[Row], int, bool]:
     if estimates is None or estimates.empty:
         return [], 0, False
@@ -130,19 +130,12 @@ def _is_na(value: object) -> bool:
         return False
 
 
-def definitions_rows(definitions: Mapping[str, Definition | str]) -> list[list[str]]:
+def definitions_rows(definitions: Definitions) -> list[list[str]]:
     rows = []
     for name, entry in definitions.items():
-        if isinstance(entry, Mapping):
-            rows.append(
-                [
-                    str(name),
-                    plain(entry.get("definition") or ""),
-                    plain(entry.get("direction") or ""),
-                    plain(entry.get("sided") or ""),
-                    plain(entry.get("metric") or ""),
-                ]
-            )
+        if isinstance(entry, DefinitionView):
+            said = (entry.definition, entry.direction, entry.sided, entry.metric)
+            rows.append([str(name), *(plain(value or "") for value in said)])
         elif isinstance(entry, str):
             rows.append([str(name), plain(entry), "", "", ""])
     return rows

@@ -21,6 +21,7 @@ from clcg_pipeline.report._format import (
 )
 from clcg_pipeline.report._labels import LABELS
 from clcg_pipeline.report._page import _VALUE_KEYS, Part, Row, _pruned, flags_of
+from clcg_pipeline.storage import Definitions, DefinitionView
 
 _ESTIMATE_FIELDS = {
     *_VALUE_KEYS,
@@ -95,15 +96,14 @@ def plain(text: object) -> str:
     return str(text).replace("`", "")
 
 
-def definition_text(definitions: Mapping[str, Any], *names: str) -> str:
+def definition_text(definitions: Definitions, *names: str) -> str:
     """A tooltip text for the first of ``names`` with a definition."""
     for name in names:
         entry = definitions.get(name)
-        if isinstance(entry, Mapping) and entry.get("definition"):
-            parts = [plain(entry["definition"])]
-            for key, label in (("direction", "direction"), ("sided", "p"), ("metric", "metric")):
-                if entry.get(key):
-                    parts.append(f"{label}: {plain(entry[key])}")
+        if isinstance(entry, DefinitionView) and entry.definition:
+            parts = [plain(entry.definition)]
+            said = (("direction", entry.direction), ("p", entry.sided), ("metric", entry.metric))
+            parts += [f"{label}: {plain(value)}" for label, value in said if value]
             return "; ".join(parts)
         if isinstance(entry, str) and entry:
             return plain(entry)
@@ -161,7 +161,7 @@ class SectionBuilder:
     """Turns any nested results value into headed fact lists and estimate tables."""
 
     def __init__(
-        self, label: Labeller, definitions: Mapping[str, Any], ci_label: str, replicates: int | None = None
+        self, label: Labeller, definitions: Definitions, ci_label: str, replicates: int | None = None
     ) -> None:
         self.label = label
         self.definitions = definitions

@@ -13,7 +13,7 @@ from clcg_pipeline.report._format import (
     fmt_value,
     mapping_at,
 )
-from clcg_pipeline.storage import Band, StudyResultsDocument
+from clcg_pipeline.storage import BandView, SettingsModel, StudyResultsDocument
 
 _SECRET = re.compile(r"(api[_-]?key|secret|token|password|credential)", re.IGNORECASE)
 
@@ -34,15 +34,15 @@ def joshi_of(value: object) -> int | None:
     return None if number is None else int(number)
 
 
-def band_text(band: Band | Mapping[str, Any]) -> str:
+def band_text(band: BandView) -> str:
     """The analysis band in words (metric, levels, item source, context), for the header and the CLI."""
-    parts = [f"metric {band.get('metric', 'token_f1')}"]
-    if band.get("levels"):
-        parts.append("levels " + ", ".join(str(v) for v in band["levels"]))
-    if band.get("item_source"):
-        parts.append(f"{band['item_source']} items")
-    if band.get("context_scope"):
-        parts.append(f"context {band['context_scope']}")
+    parts = [f"metric {band.metric if band.metric is not None else 'token_f1'}"]
+    if band.levels:
+        parts.append("levels " + ", ".join(str(v) for v in band.levels))
+    if band.item_source:
+        parts.append(f"{band.item_source} items")
+    if band.context_scope:
+        parts.append(f"context {band.context_scope}")
     return "; ".join(parts)
 
 
@@ -128,8 +128,14 @@ def describe(entry: object) -> str:
 
 
 def header_facts(
-    results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]
+    results: Mapping[str, Any],
+    langs: Mapping[str, Mapping[str, Any]],
+    settings: Mapping[str, Any],
+    typed: SettingsModel,
 ) -> tuple[list[tuple[str, str]], list[dict[str, str]] | None]:
+    """The header's facts (corpus, models, languages, band, date, version); ``typed`` is the
+    merged settings as typed fields (``StudyResults.merged_settings``), ``settings`` the same as
+    records, for the open mappings it lists (the models)."""
     h1 = mapping_at(results, "h1")
     facts: list[tuple[str, str]] = []
     sources = settings.get("sources") or results.get("sources")
@@ -174,13 +180,12 @@ def header_facts(
         )
     else:
         facts.append(("languages without data", "none: every panel language has data"))
-    band = settings.get("band")
-    if isinstance(band, Mapping):
-        facts.append(("analysis band", band_text(band)))
-    facts.append(("generated", str(settings.get("generated_at") or "not recorded")))
-    facts.append(("code version", _version(settings.get("code_version"))))
-    if settings.get("config_hash"):
-        facts.append(("config hash", str(settings["config_hash"])[:16]))
+    if typed.band is not None:
+        facts.append(("analysis band", band_text(typed.band)))
+    facts.append(("generated", str(typed.generated_at or "not recorded")))
+    facts.append(("code version", _version(typed.code_version)))
+    if typed.config_hash:
+        facts.append(("config hash", typed.config_hash[:16]))
     return facts, missing
 
 
@@ -210,15 +215,13 @@ def warnings_of(results: StudyResultsDocument | Mapping[str, Any]) -> list[str]:
     return out
 
 
-def metric_of(settings: Mapping[str, Any]) -> str:
-    band = settings.get("band")
-    if isinstance(band, Mapping) and band.get("metric"):
-        return str(band["metric"])
-    return "band metric"
+def metric_of(settings: SettingsModel) -> str:
+    band = settings.band
+    return band.metric if band is not None and band.metric else "band metric"
 
 
-def ci_label_of(settings: Mapping[str, Any]) -> str:
-    confidence = as_float(settings.get("confidence"))
+def ci_label_of(settings: SettingsModel) -> str:
+    confidence = as_float(settings.confidence)
     return f"{confidence * 100:g}% CI" if confidence is not None and 0 < confidence < 1 else "95% CI"
 
 

@@ -124,7 +124,7 @@ def granularity_section(
     section.parts += middle_parts(block, status)
     section.parts += no_context_parts(block, status)
     section.parts += cloze_parts(block, status)
-    section.parts += judges_parts(block, status)
+    section.parts += judges_parts(view, status)
     section.parts += tokens_parts(block, status)
     section.parts += score_tables(block, status)
     if status == "ok":

@@ -24,7 +24,7 @@ from clcg_pipeline.report._studies import (
     words,
 )
 from clcg_pipeline.report._svg import Bar, bar_chart_svg
-from clcg_pipeline.storage import GranularityResults
+from clcg_pipeline.storage import GranularityResults, GranularityView
 
 
 def _contrast_cells(block: object) -> tuple[str, str, list[str]]:
@@ -167,34 +167,32 @@ def cloze_parts(block: GranularityResults, status: str) -> list[Part]:
     return parts
 
 
-def judges_parts(block: GranularityResults, status: str) -> list[Part]:
-    agreement = block.get("judge_agreement")
+def judges_parts(view: GranularityView, status: str) -> list[Part]:
+    """The paragraph-filling judges' agreement and the human-vs-judge correlation, read from the
+    typed ``granularity`` (an empty entry, ``{}``, is no result, as an absent one)."""
+    agreement = view.judge_agreement
     parts = [Part("heading", text="Paragraph-filling judges: agreement and spread")]
-    if isinstance(agreement, Mapping) and agreement:
-        icc = agreement.get("icc")
+    if agreement is not None and agreement.model_fields_set:
+        icc = agreement.icc
         facts = facts_part(
             [
-                (
-                    "Krippendorff's alpha (ordinal, 0\u2013100 totals)",
-                    fmt_num(agreement.get("alpha_ordinal")),
-                ),
+                ("Krippendorff's alpha (ordinal, 0\u2013100 totals)", fmt_num(agreement.alpha_ordinal)),
                 (
                     "ICC",
                     fmt_num(icc)
-                    if as_float(icc) is not None
-                    else "not computed"
-                    + (f": {agreement['icc_reason']}" if agreement.get("icc_reason") else ""),
+                    if icc is not None
+                    else "not computed" + (f": {agreement.icc_reason}" if agreement.icc_reason else ""),
                 ),
-                ("answers rated by two or more judges", fmt_int(agreement.get("n"))),
-                ("judges", agreement.get("judges")),
-                ("mean spread (max \u2212 min judge total)", fmt_num(agreement.get("spread_mean"), 2)),
-                ("spread rule", agreement.get("spread_rule")),
+                ("answers rated by two or more judges", fmt_int(agreement.n)),
+                ("judges", agreement.judges),
+                ("mean spread (max \u2212 min judge total)", fmt_num(agreement.spread_mean, 2)),
+                ("spread rule", agreement.spread_rule),
             ]
         )
         if facts:
             parts.append(facts)
-        by_dim = agreement.get("alpha_ordinal_by_dimension")
-        if isinstance(by_dim, Mapping) and by_dim:
+        by_dim = agreement.alpha_ordinal_by_dimension
+        if by_dim:
             parts.append(
                 Part(
                     "table",
@@ -209,22 +207,26 @@ def judges_parts(block: GranularityResults, status: str) -> list[Part]:
         )
     else:
         parts = []
-    correlation = block.get("human_judge_correlation")
-    reason = block.get("human_judge_correlation_reason")
-    if isinstance(correlation, Mapping) and correlation:
+    return parts + _correlation_parts(view, status)
+
+
+def _correlation_parts(view: GranularityView, status: str) -> list[Part]:
+    correlation, reason = view.human_judge_correlation, view.human_judge_correlation_reason
+    parts: list[Part] = []
+    if correlation is not None and correlation.model_fields_set:
         parts.append(Part("heading", text="Human vs judge (paragraph filling)"))
         facts = facts_part(
             [
-                ("Pearson r", fmt_num(correlation.get("pearson_r"))),
-                ("Pearson p", fmt_p(correlation.get("pearson_p"))),
-                ("Spearman rho", fmt_num(correlation.get("spearman_rho"))),
-                ("Spearman p", fmt_p(correlation.get("spearman_p"))),
-                ("answers", fmt_int(correlation.get("n"))),
+                ("Pearson r", fmt_num(correlation.pearson_r)),
+                ("Pearson p", fmt_p(correlation.pearson_p)),
+                ("Spearman rho", fmt_num(correlation.spearman_rho)),
+                ("Spearman p", fmt_p(correlation.spearman_p)),
+                ("answers", fmt_int(correlation.n)),
             ]
         )
         if facts:
             parts.append(facts)
-        if correlation.get("simulated"):
+        if correlation.simulated:
             parts.append(
                 Part("note", text="SIMULATED ratings (the demo's simulated annotator): no human rated these.")
             )

@@ -35,7 +35,6 @@ from clcg_pipeline.report._document import (
 from clcg_pipeline.report._empty_tables import collapse_empty_tables
 from clcg_pipeline.report._flag_notes import flags_once, shared_flags_note
 from clcg_pipeline.report._format import (
-    as_float,
     estimate_of,
     fmt_value,
     mapping_at,
@@ -48,7 +47,14 @@ from clcg_pipeline.report._page import Part, Section, _pruned
 from clcg_pipeline.report._result_sections import languages_section, models_section, result_sections
 from clcg_pipeline.report._studies import clean, tidy
 from clcg_pipeline.report._taxonomy_section import taxonomy_section
-from clcg_pipeline.storage import H1Results, StudyResults, StudyResultsDocument, study_results_view
+from clcg_pipeline.storage import (
+    Definitions,
+    H1Results,
+    SettingsModel,
+    StudyResults,
+    StudyResultsDocument,
+    study_results_view,
+)
 
 
 @functools.cache
@@ -115,13 +121,12 @@ def render_report(
     raw_h1 = results.get("h1")
     h1: H1Results = raw_h1 if isinstance(raw_h1, Mapping) else {}  # type: ignore[assignment]
     langs = languages_of(results, languages)
-    settings = settings_of(results)
-    raw_definitions = results.get("definitions")
-    definitions = raw_definitions if isinstance(raw_definitions, Mapping) else {}
-    ci_label = ci_label_of(settings)
-    metric = metric_of(settings)
-    builder = _builder(langs, definitions, ci_label, settings)
-    header, missing = header_facts(results, langs, settings)
+    settings, typed_settings = settings_of(results), view.merged_settings()
+    definitions = view.definitions or {}
+    ci_label = ci_label_of(typed_settings)
+    metric = metric_of(typed_settings)
+    builder = _builder(langs, definitions, ci_label, typed_settings)
+    header, missing = header_facts(results, langs, settings, typed_settings)
     summary = _summary(h1, builder, definitions)
     counts = (view.h1.n if view.h1 is not None else None) or {}
     language_section = _by_language(h1, langs, builder, definitions, metric)
@@ -191,18 +196,18 @@ def render_report(
 
 def _builder(
     langs: Mapping[str, Mapping[str, Any]],
-    definitions: Mapping[str, Any],
+    definitions: Definitions,
     ci_label: str,
-    settings: Mapping[str, Any],
+    settings: SettingsModel,
 ) -> SectionBuilder:
     """The one builder of every section: labels, definitions, the interval label, planned replicates."""
-    replicates = as_float(settings.get("replicates", settings.get("bootstrap_replicates")))
-    return SectionBuilder(
-        Labeller(langs), definitions, ci_label, int(replicates) if replicates is not None else None
-    )
+    # ``replicates`` when the settings have it (even empty), else ``bootstrap_replicates``.
+    given = "replicates" in settings.model_fields_set
+    planned = settings.replicates if given else settings.bootstrap_replicates
+    return SectionBuilder(Labeller(langs), definitions, ci_label, planned)
 
 
-def _summary(h1: H1Results, builder: SectionBuilder, definitions: Mapping[str, Any]) -> Part:
+def _summary(h1: H1Results, builder: SectionBuilder, definitions: Definitions) -> Part:
     """The H1 summary table: the five estimands present, each with what it is."""
     present = [(key, label) for key, label in H1_SUMMARY if key in h1]
     rows = [builder.estimate_row(label, estimate_of(h1.get(key)), key=key) for key, label in present]
@@ -216,7 +221,7 @@ def _by_language(
     h1: H1Results,
     langs: Mapping[str, Mapping[str, Any]],
     builder: SectionBuilder,
-    definitions: Mapping[str, Any],
+    definitions: Definitions,
     metric: str,
 ) -> Section | None:
     """The CLCG per target language (chart and table), when the document has it."""

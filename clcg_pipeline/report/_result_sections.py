@@ -29,7 +29,14 @@ from clcg_pipeline.report._labels import H1_SUMMARY, KNOWN_SECTIONS, METRIC_NAME
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.report._studies import chart
 from clcg_pipeline.report._svg import Bar, bar_chart_svg
-from clcg_pipeline.storage import Estimate, EstimateModel, H1Model, H1Results, StudyResults
+from clcg_pipeline.storage import (
+    Estimate,
+    EstimateModel,
+    H1Model,
+    H1Results,
+    MetricSensitivityView,
+    StudyResults,
+)
 
 _MAX_SECTION_ROWS = 400
 
@@ -75,8 +82,9 @@ def result_sections(
                 )
             elif name in ("joshi_class", "by_class", "per_class", "classes") and isinstance(value, Mapping):
                 sections.append(_class_section(name, title, value, builder, caption))
-            elif name in ("metric_sensitivity", "metrics") and isinstance(value, Mapping):
-                sections.append(_metric_section(name, title, value, builder, caption))
+            elif name == "metric_sensitivity" and view.metric_sensitivity is not None:
+                typed = view.metric_sensitivity
+                sections.append(_metric_section(name, title, value, builder, caption, typed))
             elif name == "model_contrasts" and view.model_contrasts is not None:
                 new = view.new_model.model if view.new_model else None  # its pairs are always shown
                 sections.append(
@@ -238,36 +246,43 @@ def _class_section(
 
 
 def _metric_section(
-    key: str, title: str, value: Mapping[str, Any], builder: SectionBuilder, caption: str
+    key: str,
+    title: str,
+    value: Mapping[str, Any],
+    builder: SectionBuilder,
+    caption: str,
+    typed: MetricSensitivityView,
 ) -> Section:
-    """H1 summary estimands under each metric, side by side (one column pair per metric)."""
+    """H1 summary estimands under each metric, side by side (one column pair per metric): the
+    cells from the typed section (``typed``), each estimate's flags from its record in ``value``."""
     section = Section(key=key, title=title, caption=caption)
-    metrics = value.get("metrics")
-    if not isinstance(metrics, Mapping) or not metrics:
+    metrics = typed.metrics
+    if not metrics:
         builder.walk(value, [], section.parts, key, key)
         return section
-    band_metric = value.get("band_metric")
+    band_metric = typed.band_metric
     names = sorted(metrics, key=lambda m: (m != band_metric, m))  # the band's metric first
     columns = ["estimand"]
     for name in names:
         label = METRIC_NAMES.get(name, name) + (" (band)" if name == band_metric else "")
         columns += [label, builder.ci_label]
     columns.append("flags")
+    records = mapping_at(value, "metrics")
     rows = []
     for estimand, label in H1_SUMMARY:
         cells, flags = [label], []
         for name in names:
-            block = metrics[name] if isinstance(metrics[name], Mapping) else {}
-            est = estimate_of(block.get(estimand))
-            cells += [fmt_num(est.get("estimate")), fmt_ci(est.get("ci_low"), est.get("ci_high"))]
-            flags += [f"{METRIC_NAMES.get(name, name)}: {f}" for f in flags_of(est)]
+            est = metrics[name].estimate(estimand)
+            cells += [fmt_num(est.estimate), fmt_ci(est.ci_low, est.ci_high)]
+            record = estimate_of(mapping_at(records, name).get(estimand))
+            flags += [f"{METRIC_NAMES.get(name, name)}: {f}" for f in flags_of(record)]
         cells.append("")
         rows.append(Row(cells=cells, flags=flags))
     section.parts.append(Part("table", columns=columns, rows=rows))
     not_computed = [
-        f"{METRIC_NAMES.get(name, name)}: {block.get('reason') or block.get('status')}"
-        for name, block in metrics.items()
-        if isinstance(block, Mapping) and block.get("computed") is False
+        f"{METRIC_NAMES.get(name, name)}: {entry.reason or entry.status}"
+        for name, entry in metrics.items()
+        if entry.computed is False
     ]
     if not_computed:
         section.parts.append(Part("flags", rows=[Row(cells=[], flags=not_computed)]))

@@ -56,8 +56,10 @@ def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]])
     """What the table measured (metric, band, corpus, models) and which languages had no data."""
     settings = settings_of(results)
     lines = []
-    band = settings.get("band")
-    if isinstance(band, Mapping):
+    # The band from the typed settings (only the parts they are merged from are read here).
+    parts = {key: results[key] for key in ("h1", "settings") if key in results}
+    band = study_results_view(parts).merged_settings().band
+    if band is not None:
         lines.append("measured: " + band_text(band))
     else:
         lines.append("measured: metric and band not recorded")

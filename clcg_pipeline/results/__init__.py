@@ -4,7 +4,14 @@ Above ``analysis``, ``validation`` and ``granularity`` (it reads all three), bel
 """
 
 from clcg_pipeline.results._compare import COMPARE_COLUMNS, RunSide, compare_runs
+from clcg_pipeline.results._compare_document import (
+    ComparisonDocument,
+    ComparisonInfo,
+    ComparisonRow,
+    read_comparison,
+)
 from clcg_pipeline.results._compare_io import (
+    comparison_document,
     comparison_html,
     comparison_lines,
     load_run,
@@ -49,11 +56,15 @@ __all__ = [
     "SIGNIFICANT_KEPT",
     "STUDY_SECTIONS",
     "AssembledResults",
+    "ComparisonDocument",
+    "ComparisonInfo",
+    "ComparisonRow",
     "RunSide",
     "analysis_times",
     "as_written",
     "assemble_study_results",
     "compare_runs",
+    "comparison_document",
     "comparison_html",
     "comparison_lines",
     "derive_sections",
@@ -68,6 +79,7 @@ __all__ = [
     "new_model_block",
     "newest_model",
     "rank_order",
+    "read_comparison",
     "read_model_pairs",
     "read_replication_scores",
     "sections_from_documents",

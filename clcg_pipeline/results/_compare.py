@@ -34,6 +34,7 @@ import pandas as pd
 
 from clcg_pipeline.analysis import bootstrap_p, h1_core, percentile_ci, valid_replicates, withheld_reason
 from clcg_pipeline.config import ProjectConfig
+from clcg_pipeline.results._compare_document import COMPARE_COLUMNS
 
 __all__ = ["COMPARE_COLUMNS", "ITEM_KEY", "PAIR_KEY", "RunSide", "compare_runs", "paired_h1"]
 
@@ -51,24 +52,6 @@ _FAMILY = {
     "pt_gap": "pt_gap_model",
     "macro_net": "macro_net_model",
 }
-COMPARE_COLUMNS = [
-    "estimand",
-    "group",
-    "a_estimate",
-    "a_ci_low",
-    "a_ci_high",
-    "b_estimate",
-    "b_ci_low",
-    "b_ci_high",
-    "difference",
-    "difference_ci_low",
-    "difference_ci_high",
-    "p",
-    "pairing",
-    "source",
-    "reason",
-    "note",
-]
 _VALUE_KEYS = ("estimate", "ci_low", "ci_high")
 # The suite's bootstrap p (analysis.bootstrap_p), said once in every comparison.
 P_RULE = (

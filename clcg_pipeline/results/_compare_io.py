@@ -12,14 +12,21 @@ from typing import Any
 import pandas as pd
 from upath import UPath
 
-from clcg_pipeline.results._compare import COMPARE_COLUMNS, RunSide
+from clcg_pipeline.results._compare import RunSide
+from clcg_pipeline.results._compare_document import (
+    COMPARE_COLUMNS,
+    ComparisonDocument,
+    ComparisonInfo,
+    OnlyIn,
+)
 from clcg_pipeline.results._inputs import drop_incomplete_versions
 from clcg_pipeline.storage import (
-    jsonable,
+    model_json,
     partition_dir,
     read_all_partitions,
     read_frame,
     validate_document,
+    validate_model,
     write_bytes_atomic,
 )
 
@@ -94,13 +101,22 @@ def load_run(path: str | os.PathLike[str]) -> RunSide:
     )
 
 
-def comparison_document(table: pd.DataFrame, info: dict[str, Any]) -> dict[str, Any]:
-    return jsonable({**info, "columns": COMPARE_COLUMNS, "rows": table.to_dict("records")})
+def comparison_document(
+    table: pd.DataFrame, info: dict[str, Any] | ComparisonInfo, *, source: str = "clcg compare"
+) -> ComparisonDocument:
+    """The comparison as its typed document; ``DocumentError`` naming ``source`` and the field
+    when a value does not fit its shape."""
+    facts = info.model_dump() if isinstance(info, ComparisonInfo) else info
+    rows = table.astype(object).where(table.notna(), None).to_dict("records")
+    return validate_model(
+        ComparisonDocument, {**facts, "columns": COMPARE_COLUMNS, "rows": rows}, source=source
+    )
 
 
 def write_comparison_json(table: pd.DataFrame, info: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    payload = json.dumps(comparison_document(table, info), indent=2, ensure_ascii=False) + "\n"
-    write_bytes_atomic(UPath(path), payload.encode("utf-8"))
+    """``clcg compare --json``: checked against ``ComparisonDocument`` before it is written."""
+    document = comparison_document(table, info, source=str(path))
+    write_bytes_atomic(UPath(path), model_json(document))
 
 
 def _cell(value: Any) -> str:
@@ -109,55 +125,62 @@ def _cell(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else html.escape(str(value))
 
 
-def _names(entry: dict[str, Any]) -> list[str]:
-    said = [f"{kind} {', '.join(entry[kind])}" for kind in ("models", "languages") if entry.get(kind)]
-    if entry.get("items"):
-        cells = ", ".join(
-            f"{c['model']}/{c['language']} {c['items']}" for c in entry["items_by_model_language"]
-        )
-        said.append(f"{entry['items']} items the other run never answered, by model/language ({cells})")
-    if entry.get("rows"):
-        said.append(f"{entry['rows']:,} scored rows in all with no counterpart in the other run")
+def _names(entry: OnlyIn) -> list[str]:
+    named = (("models", entry.models), ("languages", entry.languages))
+    said = [f"{kind} {', '.join(names)}" for kind, names in named if names]
+    if entry.items:
+        cells = ", ".join(f"{c.model}/{c.language} {c.items}" for c in entry.items_by_model_language)
+        said.append(f"{entry.items} items the other run never answered, by model/language ({cells})")
+    if entry.rows:
+        said.append(f"{entry.rows:,} scored rows in all with no counterpart in the other run")
     return said
 
 
-def comparison_lines(info: dict[str, Any]) -> list[str]:
+def _facts(info: dict[str, Any] | ComparisonInfo) -> ComparisonInfo:
+    if isinstance(info, ComparisonInfo):
+        return info
+    return validate_model(ComparisonInfo, info, source="clcg compare")
+
+
+def comparison_lines(info: dict[str, Any] | ComparisonInfo) -> list[str]:
     """What the comparison rests on, one line each: pairing, what one run alone has, the
     documents rows come from (and which are stale), the p rule."""
-    if info.get("paired"):
+    facts = _facts(info)
+    if facts.paired:
         lines = [
-            f"H1 paired on {info['common_rows']:,} rows of {info['common_articles']} articles answered in "
+            f"H1 paired on {facts.common_rows or 0:,} rows of {facts.common_articles} articles answered in "
             "both runs (same model, language, article, item, repetition; the same article draws for both)"
         ]
     else:
         lines = ["nothing paired (no scores of both runs, or no rows in common): every row is unpaired"]
-    for side, entry in (info.get("only_in") or {}).items():
+    for side, entry in (facts.only_in or {}).items():
         said = _names(entry)
         lines.append(f"only in run {side}: " + ("; ".join(said) if said else "nothing"))
-    for side, document in (info.get("documents") or {}).items():
+    for side, document in facts.documents.items():
         if document:
             lines.append(f"run {side}: rows outside the recomputed H1 family come from {document}")
-    for side, why in (info.get("stale") or {}).items():
+    for side, why in facts.stale.items():
         lines.append(f"run {side}: its document is stale, its rows are withheld: {why}")
-    lines.append(f"p: {info.get('p_rule')}")
+    lines.append(f"p: {facts.p_rule}")
     return lines
 
 
-def comparison_html(table: pd.DataFrame, info: dict[str, Any]) -> str:
+def comparison_html(table: pd.DataFrame, info: dict[str, Any] | ComparisonInfo) -> str:
     """One self-contained page (no script, no external resource)."""
     head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in COMPARE_COLUMNS)
     body = "\n".join(
         "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c in COMPARE_COLUMNS) + "</tr>"
         for row in table.to_dict("records")
     )
-    facts = "".join(f"<li>{html.escape(line)}</li>" for line in comparison_lines(info))
+    facts = _facts(info)
+    said = "".join(f"<li>{html.escape(line)}</li>" for line in comparison_lines(facts))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>clcg compare</title>'
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:.2em .5em;font-size:13px}td{text-align:right}"
         "td:first-child,td:nth-child(2),td:nth-last-child(-n+4){text-align:left}</style></head><body>"
-        f"<h1>Run B minus run A</h1><p>A: {html.escape(str(info.get('a')))}<br>"
-        f"B: {html.escape(str(info.get('b')))}</p><ul>{facts}</ul>"
+        f"<h1>Run B minus run A</h1><p>A: {html.escape(facts.a)}<br>"
+        f"B: {html.escape(facts.b)}</p><ul>{said}</ul>"
         f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table></body></html>\n"
     )
 

@@ -11,7 +11,7 @@ from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.results._derive import assemble_study_results
 from clcg_pipeline.results._merge import STUDY_SECTIONS, write_model_pairs
 from clcg_pipeline.results._new_model import analysis_times
-from clcg_pipeline.storage import read_all_partitions, validate_document
+from clcg_pipeline.storage import read_all_partitions, read_leaderboard, validate_document
 
 # The asset keeps its group (and name) from when it lived in the analysis package.
 GROUP = "analysis"
@@ -93,8 +93,9 @@ def build_analysis_defs(config: ProjectConfig) -> dg.Definitions:
             },
             output_name="study_results",
         )
-        # One row per model for a results page, beside study_results.json (CSV and JSON).
-        write_leaderboard(result.results, study.data_dir)
+        # One row per model for a results page, beside study_results.json (CSV and JSON), read
+        # back against its shape (storage.LeaderboardDocument): a drifted field fails here, by name.
+        read_leaderboard(write_leaderboard(result.results, study.data_dir)["json"])
         # Every model pair beside it (study_results.json keeps those a reader needs and names it).
         write_model_pairs(assembled.pairs, study.data_dir)
         if (store := result.pair_store) is not None:  # for the next analysis to reuse

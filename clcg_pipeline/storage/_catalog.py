@@ -8,7 +8,13 @@ Portability: for a local data folder the views store *relative* globs (``scores/
 resolved against DuckDB's ``file_search_path`` (or, in a plain DuckDB client, the working
 directory), so a copied or moved folder reads its own files, never the original's. The
 catalog of a remote folder (``s3://...``) stores full URLs and is uploaded into the folder in
-one PUT.
+one PUT. Each catalog records, in its table ``catalog_built_for``, the folder it was built for
+and whether its globs are relative; opened for another folder whose files those globs would not
+reach (a bucket copied to a local folder, or to another bucket), ``query`` and
+``refresh_catalog`` rebuild it there first. Only the catalog file is rewritten, never the data.
+
+The file is written in DuckDB's ``v1.0.0`` storage format (``STORAGE_VERSION``), so DuckDB 1.x
+clients (the ``duckdb`` command-line tool, older Python or R packages) open it as well as 2.x.
 
 ``query`` is the only read path offered to analysts and is read-only by construction: one
 ``SELECT`` statement, on a connection that may read nothing but the study's table folders and
@@ -35,6 +41,13 @@ from clcg_pipeline.storage._files import data_root, relative_table_glob, table_g
 from clcg_pipeline.storage._paid import CALL_RECORDS, catalog_call_records
 
 CATALOG_FILE = "clcg.duckdb"
+# The oldest storage format DuckDB 2.x writes: DuckDB 1.0 to 1.5 read it too (2.x's own format,
+# version 69, they refuse). Views and a small table need nothing newer.
+STORAGE_VERSION = "v1.0.0"
+BUILT_FOR_TABLE = "catalog_built_for"
+# Column types DuckDB 1.x lacks, as what 1.x itself reads the same Parquet column as: a view
+# typed with one makes a 1.x client refuse the whole file ("unrecognized enum value").
+_OLD_CLIENT_TYPES = {"TIMESTAMPTZ_NS": duckdb.sqltypes.TIMESTAMP_TZ, "TIME_NS": duckdb.sqltypes.TIME}
 SQL_DIR = project_path("sql")
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT"}
 _INTEGER_TYPES |= {"UINTEGER", "UBIGINT", "UHUGEINT"}
@@ -84,9 +97,10 @@ def build_catalog(data_dir: str | os.PathLike[str], catalog_path: Location | Non
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
         search_path = str(local_path(data_dir)) if local_data else None
-        con = connect_duckdb(data_dir, str(tmp), search_path=search_path)
+        con = connect_duckdb(data_dir, str(tmp), search_path=search_path, storage_version=STORAGE_VERSION)
         try:
             counts = _create_views(con, data_dir, relative=local_data)
+            _record_built_for(con, data_dir, relative=local_data)
             con.execute("CHECKPOINT")
         except BaseException:
             con.close()
@@ -108,7 +122,7 @@ def _create_views(
     for table in tables:
         glob = relative_table_glob(table) if relative else table_glob(data_dir, table)
         relation = con.read_parquet(glob, hive_partitioning=True, union_by_name=True)
-        relation.create_view(table, replace=True)
+        _in_old_client_types(relation).create_view(table, replace=True)
     present = set(tables)
     # The calls tables as one relation, for the spend view (sql/views/call_spend.sql).
     if catalog_call_records(con, data_dir, tables, relative=relative):
@@ -119,6 +133,110 @@ def _create_views(
             con.execute(view_file.read_text(encoding="utf-8"))
             present.add(view_file.stem)
     return {name: int(con.table(name).aggregate("count(*)").fetchall()[0][0]) for name in sorted(present)}
+
+
+def _in_old_client_types(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """``relation`` with its columns of a type DuckDB 1.x lacks cast to the 1.x type (see above)."""
+    types = [str(kind) for kind in relation.types]
+    if not set(types) & _OLD_CLIENT_TYPES.keys():
+        return relation
+    columns = [
+        duckdb.ColumnExpression(name).cast(_OLD_CLIENT_TYPES[kind]).alias(name)
+        if kind in _OLD_CLIENT_TYPES
+        else duckdb.ColumnExpression(name)
+        for name, kind in zip(relation.columns, types, strict=True)
+    ]
+    return relation.select(*columns)
+
+
+def _folder_id(data_dir: Location) -> str:
+    """How a catalog names its data folder: the absolute local path, or the URL."""
+    if is_local(data_dir):
+        return os.path.abspath(local_path(data_dir))
+    return str(UPath(data_dir)).rstrip("/")
+
+
+def _record_built_for(con: duckdb.DuckDBPyConnection, data_dir: Location, *, relative: bool) -> None:
+    """The folder the catalog is built for, and whether its globs are relative (readable anywhere)."""
+    con.execute(f"CREATE OR REPLACE TABLE {BUILT_FOR_TABLE} (data_folder VARCHAR, relative_paths BOOLEAN)")
+    con.execute(f"INSERT INTO {BUILT_FOR_TABLE} VALUES (?, ?)", [_folder_id(data_dir), relative])
+
+
+def _fits(database: str, data: Location) -> bool:
+    """Whether the catalog file ``database`` (local) reads the tables of ``data``.
+
+    Relative globs fit any local folder (resolved against it); full URLs only the folder they
+    were built for. A catalog that records nothing (built before the record existed) or cannot
+    be opened (a newer DuckDB's format, a damaged file) does not fit: it is rebuilt.
+    """
+    try:
+        con = connect_duckdb(Path(database).parent, database, read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        return _records_folder(con, data)
+    finally:
+        con.close()
+
+
+def _records_folder(con: duckdb.DuckDBPyConnection, data: Location) -> bool:
+    """Whether the open catalog ``con`` records globs that read the tables of ``data`` (``_fits``)."""
+    try:
+        rows = con.execute(f"SELECT data_folder, relative_paths FROM {BUILT_FOR_TABLE}").fetchall()
+    except duckdb.Error:
+        return False
+    if len(rows) != 1:
+        return False
+    folder, relative = rows[0]
+    return bool(relative) if is_local(data) else (not relative and folder == _folder_id(data))
+
+
+def _fetch_catalog(location: UPath, scratch: str) -> str:
+    """A local path of the catalog: its own for a local one, a fetched copy of a remote one."""
+    if is_local(location):
+        return str(local_path(location))
+    database = str(Path(scratch) / CATALOG_FILE)
+    Path(database).write_bytes(location.read_bytes())
+    return database
+
+
+def refresh_catalog(data_dir: str | os.PathLike[str], catalog_path: Location | None = None) -> bool:
+    """Rebuild the catalog when it was built for another folder (a copy); whether it was rebuilt.
+
+    For ``clcg run`` with nothing else to do on a copied data folder; nothing is done (False)
+    when there is no catalog yet or it already reads this folder.
+    """
+    location = UPath(catalog_path) if catalog_path is not None else UPath(default_catalog_path(data_dir))
+    if not location.exists():
+        return False
+    with tempfile.TemporaryDirectory(prefix="clcg-refresh-") as scratch:
+        if _fits(_fetch_catalog(location, scratch), data_dir):
+            return False
+    _rebuild_for(data_dir, location)
+    return True
+
+
+def _rebuild_for(data_dir: Location, location: Location) -> None:
+    """Rebuild a catalog built for another folder; a failure says which folder and why."""
+    try:
+        build_catalog(str(data_dir), location)
+    except (OSError, duckdb.Error) as exc:
+        raise CatalogError(
+            f"{location}: the catalog was built for another data folder and could not be rebuilt "
+            f"for {data_dir}: {exc}"
+        ) from None
+
+
+def _rebuilt_for_query(data: UPath, location: UPath, scratch: str) -> str:
+    """The catalog rebuilt for ``data``: in place, or, where its folder cannot be written (a
+    read-only copy), in ``scratch`` for this query alone; the local path to open."""
+    try:
+        build_catalog(str(data), location)
+        return _fetch_catalog(location, scratch)
+    except (OSError, duckdb.Error):
+        pass  # not writable here: the query still answers, from a catalog of its own (below)
+    _rebuild_for(data, Path(scratch) / "rebuilt.duckdb")
+    return str(Path(scratch) / "rebuilt.duckdb")
 
 
 def read_all_partitions(data_dir: str | os.PathLike[str], table: str) -> pd.DataFrame:
@@ -215,11 +333,7 @@ def _open_catalog(location: UPath, data: UPath) -> Iterator[duckdb.DuckDBPyConne
         )
     tables = stored_tables(data)
     with tempfile.TemporaryDirectory(prefix="clcg-query-") as scratch:
-        if is_local(location):
-            database = str(local_path(location))
-        else:
-            database = str(Path(scratch) / CATALOG_FILE)
-            Path(database).write_bytes(location.read_bytes())
+        database = _fetch_catalog(location, scratch)
         if is_local(data):
             root = Path(os.path.abspath(local_path(data)))  # absolute: the query runs from inside it
             search_path: str | None = str(root)
@@ -228,10 +342,11 @@ def _open_catalog(location: UPath, data: UPath) -> Iterator[duckdb.DuckDBPyConne
         else:
             search_path = None
             readable = [f"{str(data).rstrip('/')}/{table}" for table in tables]
-        try:
-            con = connect_duckdb(data, database, read_only=True, search_path=search_path)
-        except duckdb.Error as exc:
-            raise CatalogError(f"{location}: cannot open the catalog: {exc}") from None
+        con = _connect_catalog(location, data, database, search_path)
+        if not _records_folder(con, data):  # a copied folder: its views would read the original's files
+            con.close()
+            database = _rebuilt_for_query(data, location, scratch)
+            con = _connect_catalog(location, data, database, search_path)
         # DuckDB falls back to the working directory for a relative path the data folder lacks, so
         # the allowed relative table folders would let `scores/...` of whatever folder the user is
         # in be read: work from inside the data folder while the query runs.
@@ -248,6 +363,16 @@ def _open_catalog(location: UPath, data: UPath) -> Iterator[duckdb.DuckDBPyConne
             con.close()
             if previous is not None:
                 os.chdir(previous)
+
+
+def _connect_catalog(
+    location: UPath, data: UPath, database: str, search_path: str | None
+) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to the local catalog file ``database`` (of ``location``)."""
+    try:
+        return connect_duckdb(data, database, read_only=True, search_path=search_path)
+    except duckdb.Error as exc:
+        raise CatalogError(f"{location}: cannot open the catalog: {exc}") from None
 
 
 def run_named_query(

@@ -12,9 +12,12 @@ the section and the field (pydantic's ``loc``), before any work is done with it.
 from __future__ import annotations
 
 import functools
-from typing import Any
+import json
+import os
+from typing import Any, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from upath import UPath
 
 from clcg_pipeline.storage._documents import (
     ErrorTaxonomyResults,
@@ -32,6 +35,8 @@ DOCUMENT_SHAPES: dict[str, type] = {
     "human_validation": HumanValidationResults,
     "granularity": GranularityResults,
 }
+
+Model = TypeVar("Model", bound=BaseModel)
 
 # How many further problems the message names after the first (the rest are counted).
 _MORE = 3
@@ -75,6 +80,8 @@ def _problems(exc: ValidationError, document: object) -> list[tuple[tuple[int | 
     shown: dict[tuple[int | str, ...], str] = {}
     for error in exc.errors():
         path = _document_path(document, tuple(error["loc"]))
+        if error["type"] == "missing":  # the key the document lacks (an exported shape requires some)
+            path += tuple(error["loc"][-1:])
         # Pydantic's "Extra inputs are not permitted", said as what it means for a document.
         said = "a key its shape does not declare" if error["type"] == "extra_forbidden" else error["msg"]
         if said not in found.setdefault(path, []):
@@ -85,7 +92,14 @@ def _problems(exc: ValidationError, document: object) -> list[tuple[tuple[int | 
     return [(path, " or ".join(said) + shown.get(path, "")) for path, said in found.items()]
 
 
-def _message(exc: ValidationError, document: object, source: str, kind: str, shape: str) -> str:
+def _message(
+    exc: ValidationError,
+    document: object,
+    source: str,
+    kind: str,
+    shape: str,
+    owner: str = "clcg_pipeline.storage",
+) -> str:
     problems = _problems(exc, document)
     loc, said = problems[0]
     where = f"section {loc[0]!r}, " if kind == "study_results" and loc else ""
@@ -94,7 +108,7 @@ def _message(exc: ValidationError, document: object, source: str, kind: str, sha
     rest = len(problems) - 1 - len(more)
     if more:
         head += "; also " + "; ".join(more) + (f"; and {rest} more" if rest else "")
-    return head + f" (the shape is {shape}, clcg_pipeline.storage)"
+    return head + f" (the shape is {shape}, {owner})"
 
 
 def validate_document(document: object, kind: str = "study_results", *, source: str) -> None:
@@ -118,3 +132,33 @@ def study_results_view(document: object, *, source: str = "study_results.json") 
         return StudyResults.model_validate(plain)
     except ValidationError as exc:
         raise DocumentError(_message(exc, plain, source, "study_results", StudyResults.__name__)) from None
+
+
+def _owner(model: type[BaseModel]) -> str:
+    """The public package a model is used through: ``clcg_pipeline.results`` for ``..results._x``."""
+    return ".".join(model.__module__.split(".")[:2])
+
+
+def validate_model(model: type[Model], document: object, *, source: str) -> Model:
+    """``document`` as ``model`` (an exported document's pydantic shape: compare's output, the
+    leaderboard); :class:`DocumentError` naming ``source`` and the field when it does not fit."""
+    plain = jsonable(document, unknown="keep")
+    try:
+        return model.model_validate(plain)
+    except ValidationError as exc:
+        raise DocumentError(_message(exc, plain, source, "export", model.__name__, _owner(model))) from None
+
+
+def read_model(model: type[Model], path: str | os.PathLike[str]) -> Model:
+    """The JSON file at ``path`` read back as ``model``; :class:`DocumentError` naming the file
+    when it is not JSON or a field does not fit."""
+    try:
+        document = json.loads(UPath(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DocumentError(f"{path}: not a readable {model.__name__} JSON file ({exc})") from None
+    return validate_model(model, document, source=str(path))
+
+
+def model_json(document: BaseModel) -> bytes:
+    """A validated document as the bytes of its JSON file (2-space indent, a final newline)."""
+    return document.model_dump_json(indent=2).encode("utf-8") + b"\n"

@@ -476,6 +476,29 @@ class HumanValidationResults(TypedDict, total=False):
 # The whole document
 
 
+class MetricSensitivityEntry(TypedDict, total=False):
+    """One metric of ``metric_sensitivity.metrics``: the H1 summary estimands under it, or why
+    they were not computed (analysis/sections/sensitivity.py)."""
+
+    status: str
+    computed: bool
+    reason: str | None
+    h1_micro: Estimate
+    macro: Estimate
+    pt_gap: Estimate
+    macro_net: Estimate
+    micro_net: Estimate
+
+
+class MetricSensitivity(TypedDict, total=False):
+    """``metric_sensitivity``: the H1 summary estimands under each metric, on the same band."""
+
+    band_metric: str
+    rule: str
+    note: str
+    metrics: dict[str, MetricSensitivityEntry]
+
+
 @with_config(DOCUMENT_CONFIG)
 class StudyResultsDocument(TypedDict, total=False):
     """``study_results.json``: the analysis sections, the three studies and the metadata.
@@ -512,7 +535,7 @@ class StudyResultsDocument(TypedDict, total=False):
     nomological: dict[str, Any]
     context_scope: dict[str, Any]
     replication: dict[str, Any]
-    metric_sensitivity: dict[str, Any]
+    metric_sensitivity: MetricSensitivity
     error_taxonomy: ErrorTaxonomyResults
     human_validation: HumanValidationResults
     granularity: GranularityResults

@@ -48,16 +48,20 @@ def connect_duckdb(
     *,
     read_only: bool = False,
     search_path: str | None = None,
+    storage_version: str | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection able to read ``data_dir`` (local or remote) without downloading anything.
 
     ``search_path`` sets DuckDB's ``file_search_path``, against which relative paths (those of a
-    portable catalog's views) resolve.
+    portable catalog's views) resolve. ``storage_version`` (``"v1.0.0"``) writes a new database
+    file in that older storage format, so older DuckDB clients can open it.
     """
     # Typed as duckdb.connect's parameter (a dict is invariant in its values).
     config: dict[str, str | bool | int | float | list[str]] = dict(_NO_DOWNLOADS)
     if search_path is not None:
         config["file_search_path"] = search_path
+    if storage_version is not None:
+        config["storage_compatibility_version"] = storage_version
     con = duckdb.connect(database, read_only=read_only, config=config)
     root = UPath(data_dir)
     if root.protocol not in _LOCAL_PROTOCOLS:

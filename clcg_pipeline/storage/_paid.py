@@ -16,22 +16,39 @@ It is also the one owner of "what was paid": :func:`spend` reads every calls tab
 through the ``call_spend`` view (``sql/views/call_spend.sql``, the only definition of a paid
 call), and every figure of spend (``clcg run``'s closing line and its budget accounting,
 ``clcg plan``'s spend so far, ``clcg query --named call_costs``) asks it instead of counting.
+
+The calls tables are not the whole record: a call is paid the moment its answer is written to
+the call cache (``<data>/cache/calls``, with its payer), and a calls table records it only when
+its partition is written. A stream or run killed after paying, whose partitions never run
+again, is in no table, yet the provider billed it. So the study's spend (:func:`spend` and
+:func:`call_spend` over every calls table, and the catalog) also reads the cache entries whose
+call id no calls table records as paid (:func:`unrecorded_payments`): each is one paid call,
+``calls_table`` "call cache", step "not yet recorded in a partition", by the payer its entry
+names. The view counts such an entry only while no table records the call (a table that does
+says what was paid), so nothing is counted twice. Only the ids are listed to find them (file
+names locally; an object store's segments are read whole, as the cache's own index reads them).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import duckdb
 import fsspec
 import pandas as pd
 
 from clcg_pipeline.config import project_path
-from clcg_pipeline.storage._duck import connect_duckdb, duckdb_location
-from clcg_pipeline.storage._files import DATA_FILE, partition_dir, relative_table_glob, table_glob
+from clcg_pipeline.storage._duck import connect_duckdb, duckdb_location, is_local, local_path
+from clcg_pipeline.storage._files import DATA_FILE, data_root, partition_dir, relative_table_glob, table_glob
+
+log = logging.getLogger(__name__)
 
 # What a call's payment was, copied from the stored record to the call found cached now.
 PAID_FIELDS = (
@@ -153,6 +170,12 @@ _RECORD_COLUMNS = {
 # Why the call runner skipped a call for the budget (its ``error``): the study budget's ledger.
 STUDY_BUDGET_ERROR = "StudyBudgetExceeded"
 UNKNOWN_HOST = "unknown host"  # Spend.by_host's key for calls recorded before hosts were kept
+# A payment only the call cache holds (its run killed before any calls table recorded it): its
+# calls_table and step in the spend view (sql/views/call_spend.sql counts it while no table does).
+CACHE_TABLE = "call cache"
+UNRECORDED_STEP = "not yet recorded in a partition"
+CACHE_PAYMENTS = "call_cache_payments"  # the catalog's table of them, as of its build
+SEGMENTS = "_segments"  # an object-store cache's segments (calls/_segments.py)
 
 
 def _projection(table: str, columns: Iterable[str]) -> str:
@@ -172,12 +195,19 @@ def _projection(table: str, columns: Iterable[str]) -> str:
     return ", ".join(parts)
 
 
-def register_call_records(con: duckdb.DuckDBPyConnection, sources: Mapping[str, str | list[str]]) -> bool:
-    """Create the ``call_records`` view over ``{table: glob or files}``; False when there is none."""
+def register_call_records(
+    con: duckdb.DuckDBPyConnection,
+    sources: Mapping[str, str | list[str]],
+    unrecorded: duckdb.DuckDBPyRelation | None = None,
+) -> bool:
+    """Create the ``call_records`` view over ``{table: glob or files}`` and, if given, the
+    ``unrecorded`` payments of the call cache (:func:`unrecorded_payments`); False when none."""
     relations = []
     for table, source in sources.items():
         relation = con.read_parquet(source, union_by_name=True, filename=True)
         relations.append(relation.project(_projection(table, relation.columns)))
+    if unrecorded is not None:
+        relations.append(unrecorded.project(_cache_projection()))
     if not relations:
         return False
     union = relations[0]
@@ -190,13 +220,163 @@ def register_call_records(con: duckdb.DuckDBPyConnection, sources: Mapping[str, 
 def catalog_call_records(
     con: duckdb.DuckDBPyConnection, data_dir: str | os.PathLike[str], tables: Iterable[str], *, relative: bool
 ) -> bool:
-    """``call_records`` in the catalog, over the stored calls tables among ``tables``."""
+    """``call_records`` in the catalog, over the stored calls tables among ``tables`` and the
+    payments only the call cache holds, as of this build (a table of the catalog: reading the
+    whole cache at every query would cost seconds)."""
     sources: dict[str, str | list[str]] = {
         table: relative_table_glob(table) if relative else table_glob(data_dir, table)
         for table in CALL_TABLE_STEPS
         if table in set(tables)
     }
-    return register_call_records(con, sources)
+    rows = unrecorded_payments(data_dir, _recorded_call_ids(con, sources))
+    if not len(rows):
+        return register_call_records(con, sources)
+    con.register("unrecorded_rows", rows)
+    con.execute(f"CREATE OR REPLACE TABLE {CACHE_PAYMENTS} AS SELECT * FROM unrecorded_rows")
+    con.unregister("unrecorded_rows")
+    return register_call_records(con, sources, con.table(CACHE_PAYMENTS))
+
+
+def _recorded_call_ids(con: duckdb.DuckDBPyConnection, sources: Mapping[str, str | list[str]]) -> set[str]:
+    """The call ids the calls tables of ``sources`` record as paid (by the spend view's definition)."""
+    if not register_call_records(con, sources):
+        return set()
+    con.execute(SPEND_VIEW_FILE.read_text(encoding="utf-8"))
+    return {
+        str(row[0]) for row in con.sql(f"SELECT DISTINCT call_id FROM {SPEND_VIEW} WHERE paid").fetchall()
+    }
+
+
+def call_cache_dir(data_dir: str | os.PathLike[str]) -> str:
+    """``<data>/cache/calls``: where the call cache of a data folder lives (``resources.cache_dir``)."""
+    return str(data_root(data_dir) / "cache" / "calls")
+
+
+def unrecorded_payments(data_dir: str | os.PathLike[str], recorded: set[str]) -> pd.DataFrame:
+    """The call cache's paid entries whose call id is not in ``recorded``, one row each, in the
+    columns :func:`_cache_projection` reads: payments no calls table holds yet.
+
+    Every entry is a paid answer (``calls.cache_entry`` writes one when it arrives). A local
+    cache's file names are its call ids, so only the files of unrecorded ids are read."""
+    root = call_cache_dir(data_dir)
+    if is_local(root):
+        entries = _local_entries(local_path(root), recorded)
+    else:
+        entries = _remote_entries(root, recorded)
+    return _entry_rows(entries)
+
+
+def _local_entries(root: Path, recorded: set[str]) -> list[dict[str, Any]]:
+    """The entries of a local cache (``<id[:2]>/<id>.json``) whose id is not in ``recorded``."""
+    if not root.is_dir():
+        return []
+    found = []
+    for folder in os.scandir(root):
+        # Two hex digits: not ``_meta`` (pending batches) nor ``_coord`` (coordination files).
+        if len(folder.name) != 2 or not folder.is_dir():
+            continue
+        for file in os.scandir(folder.path):
+            call_id = file.name.removesuffix(".json")
+            if call_id == file.name or call_id in recorded:
+                continue  # a temporary file being written, or a recorded payment
+            try:
+                raw = Path(file.path).read_bytes()
+            except FileNotFoundError:  # removed since it was listed: nothing to count
+                continue
+            entry = _parsed(raw, file.path, call_id)
+            if entry is not None:
+                found.append(entry)
+    return found
+
+
+def _remote_entries(root: str, recorded: set[str]) -> list[dict[str, Any]]:
+    """The entries of an object-store cache (segments, and single objects of older caches)
+    whose id is not in ``recorded``; a later segment's entry replaces an earlier one."""
+    fs, base = fsspec.core.url_to_fs(root)
+    fs.invalidate_cache(base)  # another process may have written segments since
+    try:
+        listed = sorted(fs.find(base))
+    except FileNotFoundError:
+        return []
+    singles = [
+        path
+        for path in listed
+        if path.endswith(".json")
+        and f"/{SEGMENTS}/" not in path
+        and "/_meta/" not in path
+        and path.rsplit("/", 1)[-1].removesuffix(".json") not in recorded
+    ]
+    segments = [path for path in listed if f"/{SEGMENTS}/" in path and path.endswith(".jsonl")]
+    found: dict[str, dict[str, Any]] = {}
+    for path, raw in fs.cat(singles + segments, on_error="raise").items() if singles or segments else ():
+        for number, line in enumerate(raw.splitlines(), 1):
+            entry = _parsed(line, f"{path} line {number}", None)
+            if entry is not None and entry["call_id"] not in recorded:
+                found[entry["call_id"]] = entry
+    return list(found.values())
+
+
+def _parsed(raw: bytes, where: str, call_id: str | None) -> dict[str, Any] | None:
+    """One cache entry, or None (with a warning naming it) when it is not one."""
+    try:
+        entry = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        entry = None
+    if not isinstance(entry, dict) or not isinstance(entry.get("call_id"), str):
+        log.warning("call cache: %s is not a cache entry; its payment, if any, is not counted", where)
+        return None
+    if call_id is not None and entry["call_id"] != call_id:
+        log.warning("call cache: %s holds call %s; its payment is not counted", where, entry["call_id"])
+        return None
+    return entry
+
+
+def _entry_rows(entries: list[dict[str, Any]]) -> pd.DataFrame:
+    """Cache entries as rows: model id, payer (an entry from before payers: its stream's token),
+    the partition paid for, time, tokens and cost."""
+    rows = []
+    for entry in entries:
+        paid_run, paid_for = entry.get("paid_run"), entry.get("paid_for")
+        origin = entry.get("origin")
+        if not paid_run and isinstance(origin, str) and "/" in origin and not origin.startswith("/"):
+            paid_run, paid_for = origin.split("/", 1)
+        created = entry.get("created")
+        rows.append(
+            {
+                "call_id": entry["call_id"],
+                "model": entry.get("model_id") or entry.get("model"),
+                "language": paid_for.split("|", 1)[0]
+                if isinstance(paid_for, str) and "|" in paid_for
+                else None,
+                "input_tokens": entry.get("input_tokens"),
+                "output_tokens": entry.get("output_tokens"),
+                "cost_usd": entry.get("cost_usd"),
+                "outcome": entry.get("outcome", "ok"),
+                "error": entry.get("error"),
+                "paid_run": paid_run or None,
+                "paid_at": pd.Timestamp(created, unit="s", tz="UTC")
+                if isinstance(created, int | float)
+                else pd.NaT,
+                "paid_host": entry.get("paid_host"),
+                "partition": paid_for or None,
+            }
+        )
+    columns = [*(name for name in _RECORD_COLUMNS if name != "cached"), "partition"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _cache_projection() -> str:
+    """The SELECT list turning :func:`unrecorded_payments`' rows into call_records' shape."""
+    parts = [
+        "CAST(false AS BOOLEAN) AS cached" if name == "cached" else f"CAST({name} AS {kind}) AS {name}"
+        for name, kind in _RECORD_COLUMNS.items()
+    ]
+    parts += [
+        f"'{CACHE_TABLE}' AS calls_table",
+        f"'{UNRECORDED_STEP}' AS step",
+        "CAST(partition AS VARCHAR) AS partition",
+    ]
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -219,7 +399,41 @@ def call_spend(
     tables: Iterable[str] = tuple(CALL_TABLE_STEPS),
     partition: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """The ``call_spend`` view's rows over the stored calls tables (one partition's, if given)."""
+    """The ``call_spend`` view's rows over the stored calls tables (one partition's, if given).
+
+    Over every calls table and no one partition (the study's spend), it also holds the
+    payments only the call cache records (:func:`unrecorded_payments`)."""
+    tables = tuple(tables)
+    sources = _stored_sources(data_dir, tables, partition)
+    whole_study = partition is None and set(tables) >= set(CALL_TABLE_STEPS)
+    con = connect_duckdb(data_dir)
+    try:
+        rows = _spend_rows(con) if register_call_records(con, sources) else None
+        if whole_study:
+            recorded = set(rows.loc[rows["paid"].astype(bool), "call_id"]) if rows is not None else set()
+            unrecorded = unrecorded_payments(data_dir, recorded)
+            if len(unrecorded):  # the view again, over the tables and these payments
+                con.register("unrecorded_rows", unrecorded)
+                register_call_records(con, sources, con.table("unrecorded_rows"))
+                rows = _spend_rows(con)
+    finally:
+        con.close()
+    if rows is None:
+        columns = ["model", "step", "calls_table", "run", "host", "paid", "paid_usd", "outcome", "error"]
+        return pd.DataFrame(columns=columns)
+    return rows
+
+
+def _spend_rows(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """The ``call_spend`` view's rows over the ``call_records`` registered on ``con``."""
+    con.execute(SPEND_VIEW_FILE.read_text(encoding="utf-8"))
+    return con.sql(f"SELECT * FROM {SPEND_VIEW}").df()
+
+
+def _stored_sources(
+    data_dir: str | os.PathLike[str], tables: Iterable[str], partition: Mapping[str, str] | None
+) -> dict[str, str | list[str]]:
+    """``{table: glob or files}`` of the ``tables`` stored (their ``partition``, if given)."""
     sources: dict[str, str | list[str]] = {}
     for table in tables:
         if partition is None:
@@ -231,15 +445,7 @@ def call_spend(
             path = partition_dir(data_dir, table, partition) / DATA_FILE
             if path.exists():
                 sources[table] = [duckdb_location(path)]
-    con = connect_duckdb(data_dir)
-    try:
-        if not register_call_records(con, sources):
-            columns = ["model", "step", "calls_table", "run", "host", "paid", "paid_usd", "outcome", "error"]
-            return pd.DataFrame(columns=columns)
-        con.execute(SPEND_VIEW_FILE.read_text(encoding="utf-8"))
-        return con.sql(f"SELECT * FROM {SPEND_VIEW}").df()
-    finally:
-        con.close()
+    return sources
 
 
 def spend(

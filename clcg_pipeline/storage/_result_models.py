@@ -70,6 +70,7 @@ class SettingsModel(_View):
     generated_at: str | None = None
     code_version: str | dict[str, Any] | None = None
     config_hash: str | None = None
+    sources: list[dict[str, Any]] | None = None  # open mappings in the shape, as ``models``'s entries
 
 
 class H1Model(_View):
@@ -325,12 +326,47 @@ class HeatmapCellView(_View):
     n: int | None = None
 
 
+class ParagraphJudgeAgreementView(_View):
+    """``granularity.judge_agreement``: how far the paragraph-filling judges agree.
+
+    Names every key of its shape: ``model_fields_set`` is the keys the document has.
+    """
+
+    alpha_ordinal: float | None = None
+    alpha_ordinal_by_dimension: dict[str, float | None] | None = None
+    icc: float | None = None
+    icc_reason: str | None = None
+    n: int | None = None
+    judges: list[str] | None = None
+    spread_mean: float | None = None
+    spread_rule: str | None = None
+
+
+class HumanJudgeCorrelationView(_View):
+    """``granularity.human_judge_correlation``: human ratings against the judges' totals.
+
+    Names every key of its shape: ``model_fields_set`` is the keys the document has.
+    """
+
+    pearson_r: float | None = None
+    pearson_p: float | None = None
+    spearman_rho: float | None = None
+    spearman_p: float | None = None
+    n: int | None = None
+    n_ratings: int | None = None
+    unit: str | None = None
+    simulated: bool | None = None
+
+
 class GranularityView(StudyView):
     """``granularity``: the parts its section reads outside its record tables."""
 
     heatmap: list[HeatmapCellView] | None = None
     position_curve: list[CurvePointView] | None = None
     settings: dict[str, Any] | None = None
+    judge_agreement: ParagraphJudgeAgreementView | None = None
+    human_judge_correlation: HumanJudgeCorrelationView | None = None
+    human_judge_correlation_reason: str | None = None
 
 
 class DrilldownItemView(_View):
@@ -352,6 +388,53 @@ class DrilldownItemView(_View):
     reps: int | list[int] | None = None
 
 
+class MetricSensitivityEntryView(_View):
+    """One metric of ``metric_sensitivity.metrics``: the H1 summary estimands, or why not computed."""
+
+    status: str | None = None
+    computed: bool | None = None
+    reason: str | None = None
+    h1_micro: EstimateModel | None = None
+    macro: EstimateModel | None = None
+    pt_gap: EstimateModel | None = None
+    macro_net: EstimateModel | None = None
+    micro_net: EstimateModel | None = None
+
+    def estimate(self, key: str) -> EstimateModel:
+        """The estimand ``key`` (``h1_micro`` ... ``micro_net``); empty when absent."""
+        found = {
+            "h1_micro": self.h1_micro,
+            "macro": self.macro,
+            "pt_gap": self.pt_gap,
+            "macro_net": self.macro_net,
+            "micro_net": self.micro_net,
+        }.get(key)
+        return found or EstimateModel()
+
+
+class MetricSensitivityView(_View):
+    """``metric_sensitivity``: the band's metric and each metric's entry."""
+
+    band_metric: str | None = None
+    rule: str | None = None
+    note: str | None = None
+    metrics: dict[str, MetricSensitivityEntryView] | None = None
+
+
+class DefinitionView(_View):
+    """One entry of ``definitions``: what an estimand means, its direction, sidedness and metric."""
+
+    definition: str | None = None
+    direction: str | None = None
+    sided: str | None = None
+    metric: str | None = None
+    n: str | None = None
+
+
+#: ``definitions`` as the report reads them: an entry, or a definition in plain words.
+Definitions = dict[str, DefinitionView | str]
+
+
 class StudyResults(_View):
     """``study_results.json`` as the report reads it (report/_decision.py and the sections)."""
 
@@ -363,6 +446,26 @@ class StudyResults(_View):
     human_validation: HumanValidationView | None = None
     granularity: GranularityView | None = None
     drilldown: dict[str, list[DrilldownItemView]] | None = None
+    definitions: dict[str, DefinitionView | str] | None = None
+    metric_sensitivity: MetricSensitivityView | None = None
+    # Older documents put these beside ``settings`` instead of in it.
+    config_hash: str | None = None
+    generated_at: str | None = None
+    code_version: str | dict[str, Any] | None = None
+
+    def merged_settings(self) -> SettingsModel:
+        """``h1.settings`` with ``settings`` over it, key by key (the top-level settings win); the
+        document's own ``config_hash``, ``generated_at`` and a text ``code_version`` where neither
+        has them (older documents)."""
+        merged: dict[str, Any] = {}
+        for source in (self.h1.settings if self.h1 else None, self.settings):
+            if source is not None:
+                merged.update({key: getattr(source, key) for key in source.model_fields_set})
+        for key in ("config_hash", "generated_at", "code_version"):
+            if isinstance(value := getattr(self, key), str):
+                merged.setdefault(key, value)
+        # Every value was validated above: built without validating again.
+        return SettingsModel.model_construct(_fields_set=set(merged), **merged)
 
     def models(self) -> list[ModelSetting]:
         """``settings.models``, else ``h1.settings.models`` (the top-level settings win)."""

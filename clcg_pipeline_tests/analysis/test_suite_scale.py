@@ -191,18 +191,47 @@ def _scores_file(tmp_path, rows: int = 5000, row_group: int = 1500) -> str:  # t
     return path
 
 
-def test_scores_are_read_as_a_stream_with_the_frame_of_a_whole_read(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_scores_are_read_column_by_column_with_the_frame_of_a_whole_read(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """One column's Arrow data at a time (issue 37: the read was the suite's peak memory), with
+    the frame, categories and their order of a whole-table read; filters decided in Arrow."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     import clcg_pipeline.analysis._io as io
 
     path = _scores_file(tmp_path)
-    monkeypatch.setattr(io, "_BATCH_ROWS", 700)  # batches that straddle the row groups
+    read_columns = []
+    real_read = pq.ParquetFile.read
+
+    def counted(self, columns=None, **kwargs):  # type: ignore[no-untyped-def]
+        read_columns.append(list(columns or []))
+        return real_read(self, columns=columns, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", counted)
     got = io.read_scores(path, metrics=("token_f1", "accuracy"))
+    assert all(len(c) == 1 for c in read_columns) and len(read_columns) == len(got.columns)
     columns = list(got.columns)
-    want = pq.read_table(path, columns=columns, read_dictionary=[c for c in io._STRING_COLS]).to_pandas()
+    want = pq.read_table(path, columns=columns, read_dictionary=list(io._STRING_COLS)).to_pandas()
     pd.testing.assert_frame_equal(got, want, check_exact=True)  # categories in the same order too
-    assert io._read_table(path, columns, ["model"]).num_rows == len(want)
+
+    kept = io.read_scores(path, metrics=("token_f1",), filters={"level": ["L4"], "model": ["m1", "m30"]})
+    table = pq.read_table(path, columns=list(kept.columns), read_dictionary=list(io._STRING_COLS))
+    mask = np.isin(np.asarray(table.column("level").to_pylist()), ["L4"])
+    mask &= np.isin(np.asarray(table.column("model").to_pylist()), ["m1", "m30"])
+    assert 0 < mask.sum() < len(mask)
+    pd.testing.assert_frame_equal(kept, table.filter(pa.array(mask)).to_pandas(), check_exact=True)
+
+
+def test_an_empty_scores_file_reads_as_an_empty_frame_of_its_columns(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow.parquet as pq
+
+    import clcg_pipeline.analysis._io as io
+
+    path = _scores_file(tmp_path)
+    empty = str(tmp_path / "empty.parquet")
+    pq.write_table(pq.read_table(path).slice(0, 0), empty)
+    got = io.read_scores(empty, metrics=("token_f1",))
+    assert len(got) == 0 and list(got.columns) == [*io.KEY_COLUMNS, "token_f1"]
 
 
 def test_prepare_keeps_the_other_metrics_on_the_band_rows_only() -> None:
@@ -221,10 +250,42 @@ def test_prepare_keeps_the_other_metrics_on_the_band_rows_only() -> None:
     )
     rows = _prepare(ctx, [frame])
     assert "rouge_l" in rows.band_raw.columns and "rouge_l" not in rows.scores.columns
-    assert "rouge_l" not in rows.rows_a.columns and "token_f1" in rows.scores.columns
-    # The kept rows and columns are the raw ones, reordered: nothing else changed.
-    assert len(rows.scores) == len(raw)
-    assert sorted(rows.scores["token_f1"].dropna()) == sorted(raw["token_f1"].dropna())
+    # Every row's primary score (L0 rows by accuracy) in the metric's column, no accuracy column
+    # over every row (issue 37); the band rows keep both, as read.
+    assert "token_f1" in rows.scores.columns and not {"accuracy", "rep"} & set(rows.scores.columns)
+    assert "accuracy" in rows.band_raw.columns
+    from clcg_pipeline.analysis._prepare import score_values
+
+    assert len(rows.scores) == len(raw) and (raw["level"] == "L0").any()
+    got = np.sort(rows.scores["token_f1"].to_numpy())
+    np.testing.assert_array_equal(got, np.sort(score_values(raw, "token_f1")))
+    np.testing.assert_array_equal(score_values(rows.scores, "token_f1"), rows.scores["token_f1"].to_numpy())
+
+
+def test_rule_a_rows_of_a_section_equal_a_selection_of_every_rule_a_row() -> None:
+    """No rule-A score over every row is held (issue 37): a section's rule-A rows are computed on
+    its selection, equal to selecting them from every row's rule-A frame (the frame it replaces)."""
+    from clcg_pipeline.analysis import roles_of
+    from clcg_pipeline.analysis._context import SuiteContext
+    from clcg_pipeline.analysis._prepare import apply_rule, score_values, select_rows
+    from clcg_pipeline.analysis._suite import _PANEL_COLUMNS, _prepare, _rule_a_rows
+    from clcg_pipeline.config import load_config
+    from clcg_pipeline.synthetic import synthetic_config, synthetic_scores
+
+    config = synthetic_config(load_config("assets_config"), n_models=2)
+    frame = synthetic_scores(config.languages, n_models=2, n_articles=12, n_stability=0, seed=4)
+    frame.loc[frame.index[::7], "status"] = "unparseable"  # rule A scores them 0
+    ctx = SuiteContext(
+        config=config, roles=roles_of(config.languages), replicates=10, seed=1, confidence=0.95
+    )
+    rows = _prepare(ctx, [frame])
+    assert rows.rows_a is None  # every row kept: no rule-A frame over every row
+    every = apply_rule(rows.scores, score_values(rows.scores, "token_f1"), "A")
+    for selection in ({"item_source": "human", "context_scope": "full_body"}, {"levels": ["L0", "L3"]}):
+        got = _rule_a_rows(ctx, rows, [*_PANEL_COLUMNS, "level"], **selection)
+        want = select_rows(every, **selection, columns=[*_PANEL_COLUMNS, "level"])
+        assert 0 < len(got) < len(rows.scores) and (got["y"] == 0).any()
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
 def test_take_columns_is_iloc_with_a_fresh_index() -> None:
@@ -238,3 +299,69 @@ def test_take_columns_is_iloc_with_a_fresh_index() -> None:
     got = _take_columns(holder, order)
     assert holder == []  # the frame was taken out: the caller keeps no reference to it
     pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def test_narrow_codes_are_the_codes_in_a_smaller_type() -> None:
+    """``narrow``: the same codes in the smallest signed type (issue 37: int64 over every row)."""
+    from clcg_pipeline.analysis._bootstrap import dense_unique, sorted_factorize
+
+    rows = _rows(900)
+    for col in ("model", "doc_id", "item_id"):
+        wide, uniques = sorted_factorize(rows[col])
+        narrow, narrow_uniques = sorted_factorize(rows[col], narrow=True)
+        assert narrow.dtype == np.int8 and wide.dtype == np.int64
+        assert narrow.tolist() == wide.tolist() and list(narrow_uniques) == list(uniques)
+    codes = np.random.default_rng(1).integers(0, 60, size=500)
+    _, inverse = dense_unique(codes, 60, narrow=True)
+    assert inverse.dtype == np.int32 and inverse.tolist() == dense_unique(codes, 60)[1].tolist()
+
+
+def test_a_timed_part_frees_the_frames_it_left_in_reference_cycles() -> None:
+    """The cyclic collector runs by object counts, not bytes: the suite collects after each part."""
+    import gc
+    import weakref
+
+    from clcg_pipeline.analysis._suite import _Timer
+
+    class Holder:
+        pass
+
+    timer = _Timer()
+    gc.disable()  # only the timer's own collection may free the cycle
+    try:
+        with timer("part"):
+            holder = Holder()
+            holder.self = holder  # type: ignore[attr-defined]
+            holder.frame = _rows(50)  # type: ignore[attr-defined]
+            alive = weakref.ref(holder)
+            del holder
+            assert alive() is not None
+        assert alive() is None and "part" in timer.seconds
+    finally:
+        gc.enable()
+
+
+def test_a_small_panel_is_not_collected_between_parts() -> None:
+    """A full collection costs a tenth of a second with Dagster loaded, seventeen times per
+    analysis: only panels of ``COLLECT_FROM_ROWS`` rows and more pay it."""
+    import gc
+    import weakref
+
+    from clcg_pipeline.analysis._suite import COLLECT_FROM_ROWS, _Timer
+
+    class Holder:
+        pass
+
+    assert COLLECT_FROM_ROWS >= 100_000  # the suite's own tests and the demo stay below it
+    timer = _Timer(collect=False)
+    gc.disable()
+    try:
+        with timer("part"):
+            holder = Holder()
+            holder.self = holder  # type: ignore[attr-defined]
+            alive = weakref.ref(holder)
+            del holder
+        assert alive() is not None and "part" in timer.seconds
+    finally:
+        gc.enable()
+        gc.collect()

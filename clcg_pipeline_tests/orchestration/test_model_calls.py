@@ -1,4 +1,5 @@
-"""``model_calls``: one model's stream as a Dagster step, for runs that ``clcg run`` does not launch."""
+"""``model_calls``: one model's stream as a Dagster step, whoever launches it (``clcg run``'s own
+runs of it: ``clcg_pipeline_tests/test_study_calls.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from clcg_pipeline.calls import CALLS_AHEAD_TAG, PROVIDER_TAG
+from clcg_pipeline.calls import PROVIDER_TAG
 from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.config import load_config
 from clcg_pipeline.inference.sensors import sync_model_partitions
@@ -47,13 +48,13 @@ def _materialize_inputs(defs: dg.Definitions, instance: dg.DagsterInstance) -> N
 
 def _stream_dies_after_sending(monkeypatch: pytest.MonkeyPatch) -> None:
     """The stream's process dies (a kill, a crash) once its calls were sent and answered."""
-    real = _model_calls.send_calls_ahead
+    real = _model_calls.send_stream
 
     def then_die(*args: object, **kwargs: object) -> object:
         real(*args, **kwargs)  # type: ignore[arg-type]
         raise RuntimeError("the stream's process died here")
 
-    monkeypatch.setattr(_model_calls, "send_calls_ahead", then_die)
+    monkeypatch.setattr(_model_calls, "send_stream", then_die)
 
 
 @contextmanager
@@ -108,12 +109,7 @@ def test_the_stream_sends_every_call_and_the_partitions_record_them_as_theirs(
         first_runs = {}
         for iso in LANGUAGES:
             key = str(response_key(iso, "fake-gpt"))
-            # en as `clcg run` would run it right after the daemon's stream: its own token in the
-            # tag, its calls all paid by the stream (both launchers' payments are the partition's).
-            tags = {CALLS_AHEAD_TAG: "a-clcg-run-that-found-them-cached"} if iso == "en" else {}
-            run = responses.execute_in_process(
-                instance=instance, partition_key=key, run_config=_QUIET, tags=tags
-            )
+            run = responses.execute_in_process(instance=instance, partition_key=key, run_config=_QUIET)
             assert run.success
             first_runs[iso] = run.run_id
         assert dict(server.state.requests) == sent, "a partition's run called the model again"
@@ -214,3 +210,20 @@ def test_what_a_stream_paid_before_it_died_is_recorded_by_the_partitions(
         assert dict(server.state.requests) == sent
     tables = partition_call_rows(data)
     assert sorted(tables.loc[~tables["cached"].astype(bool), "call_id"]) == sorted(sent)
+
+
+def test_a_stream_asked_for_some_languages_sends_only_theirs(
+    two_languages: Path, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `clcg run --languages pt` hands the stream: pt's calls, not every pending language's."""
+    monkeypatch.setenv(KEY_ENV, "fake-stream-not-real")
+    data = tmp_path / "data"
+    with _hosted_study(two_languages, edit_yaml, data) as (server, instance, defs):
+        only_pt = {**_QUIET, "ops": {MODEL_CALLS: {"config": {"languages": ["pt"]}}}}
+        stream = defs.resolve_job_def("model_calls_job").execute_in_process(
+            instance=instance, partition_key="fake-gpt", run_config=only_pt
+        )
+        assert stream.success
+        assert _stream(instance, "fake-gpt").metadata["languages"].value == ["pt"]
+        inputs = _model_calls._Inputs(load_config(two_languages), str(data))
+        assert set(server.state.requests) == {r.call_id for r in inputs.requests("fake-gpt", "pt")}

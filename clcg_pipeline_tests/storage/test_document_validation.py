@@ -242,6 +242,11 @@ VIEWS |= {
     storage.TransitionView: storage.LabelTransition,
     storage.LabelFrequencyView: storage.LabelFrequency,
     storage.CrosslingualLossView: storage.CrosslingualLoss,
+    storage.ParagraphJudgeAgreementView: storage.ParagraphJudgeAgreement,
+    storage.HumanJudgeCorrelationView: storage.HumanJudgeCorrelation,
+    storage.DefinitionView: storage.Definition,
+    storage.MetricSensitivityView: storage.MetricSensitivity,
+    storage.MetricSensitivityEntryView: storage.MetricSensitivityEntry,
 }
 
 

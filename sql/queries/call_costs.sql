@@ -1,5 +1,6 @@
 -- What was paid, by model, step (responses, granularity tasks, judges, writers, item
--- generation) and outcome, over every calls table (the call_spend view): calls, how many were
+-- generation) and outcome, over every calls table and the call cache's payments no table records yet
+-- (step 'not yet recorded in a partition'; the call_spend view): calls, how many were
 -- found in the call cache, how many were paid for, tokens, and the paid total (a partition run
 -- again keeps the record of the calls it paid for, so this does not drop).
 SELECT model, step, outcome, count(*) AS calls,

@@ -10,13 +10,26 @@
 -- false, with the first run); a call answered from a payment no table recorded (its run was
 -- killed) is recorded paid, by that run and host. One payment is one call id paid by one run:
 -- rows recording the same payment (two tables, or a list that asked twice) count once.
+-- call_records also holds the call cache's payments that no calls table recorded yet
+-- (calls_table 'call cache', step 'not yet recorded in a partition': a stream or run killed
+-- after paying, whose partition never ran again); one counts only while no calls table
+-- records its call as paid, since a table that does says what was paid.
 CREATE OR REPLACE VIEW call_spend AS
-WITH claims AS (
+WITH made AS (
     SELECT
         *,
         NOT coalesce(cached, false) AND coalesce(outcome, '') NOT IN ('skipped_budget', 'batch_pending')
-            AS claims_payment
+            AS made_and_paid
     FROM call_records
+),
+claims AS (
+    SELECT
+        * EXCLUDE (made_and_paid),
+        made_and_paid AND NOT (
+            calls_table = 'call cache'
+            AND coalesce(bool_or(made_and_paid AND calls_table <> 'call cache') OVER (PARTITION BY call_id), false)
+        ) AS claims_payment
+    FROM made
 ),
 numbered AS (
     SELECT

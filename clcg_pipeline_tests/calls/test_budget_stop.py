@@ -1,0 +1,85 @@
+"""The run's limit is known from the run's config before any op spends, and a budget that
+stopped calls is said in one line: which budget, what was spent, the calls left, how to resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from clcg_pipeline.calls import (
+    RUN_BUDGET_STOP,
+    STUDY_BUDGET_STOP,
+    Budget,
+    CallOptions,
+    SpendLedger,
+    budget_stop_line,
+    configured_limit,
+    op_budget,
+    study_spent,
+)
+from clcg_pipeline.calls._coord import coord_backend
+
+
+def test_the_run_limit_is_the_tightest_any_op_of_the_run_is_configured_with() -> None:
+    config = {
+        "ops": {
+            "item_bank": {"config": {"regenerate": True}},
+            "granularity_task_bank": {"config": {"budget_usd": 0.4}},
+            "a_graph": {"ops": {"inner": {"config": {"budget_usd": 0.3}}}},
+        }
+    }
+    assert configured_limit(config) == 0.3
+    assert configured_limit({}) is None and configured_limit({"ops": {"x": {"config": {}}}}) is None
+    # An op given no limit, running first, is bound by the limit another op of the run was given.
+    first = op_budget("run-configured", config, None)
+    assert first.limit == 0.3
+    assert op_budget("run-configured", config, 0.1) is first and first.limit == 0.1
+    assert op_budget("run-unlimited", {}, None).limit is None
+
+
+def _calls(*errors: str | None) -> pd.DataFrame:
+    outcomes = ["ok" if error is None else "skipped_budget" for error in errors]
+    return pd.DataFrame({"outcome": outcomes, "error": list(errors)})
+
+
+def test_nothing_is_said_when_no_call_was_stopped(tmp_path: Path) -> None:
+    options = CallOptions(cache_dir=str(tmp_path), budget=Budget(1.0), study_budget_usd=1.0)
+    assert budget_stop_line("the item generator", _calls(None, None), options) is None
+    assert budget_stop_line("the item generator", _calls(), options) is None
+
+
+def test_the_run_budget_line_says_what_this_run_spent(tmp_path: Path) -> None:
+    budget = Budget(0.05)
+    budget.spent = 0.0412
+    options = CallOptions(cache_dir=str(tmp_path), budget=budget)
+    line = budget_stop_line("the item generator", _calls(None, RUN_BUDGET_STOP, RUN_BUDGET_STOP), options)
+    assert line == (
+        "budget reached: the run budget (--budget $0.0500) stopped 2 of 3 calls of the item "
+        "generator: $0.0412 spent by this run, 2 calls left unmade; run `clcg run` again (with a "
+        "larger --budget, or none) to resume (paid calls are kept)"
+    )
+
+
+def test_the_study_budget_line_says_what_the_study_spent_by_its_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CLCG_COORD_URL", raising=False)
+    monkeypatch.delenv("CLCG_COORD_DIR", raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    cache = str(tmp_path / "cache")
+    root = coord_backend(cache).root
+    assert root is not None
+    root.mkdir(parents=True)
+    ledger = SpendLedger(root)
+    ledger.settle(ledger.reserve(0.03, 0.05), 0.0275)
+    ledger.close()
+    assert study_spent(cache) == pytest.approx(0.0275)
+    options = CallOptions(cache_dir=cache, budget=Budget(None), study_budget_usd=0.05)
+    line = budget_stop_line("the level auditor", _calls(STUDY_BUDGET_STOP), options)
+    assert line == (
+        "budget reached: the study budget (study.yaml budget_usd $0.0500) stopped 1 of 1 calls of "
+        "the level auditor: $0.0275 spent by the study in all, 1 calls left unmade; raise budget_usd "
+        "in study.yaml and run `clcg run` again to resume (paid calls are kept)"
+    )

@@ -1,0 +1,80 @@
+"""``leaderboard.json`` has one typed shape, ``storage.LeaderboardDocument`` (issue 34, item 2):
+the results asset reads the leaderboard back against it after writing it, and a field of
+another type is refused with the file and the field named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clcg_pipeline.analysis import LEADERBOARD_COLUMNS, leaderboard, write_leaderboard
+from clcg_pipeline.storage import DocumentError, LeaderboardDocument, LeaderboardRow, read_leaderboard
+from clcg_pipeline_tests.analysis.test_tie_groups import run_planted
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Any]:
+    """Three models, two of them tied: ranks, rank intervals and tie groups filled."""
+    return run_planted([0.0, 0.0, 0.1])
+
+
+@pytest.fixture
+def written(tmp_path: Path, results) -> Path:
+    return Path(write_leaderboard(results, tmp_path)["json"])
+
+
+def test_the_producers_columns_are_the_shapes_fields() -> None:
+    assert list(LeaderboardRow.model_fields) == LEADERBOARD_COLUMNS
+
+
+def test_a_written_leaderboard_reads_back_as_its_typed_document(written: Path, results) -> None:
+    document = read_leaderboard(written)
+    assert isinstance(document, LeaderboardDocument)
+    frame = leaderboard(results)
+    assert [row.model for row in document.models] == list(frame["model"])
+    assert [row.tie_group for row in document.models] == [1, 1, 2]
+    assert document.tie_groups.groups is not None and len(document.tie_groups.groups) == 2
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        {},  # no model_contrasts block: no ranking, tie groups said absent
+        {"h1": {"by_model": {"m1": {"h1_micro": {"estimate": 0.1}}}}},  # an older document
+    ],
+    ids=["empty", "older"],
+)
+def test_a_leaderboard_of_a_partial_document_fits_its_shape(tmp_path: Path, source) -> None:
+    document = read_leaderboard(write_leaderboard(source, tmp_path)["json"])
+    assert document.ranking is None and document.tie_groups.reason
+
+
+def _tampered(path: Path, change) -> Path:
+    document = json.loads(path.read_text(encoding="utf-8"))
+    change(document)
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+WRONG = [
+    (lambda d: d["models"][0].update(rank="1"), "models[0].rank"),
+    (lambda d: d["models"][1].update(tie_group=1.5), "models[1].tie_group"),
+    (lambda d: d["models"][2].update(identifiable="true"), "models[2].identifiable"),
+    (lambda d: d["models"][0].pop("reason"), "models[0].reason"),
+    (lambda d: d["tie_groups"].update(level="0.05"), "tie_groups.level"),
+    (lambda d: d.update(status=None), "status"),
+    (lambda d: d.update(winner="model-a"), "winner"),
+    (lambda d: d["columns"].append("score"), "columns"),
+]
+
+
+@pytest.mark.parametrize(("change", "field"), WRONG, ids=[w[1] for w in WRONG])
+def test_a_leaderboard_with_a_wrong_field_is_refused_naming_it(written: Path, change, field) -> None:
+    path = _tampered(written, change)
+    with pytest.raises(DocumentError) as raised:
+        read_leaderboard(path)
+    assert str(raised.value).startswith(f"{path}: field {field}:"), raised.value
+    assert "LeaderboardDocument, clcg_pipeline.storage" in str(raised.value)
