@@ -7,8 +7,6 @@ free port, over the study's instance, config and data folder, in its own process
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -19,6 +17,8 @@ from typing import Any
 
 import httpx2
 import yaml
+
+from clcg_pipeline.orchestration import stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,14 +116,7 @@ class Webserver:
         self.client.close()
         if self._process is None:
             return
-        try:
-            os.killpg(self._process.pid, signal.SIGTERM)
-            self._process.wait(timeout=15)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(self._process.pid, signal.SIGKILL)
-            self._process.wait(timeout=15)
+        stop_process_group(self._process)
 
     def post(self, text: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
         """The ``data`` of one GraphQL request; a GraphQL error fails loudly with the body."""

@@ -4,7 +4,12 @@ versions and the local daemon used by tests and benchmarks."""
 
 from clcg_pipeline.orchestration._coordinator import ProviderTaggingRunCoordinator
 from clcg_pipeline.orchestration._definitions import build_definitions
-from clcg_pipeline.orchestration._local_daemon import PROJECT_ROOT, DaemonTimeout, LocalDaemon
+from clcg_pipeline.orchestration._local_daemon import (
+    PROJECT_ROOT,
+    DaemonTimeout,
+    LocalDaemon,
+    stop_process_group,
+)
 from clcg_pipeline.orchestration._partition_run import StudyRunError
 from clcg_pipeline.orchestration._plan import plan_granularity, plan_power, plan_spent, plan_study
 from clcg_pipeline.orchestration._study_run import DEFAULT_PARALLEL, covered_languages, run_study
@@ -25,4 +30,5 @@ __all__ = [
     "plan_spent",
     "plan_study",
     "run_study",
+    "stop_process_group",
 ]

@@ -26,6 +26,20 @@ from clcg_pipeline.orchestration._jobs import CODE_LOCATION
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
+def stop_process_group(process: subprocess.Popen[Any]) -> None:
+    """Stop the process group ``process`` leads (started with ``start_new_session``): SIGTERM,
+    then SIGKILL if it has not ended within 15 s, so its children (code server, run workers)
+    end with it."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=15)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=15)
+
+
 class DaemonTimeout(AssertionError):
     """A wait on the daemon ran out; the message says what was awaited and the log's tail."""
 
@@ -81,13 +95,7 @@ class LocalDaemon:
         if self._process is None:
             return
         try:
-            os.killpg(self._process.pid, signal.SIGTERM)
-            self._process.wait(timeout=15)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(self._process.pid, signal.SIGKILL)
-            self._process.wait(timeout=15)
+            stop_process_group(self._process)
         finally:
             self._process = None
 
