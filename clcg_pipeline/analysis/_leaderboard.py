@@ -9,7 +9,14 @@ from typing import Any
 
 import pandas as pd
 
-from clcg_pipeline.storage import finite, jsonable, write_bytes_atomic, write_json
+from clcg_pipeline.storage import (
+    LeaderboardDocument,
+    finite,
+    jsonable,
+    validate_model,
+    write_bytes_atomic,
+    write_json,
+)
 
 LEADERBOARD_FILES = ("leaderboard.csv", "leaderboard.json")
 
@@ -112,9 +119,6 @@ def write_leaderboard(results: Mapping[str, Any], folder: str | os.PathLike[str]
     frame = leaderboard(results)
     root = UPath(folder)
     csv_path, json_path = (root / name for name in LEADERBOARD_FILES)
-    text = io.StringIO()
-    frame.to_csv(text, index=False, lineterminator="\n")
-    write_bytes_atomic(csv_path, text.getvalue().encode("utf-8"))
     block = _mapping_at(results, "model_contrasts")
     document = {
         "columns": LEADERBOARD_COLUMNS,
@@ -123,5 +127,11 @@ def write_leaderboard(results: Mapping[str, Any], folder: str | os.PathLike[str]
         "tie_groups": _tie_summary(block),
         "models": jsonable(frame.astype(object).where(frame.notna(), None).to_dict(orient="records")),
     }
+    # Checked against its shape before either file is written: a bad field fails here, naming
+    # the file and the field, and the previous leaderboard stays as it was.
+    validate_model(LeaderboardDocument, document, source=str(json_path))
+    text = io.StringIO()
+    frame.to_csv(text, index=False, lineterminator="\n")
+    write_bytes_atomic(csv_path, text.getvalue().encode("utf-8"))
     write_json(json_path, document)
     return {"csv": str(csv_path), "json": str(json_path)}

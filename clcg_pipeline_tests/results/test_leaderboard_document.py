@@ -78,3 +78,13 @@ def test_a_leaderboard_with_a_wrong_field_is_refused_naming_it(written: Path, ch
         read_leaderboard(path)
     assert str(raised.value).startswith(f"{path}: field {field}:"), raised.value
     assert "LeaderboardDocument, clcg_pipeline.storage" in str(raised.value)
+
+
+def test_a_leaderboard_that_does_not_fit_is_refused_before_it_is_written(tmp_path: Path, results) -> None:
+    """The producer checks the document against its shape first: the previous files stay."""
+    (tmp_path / "leaderboard.json").write_text("previous\n")
+    bad = {**results, "model_contrasts": {**results["model_contrasts"], "status": 12}}
+    with pytest.raises(DocumentError, match=r"leaderboard\.json.*status"):
+        write_leaderboard(bad, tmp_path)
+    assert (tmp_path / "leaderboard.json").read_text() == "previous\n"
+    assert not (tmp_path / "leaderboard.csv").exists()
