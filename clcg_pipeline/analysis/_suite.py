@@ -125,9 +125,7 @@ def suite_owning(
     return StudyResults(document, estimates, timer.seconds, reuse.current)
 
 
-# Panels from this many scored rows up are collected between parts (see ``_Timer``); below it
-# the frames are small and a full collection (~0.1-0.3 s with Dagster loaded) would cost more
-# than it frees, seventeen times per analysis.
+# Collected between parts (``_Timer``) from this many rows up: below, 17 collections cost more.
 COLLECT_FROM_ROWS = 1_000_000
 
 
@@ -142,10 +140,9 @@ class _Timer:
     def __call__(self, name: str) -> Iterator[None]:
         start = time.perf_counter()
         yield
-        # A part's frames and panels can sit in reference cycles (pandas objects refer to each
-        # other), which only the cyclic collector frees, and it runs by object counts, not
-        # bytes: collected here, the next part does not start beside them (issue 37: most of
-        # the suite's resident memory between its parts at a hundred models).
+        # A part's frames can sit in reference cycles, freed only by the cyclic collector, which
+        # runs by object counts, not bytes: collected here, the next part does not start beside
+        # them (issue 37: most of the resident memory between parts at a hundred models).
         if self.collect:
             gc.collect()
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
