@@ -14,7 +14,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 # Scripts whose defaults are the study's full scale, and the small scale `make bench` runs them
 # at (run the script itself, with its flags, for the full scale).
-SMALL_SCALE = {"bench_hundred_models.py": ["--models", "5", "--languages", "3"]}
+SMALL_SCALE = {
+    "bench_hundred_models.py": ["--models", "5", "--languages", "3"],
+    "hundred_graphql.py": ["--models", "5", "10", "--languages", "3"],
+}
 
 
 def main() -> int:

@@ -77,8 +77,38 @@ def cluster_table(
     canonical order, or any subset of it), so they are summed in that order without the sort.
     """
     if frame.empty:
-        cells = pd.DataFrame({c: pd.Series([], dtype=object) for c in cell_cols})
-        return ClusterTable(np.array([], dtype=object), cells, np.zeros((0, 0)), np.zeros((0, 0)))
+        return _empty_table(cell_cols)
+    values = frame[value_col].to_numpy(dtype=np.float64)
+    flat, articles, cells = _cluster_codes(frame, cell_cols, cluster_col)
+    # bincount adds each bin's rows in input order; visiting the rows by ascending value makes
+    # every bin's sum the sum of its values in ascending order (the (cell, value) sort's order),
+    # at the cost of one sort of the values. Equal values are interchangeable, so no stable sort.
+    if not presorted:
+        order = np.argsort(values)
+        flat, values = flat[order], values[order]
+    return _tables_of(flat, articles, cells, [values])[0]
+
+
+def cluster_tables(
+    frame: pd.DataFrame, cell_cols: list[str], values: Sequence[np.ndarray], *, cluster_col: str = "doc_id"
+) -> list[ClusterTable]:
+    """``cluster_table(presorted=True)`` of ``frame`` with each of ``values`` as ``y``, bit for bit:
+    the rows are coded once for all (issue 37), and the tables share one ``counts`` array."""
+    if frame.empty:
+        return [_empty_table(cell_cols) for _ in values]
+    flat, articles, cells = _cluster_codes(frame, cell_cols, cluster_col)
+    return _tables_of(flat, articles, cells, [np.asarray(v, dtype=np.float64) for v in values])
+
+
+def _empty_table(cell_cols: list[str]) -> ClusterTable:
+    cells = pd.DataFrame({c: pd.Series([], dtype=object) for c in cell_cols})
+    return ClusterTable(np.array([], dtype=object), cells, np.zeros((0, 0)), np.zeros((0, 0)))
+
+
+def _cluster_codes(
+    frame: pd.DataFrame, cell_cols: list[str], cluster_col: str
+) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """Each row's ``article * cells + cell`` code, the sorted article ids and the cells."""
     art_codes, articles = sorted_factorize(frame[cluster_col], narrow=True)
     if (art_codes < 0).any():
         _missing_error(frame, cluster_col, art_codes)
@@ -87,23 +117,25 @@ def cluster_table(
     else:
         cell_codes = np.zeros(len(frame), dtype=np.int64)
         cell_index = pd.DataFrame(index=[0])
-    n_a, n_c = len(articles), len(cell_index)
     # In place: one int64 array over the rows rather than three (the product, the sum).
     flat = art_codes.astype(np.int64)
     del art_codes
-    flat *= n_c
+    flat *= len(cell_index)
     flat += cell_codes
-    del cell_codes
-    values = frame[value_col].to_numpy(dtype=np.float64)
-    # bincount adds each bin's rows in input order; visiting the rows by ascending value makes
-    # every bin's sum the sum of its values in ascending order (the (cell, value) sort's order),
-    # at the cost of one sort of the values. Equal values are interchangeable, so no stable sort.
-    if not presorted:
-        order = np.argsort(values)
-        flat, values = flat[order], values[order]
-    sums = np.bincount(flat, weights=values, minlength=n_a * n_c).reshape(n_a, n_c)
+    return flat, articles, cell_index.reset_index(drop=True)
+
+
+def _tables_of(
+    flat: np.ndarray, articles: np.ndarray, cells: pd.DataFrame, values: list[np.ndarray]
+) -> list[ClusterTable]:
+    """One table per value array over the row codes ``flat`` (counts computed once, shared)."""
+    n_a, n_c = len(articles), len(cells)
     counts = np.bincount(flat, minlength=n_a * n_c).reshape(n_a, n_c).astype(np.float64)
-    return ClusterTable(np.asarray(articles, dtype=object), cell_index.reset_index(drop=True), sums, counts)
+    ids = np.asarray(articles, dtype=object)
+    return [
+        ClusterTable(ids, cells, np.bincount(flat, weights=v, minlength=n_a * n_c).reshape(n_a, n_c), counts)
+        for v in values
+    ]
 
 
 def _missing_error(frame: pd.DataFrame, col: str, codes: np.ndarray) -> None:
@@ -151,6 +183,10 @@ def _sorted_categorical(series: pd.Series, narrow: bool = False) -> tuple[np.nda
     uniq = categories[present]
     order = np.argsort(uniq.astype(str), kind="stable")
     dtype = np.min_scalar_type(-len(categories) - 1) if narrow else np.int64
+    if not has_missing and len(order) == len(categories) and (order == np.arange(len(order))).all():
+        # Every category present and already in string order (e.g. ids written in order): the
+        # codes are their own ranks, copied rather than looked up row by row (issue 37).
+        return codes.astype(dtype), uniq
     rank = np.full(len(categories) + 1, -1, dtype=dtype)  # the last slot: a missing value
     rank[present[order]] = np.arange(len(order))
     return rank[np.where(missing, len(categories), codes) if has_missing else codes], uniq[order]
@@ -214,16 +250,17 @@ class Replicates:
         return self.sums.shape[0] - 1
 
 
-def replicate(table: ClusterTable, weights: np.ndarray) -> Replicates:
-    """Full-sample row plus one row per replicate, by one matrix product each for sums and counts."""
+def replicate(table: ClusterTable, weights: np.ndarray, *, counts: np.ndarray | None = None) -> Replicates:
+    """Full-sample row plus one row per replicate, by one matrix product each for sums and counts.
+    ``counts``: a table's over the same rows and ``weights``, taken instead of computed again."""
     point_s = table.sums.sum(axis=0, keepdims=True)
-    point_c = table.counts.sum(axis=0, keepdims=True)
     if table.sums.size == 0:
+        point_c = table.counts.sum(axis=0, keepdims=True)
         zeros = np.zeros((weights.shape[0], table.sums.shape[1]))
         return Replicates(table.cells, np.vstack([point_s, zeros]), np.vstack([point_c, zeros]))
-    return Replicates(
-        table.cells, _point_first(point_s, weights, table.sums), _point_first(point_c, weights, table.counts)
-    )
+    if counts is None:
+        counts = _point_first(table.counts.sum(axis=0, keepdims=True), weights, table.counts)
+    return Replicates(table.cells, _point_first(point_s, weights, table.sums), counts)
 
 
 def _point_first(point: np.ndarray, weights: np.ndarray, per_article: np.ndarray) -> np.ndarray:

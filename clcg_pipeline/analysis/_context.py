@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import percentile_ci, valid_replicates
-from clcg_pipeline.analysis._gaps import GapPanel, Roles, build_panel
+from clcg_pipeline.analysis._gaps import GapPanel, Roles, build_panel, build_panels
 from clcg_pipeline.analysis._prepare import KEY_COLUMNS, check_columns
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.storage import finite
@@ -212,6 +212,14 @@ class SuiteContext:
                 "status": status,
                 "flags": "; ".join(s.get("flags", [])) or None,
             }
+        )
+
+    def panels(
+        self, rows: pd.DataFrame, cell_cols: list[str], values: list[np.ndarray]
+    ) -> Iterator[GapPanel]:
+        """The panels of suite rows with each of ``values`` as ``y``, in turn (``build_panels``)."""
+        return build_panels(
+            rows, self.roles, values, cell_cols=cell_cols, replicates=self.replicates, seed=self.seed
         )
 
     def panel(self, rows: pd.DataFrame, cell_cols: list[str]) -> tuple[GapPanel, np.ndarray]:

@@ -7,7 +7,7 @@ identities such as ``net = raw - PT gap`` hold replicate by replicate.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -17,6 +17,7 @@ import pandas as pd
 from clcg_pipeline.analysis._bootstrap import (
     Replicates,
     cluster_table,
+    cluster_tables,
     draw_multiplicities,
     fixed_mean_rows,
     pooled_mean,
@@ -146,3 +147,33 @@ def build_panel(
     if weights is None:
         weights = draw_multiplicities(len(table.articles), replicates, seed)
     return GapPanel(replicate(table, weights), roles, table.counts), table.articles
+
+
+def build_panels(
+    rows: pd.DataFrame,
+    roles: Roles,
+    values: Sequence[np.ndarray],
+    *,
+    cell_cols: list[str],
+    replicates: int,
+    seed: int,
+) -> Iterator[GapPanel]:
+    """:func:`build_panel` of ``rows`` (canonical order) with each of ``values`` as ``y``, in turn.
+
+    The rows are reduced to codes once for all of them, and their replicate counts (the same
+    rows, the same draws) are computed once and shared. One panel at a time: each is built when
+    the next is asked for, so a caller that lets the last go holds one panel's sums at a time.
+    """
+    tables = cluster_tables(rows, cell_cols, values)
+    del rows, values  # the row-level arrays go once reduced (this frame lives as long as the panels)
+    weights = draw_multiplicities(len(tables[0].articles), replicates, seed) if tables else None
+    counts = None
+    while tables:
+        table = tables.pop(0)
+        rep = replicate(table, cast(np.ndarray, weights), counts=counts)
+        counts = rep.counts
+        panel = GapPanel(rep, roles, table.counts)
+        # Not held here while the next panel is built: the caller decides how long each lives.
+        del rep, table
+        yield panel
+        del panel

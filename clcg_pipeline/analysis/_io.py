@@ -7,8 +7,11 @@ counts process start in its time budget; the full suite imports scipy/statsmodel
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,12 +19,19 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from upath import UPath
 
 from clcg_pipeline.analysis._h1 import estimate_h1
 from clcg_pipeline.analysis._pair_store import PairStore, store_from_table
 from clcg_pipeline.analysis._prepare import KEY_COLUMNS
 from clcg_pipeline.config import ProjectConfig
-from clcg_pipeline.storage import jsonable, read_frame, write_bytes_atomic, write_frame
+from clcg_pipeline.storage import (
+    is_local,
+    jsonable,
+    read_frame,
+    write_bytes_atomic,
+    write_frame,
+)
 
 _STRING_COLS = ("model", "language", "doc_id", "item_id", "context_scope", "level", "item_source", "status")
 _METRICS = ("token_f1", "exact_match", "accuracy", "rouge_l", "semsim")
@@ -174,8 +184,38 @@ def write_pair_store(store: PairStore, path: str) -> None:
 
 def write_json(obj: Any, out_path: str) -> None:
     """Write ``obj`` as JSON (2-space indent, keys in their order), atomically."""
-    payload = json.dumps(jsonable(obj), indent=2, sort_keys=False, allow_nan=False) + "\n"
-    write_bytes_atomic(out_path, payload.encode("utf-8"))
+    _write_converted(jsonable(obj), out_path)
+
+
+def _write_converted(obj: Any, out_path: str) -> None:
+    """:func:`write_json` of an ``obj`` already converted by ``jsonable`` (not converted again:
+    a walk over every value of the document, seconds at hundreds of models, issue 37).
+
+    A local file is written as it is encoded: the document is never held as one string and
+    its bytes beside the values (hundreds of MB at hundreds of models); the same bytes as
+    ``json.dumps`` and the same atomic replacement as ``write_bytes_atomic``.
+    """
+    encoder = json.JSONEncoder(indent=2, sort_keys=False, allow_nan=False)
+    if not is_local(out_path):
+        write_bytes_atomic(out_path, (encoder.encode(obj) + "\n").encode("utf-8"))
+        return
+    target = Path(UPath(out_path).path) if "://" in str(out_path) else Path(out_path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:  # name the file asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.writelines(encoder.iterencode(obj))
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # as write_bytes_atomic: results are meant to be read by others
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def estimate_file(
@@ -220,7 +260,7 @@ def estimate_file(
             raise
         raise ValueError(f"{scores_path}: {exc}") from exc
     result = jsonable(result)
-    write_json(result, out_path)
+    _write_converted(result, out_path)
     return result
 
 

@@ -7,11 +7,7 @@ cross-section identities also hold replicate by replicate.
 
 from __future__ import annotations
 
-import gc
 import math
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -25,6 +21,9 @@ from clcg_pipeline.analysis._h1 import H1Core, h1_core, roles_of
 from clcg_pipeline.analysis._pair_store import PairReuse, PairStore
 from clcg_pipeline.analysis._prepare import apply_rule, score_values, select_rows
 from clcg_pipeline.analysis._settings import language_coverage, panel_languages, suite_settings
+from clcg_pipeline.analysis._timing import COLLECT_FROM_ROWS
+from clcg_pipeline.analysis._timing import Timer as _Timer
+from clcg_pipeline.analysis._timing import frozen as _frozen
 from clcg_pipeline.analysis.sections import context as sec_context
 from clcg_pipeline.analysis.sections import h1 as sec_h1
 from clcg_pipeline.analysis.sections import h2 as sec_h2
@@ -106,7 +105,8 @@ def suite_owning(
     with timer("prepare"):
         rows = _prepare(ctx, holder)
     reuse = PairReuse(previous=pair_store)
-    results = _sections(ctx, rows, timer, articles, fertility, replication_scores, reuse)
+    with _frozen(timer.collect):
+        results = _sections(ctx, rows, timer, articles, fertility, replication_scores, reuse)
     with_data, without_data = language_coverage(config, rows.scores)
     results["settings"] = suite_settings(ctx, rows.scores, rows.band_a, with_data, without_data)
     results["languages"] = panel_languages(config)
@@ -123,29 +123,6 @@ def suite_owning(
     # cannot check a dict built that way against the TypedDict.
     document = cast(StudyResultsDocument, {"settings": results.pop("settings"), **results})
     return StudyResults(document, estimates, timer.seconds, reuse.current)
-
-
-# Collected between parts (``_Timer``) from this many rows up: below, 17 collections cost more.
-COLLECT_FROM_ROWS = 1_000_000
-
-
-class _Timer:
-    """Seconds per named part of the suite, summed over repeated parts."""
-
-    def __init__(self, *, collect: bool = True) -> None:
-        self.seconds: dict[str, float] = {}
-        self.collect = collect
-
-    @contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        yield
-        # A part's frames can sit in reference cycles, freed only by the cyclic collector, which
-        # runs by object counts, not bytes: collected here, the next part does not start beside
-        # them (issue 37: most of the resident memory between parts at a hundred models).
-        if self.collect:
-            gc.collect()
-        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
 
 @dataclass(frozen=True)
@@ -196,16 +173,21 @@ def _prepare(ctx: SuiteContext, holder: list[pd.DataFrame]) -> _Rows:
     # The other metrics are read from the band rows only (metric sensitivity): every row's
     # copy of them is let go (three float columns over every scored row at a hundred models).
     scores = _without(scores, [m for m in OTHER_METRICS if m not in (band.metric, "accuracy")])
-    y = np.where((scores["status"] != "ok").to_numpy(), 0.0, values)  # rule A (apply_rule)
-    if not np.isfinite(y).all():  # rule A drops rows (an ok row without a score): its own copies
+    if _rule_a_drops(scores, values):  # rule A drops rows (an ok row without a score): its own copies
         rows_a = apply_rule(scores, values, "A")
         return _Rows(scores, rows_a, select_rows(rows_a, **band_sel), band_raw)
     # Every row kept: the band's rule-A frame shares the columns of the band rows (the suite
-    # never writes into a frame) instead of copying them; the score over every row is let go
-    # (issue 37: 8 bytes a scored row held to the end, at every section's peak).
+    # never writes into a frame) instead of copying them; rule A's score (apply_rule's) is
+    # computed on the band rows only (issue 37: an 8-byte array over every row at the peak).
     band_a = band_raw.copy(deep=False)
-    band_a["y"] = y[scores.index.get_indexer(band_raw.index)]
+    band_values = values[scores.index.get_indexer(band_raw.index)]
+    band_a["y"] = np.where((band_raw["status"] != "ok").to_numpy(), 0.0, band_values)
     return _Rows(_primary_score(scores, band.metric, values), None, band_a, band_raw)
+
+
+def _rule_a_drops(scores: pd.DataFrame, values: np.ndarray) -> bool:
+    """Whether rule A (``apply_rule``) drops a row: an ``ok`` row whose score is not finite."""
+    return bool(((scores["status"] == "ok").to_numpy() & ~np.isfinite(values)).any())
 
 
 def _primary_score(frame: pd.DataFrame, metric: str, values: np.ndarray) -> pd.DataFrame:
@@ -268,6 +250,9 @@ def _sections(
         results["h3"] = _h3(ctx, rows)
     with timed("h2"):
         results["h2"], h2_rows = sec_h2.h2(ctx, band_a, articles)
+    with timed("mixed_effects"):
+        h2_fit = sec_mixed.h2_fit(ctx, h2_rows)  # fitted now: the H2 rows go before H4
+    del h2_rows
     # Each section's own row subset is built in a helper and freed when the section returns:
     # held to the end of this function, they added up to more than the scored rows themselves.
     with timed("h4"):
@@ -277,8 +262,7 @@ def _sections(
     with timed("equivalence"):
         results["equivalence"] = sec_h1.equivalence(ctx, core, band_a)
     with timed("mixed_effects"):
-        results["mixed_effects"] = sec_mixed.mixed(ctx, band_a, h2_rows)
-    del h2_rows
+        results["mixed_effects"] = sec_mixed.mixed(ctx, band_a, h2_fit)
     with timed("multiplicity"):
         results["multiplicity"] = sec_multiplicity.multiplicity(ctx, results, p_h1)
     with timed("repetitions"):
@@ -306,14 +290,17 @@ _PANEL_COLUMNS = ["model", "language", "doc_id", "item_id", "y"]
 def _h3(ctx: SuiteContext, rows: _Rows) -> dict[str, Any]:
     """H3 on every level of the band's item source and context scope."""
     band = ctx.config.study.band
-    level_rows = _rule_a_rows(
+    # Passed without a name here, so the section can let the rows go once it has their sums.
+    return sec_h3.h3(
         ctx,
-        rows,
-        [*_PANEL_COLUMNS, "level"],
-        item_source=band.item_source,
-        context_scope=band.context_scope,
+        _rule_a_rows(
+            ctx,
+            rows,
+            [*_PANEL_COLUMNS, "level"],
+            item_source=band.item_source,
+            context_scope=band.context_scope,
+        ),
     )
-    return sec_h3.h3(ctx, level_rows)
 
 
 def _h4(ctx: SuiteContext, rows: _Rows) -> dict[str, Any]:
@@ -554,7 +541,14 @@ def _narrow(codes: np.ndarray) -> np.ndarray:
 
 
 def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(values, return_inverse=True)`` by hashing: a few distinct values, many rows."""
+    """``np.unique(values, return_inverse=True)`` by hashing: a few distinct values, many rows.
+
+    Small non-negative integers (repetition numbers) by counting instead: no hash of every row.
+    """
+    if values.dtype.kind in "iu" and len(values) and values.min() >= 0 and values.max() < 1 << 20:
+        present = np.bincount(values) > 0
+        rank = (np.cumsum(present) - 1).astype(np.int32)  # the codes' type before _narrow's
+        return np.flatnonzero(present).astype(values.dtype), rank[values]
     codes, uniques = pd.factorize(values)
     if (codes < 0).any():  # a missing value: np.unique's own placement of NaN
         reps, inverse = np.unique(values, return_inverse=True)
@@ -576,12 +570,18 @@ def _key_order(combined: np.ndarray, values: np.ndarray) -> np.ndarray:
     order = np.argsort(combined, kind="stable")
     if len(order) < 2:
         return order
-    ranked = combined[order]
-    # Compared in place of ``np.diff``: a bool per row rather than one more int64 array.
-    if (ranked[1:] > ranked[:-1]).all():
+    if _strictly_increasing(combined, order):
         return order
-    del ranked
     return np.lexsort((values, combined))
+
+
+def _strictly_increasing(values: np.ndarray, order: np.ndarray, chunk: int = 1 << 20) -> bool:
+    """Whether ``values[order]`` strictly increases, a chunk at a time: no int64 array per row."""
+    for start in range(0, len(order), chunk):
+        ranked = values[order[start : start + chunk + 1]]
+        if not (ranked[1:] > ranked[:-1]).all():
+            return False
+    return True
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:

@@ -14,13 +14,16 @@ Three things hold across processes, not only inside one run:
   whoever launches the runs (``clcg run``, the UI, a backfill, the daemon).
 
 All three are kernel file locks on files under ``<cache>/_coord`` (or ``$CLCG_COORD_DIR``),
-so a dead holder's locks go with its process: a killed run leaves no claim, slot or
-reservation that others must guess is stale. Written on ``fcntl`` directly, not filelock or
-portalocker: those lock whole files, one file per lock, and a claim per call as a file costs
-a create and an unlink (~0.5 ms each on overlay filesystems) where a byte-range lock costs two
-system calls. The locks work on local disks and NFS; an object-store cache (``s3://``) has
-none, so its processes coordinate in a folder of this host unless ``CLCG_COORD_DIR`` names a
-folder every host shares (or the hosts share a PostgreSQL database: docs/DEPLOY.md, section 3).
+so a dead holder's locks go with its process: a killed run leaves no claim or slot that others
+must guess is stale. Its reservations are charged, not dropped: a request it had sent may still
+be answered, and billed, after its death (:class:`SpendLedger`).
+
+Written on ``fcntl`` directly, not filelock or portalocker: those lock whole files, one file
+per lock, and a claim per call as a file costs a create and an unlink (~0.5 ms each on overlay
+filesystems) where a byte-range lock costs two system calls. The locks work on local disks and
+NFS; an object-store cache (``s3://``) has none, so its processes coordinate in a folder of this
+host unless ``CLCG_COORD_DIR`` names a folder every host shares (or the hosts share a PostgreSQL
+database: docs/DEPLOY.md, section 3).
 """
 
 from __future__ import annotations
@@ -232,6 +235,8 @@ class _LedgerState:
     spent: float = 0.0
     # reservation id -> (usd, host, pid, time)
     reserved: dict[str, tuple[float, str, int, float]] = field(default_factory=dict)
+    # reservation id -> usd: reservations of processes that died before settling them
+    charged: dict[str, float] = field(default_factory=dict)
 
 
 def _alive(host: str, pid: int, t: float, now: float) -> bool:
@@ -257,8 +262,14 @@ class SpendLedger:
     """The study's spend: an append-only JSON-lines file, read incrementally under ``flock``.
 
     Lines are ``reserve`` (an estimate before a call is sent), ``settle`` (its actual cost,
-    which also ends the reservation) and ``release`` (a reservation not spent). Reservations
-    of processes that died are ignored, so a crash never holds budget for good.
+    which also ends the reservation), ``release`` (a reservation not spent) and ``charge`` (a
+    reservation whose process died before settling it). A killed process's requests in flight
+    may still be answered, and billed, with no process left to record them: so the first reader
+    to find such a reservation charges it, for good, as spend "in flight when its process died"
+    (an upper bound of those bills). The budget counts it like spend; :meth:`totals` keeps it
+    apart (:meth:`charged_at_death`), since it is not what the provider's answers said. A
+    ``settle`` or ``release`` that comes later (a call on another host that outlived
+    :data:`RESERVATION_TTL_S`) replaces the charge.
     """
 
     def __init__(self, root: Path) -> None:
@@ -308,9 +319,27 @@ class SpendLedger:
                 state.reserved[line["id"]] = (float(line["usd"]), line["host"], int(line["pid"]), line["t"])
             elif op in ("settle", "release"):
                 state.reserved.pop(line.get("id", ""), None)
+                state.charged.pop(line.get("id", ""), None)
                 if op == "settle":
                     state.spent += float(line["usd"])
+            elif op == "charge" and line["id"] in state.reserved:
+                state.reserved.pop(line["id"])
+                state.charged[line["id"]] = float(line["usd"])
         state.offset += end
+
+    def _charge_dead(self, handle: IO[bytes], now: float) -> None:
+        """Charge the reservations of dead processes (under the lock), then read the charges back."""
+        dead = [
+            (rid, usd, host, pid)
+            for rid, (usd, host, pid, t) in self._state.reserved.items()
+            if not _alive(host, pid, t, now)
+        ]
+        if not dead:
+            return
+        for rid, usd, host, pid in dead:
+            line = {"op": "charge", "id": rid, "usd": usd, "host": host, "pid": pid, "why": "died", "t": now}
+            self._append(handle, line)
+        self._catch_up(handle)
 
     def _append(self, handle: IO[bytes], line: dict[str, object]) -> None:
         data = (json.dumps(line, sort_keys=True) + "\n").encode()
@@ -319,24 +348,39 @@ class SpendLedger:
         handle.flush()  # the offset stays: the next read parses this line like any other
 
     def totals(self) -> tuple[float, float]:
-        """(spent, reserved by live processes), as of now."""
-        with self._locked():
-            return self._state.spent, self._outstanding(time.time())
+        """(spent as the answers' costs, reserved by live processes), as of now.
 
-    def _outstanding(self, now: float) -> float:
-        return sum(u for u, host, pid, t in self._state.reserved.values() if _alive(host, pid, t, now))
+        The first figure is what the answers recorded; what dead processes held is
+        :meth:`charged_at_death`, apart.
+        """
+        now = time.time()
+        with self._locked() as handle:
+            self._charge_dead(handle, now)
+            return self._state.spent, self._outstanding()
+
+    def charged_at_death(self) -> float:
+        """What reservations of processes that died before settling them hold, for good."""
+        with self._locked() as handle:
+            self._charge_dead(handle, time.time())
+            return sum(self._state.charged.values())
+
+    def _outstanding(self) -> float:
+        return sum(u for u, _, _, _ in self._state.reserved.values())
 
     def reserve(self, usd: float, limit: float) -> str | None:
-        """A reservation id; None when spent + live reservations + ``usd`` would exceed ``limit``.
+        """A reservation id; None when spent (charged at death included) + ``usd`` would exceed
+        ``limit``.
 
         :data:`WAIT` when only live reservations stand in the way: calls in flight may cost less
         than reserved, so the caller should ask again once they settle.
         """
         now = time.time()
         with self._locked() as handle:
-            if self._state.spent + usd > limit:
+            self._charge_dead(handle, now)
+            spent = self._state.spent + sum(self._state.charged.values())
+            if spent + usd > limit:
                 return None
-            if self._state.spent + self._outstanding(now) + usd > limit:
+            if spent + self._outstanding() + usd > limit:
                 return WAIT
             rid = uuid.uuid4().hex
             self._append(

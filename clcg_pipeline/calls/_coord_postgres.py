@@ -10,7 +10,8 @@ The same three things as the file locks of ``_coord_files``, with the same inter
 * the **study budget** is three tables: reservations in flight (``clcg_coord_reservations``),
   every settled cost (``clcg_coord_spend``) and the running total per cache
   (``clcg_coord_spent``). A reservation names its holder, a token the holder's session keeps
-  an advisory lock on, so only reservations of live sessions count.
+  an advisory lock on, so only reservations of live sessions are in flight; those of a dead
+  session are charged (marked ``died_at``, kept): its requests may still be answered and billed.
 
 Session advisory locks die with their connection as flock dies with its process: a killed
 process, or a host that drops off the network (the server's TCP keepalives, set per session
@@ -324,20 +325,33 @@ CREATE TABLE IF NOT EXISTS clcg_coord_spend (
 CREATE TABLE IF NOT EXISTS clcg_coord_spent (scope text PRIMARY KEY, usd double precision NOT NULL);
 CREATE TABLE IF NOT EXISTS clcg_coord_reservations (
     rid text PRIMARY KEY, scope text NOT NULL, usd double precision NOT NULL,
-    holder integer NOT NULL, host text NOT NULL, at timestamptz NOT NULL DEFAULT now());
+    holder integer NOT NULL, host text NOT NULL, at timestamptz NOT NULL DEFAULT now(),
+    died_at timestamptz);
 CREATE INDEX IF NOT EXISTS clcg_coord_reservations_scope ON clcg_coord_reservations (scope);
+DO $$ BEGIN  -- a table made before died_at: altered once (ALTER would lock it on every start)
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'clcg_coord_reservations' AND column_name = 'died_at') THEN
+        ALTER TABLE clcg_coord_reservations ADD COLUMN died_at timestamptz;
+    END IF;
+END $$;
 """
-# Reservations whose holder's session still holds its token lock; the others are deleted.
+# Reservations whose holder's session still holds its token lock are in flight; the others are
+# charged for good (died_at set): what the dead session had sent may still be billed. Every
+# CTE sees the table as it was before the UPDATE, so "charged" counts the rows it marks.
 _LIVE_HOLDERS = _LIVE_LOCKS.format(cols="objid::bigint").replace("%s::oid", "%(holder_ns)s::oid")
 _TOTALS = f"""
 WITH live AS ({_LIVE_HOLDERS}),
 gone AS (
-    DELETE FROM clcg_coord_reservations
-    WHERE scope = %(scope)s AND holder NOT IN (SELECT objid FROM live)),
+    UPDATE clcg_coord_reservations SET died_at = now()
+    WHERE scope = %(scope)s AND died_at IS NULL AND holder NOT IN (SELECT objid FROM live)),
 totals AS (
     SELECT coalesce((SELECT usd FROM clcg_coord_spent WHERE scope = %(scope)s), 0) AS spent,
            coalesce((SELECT sum(usd) FROM clcg_coord_reservations
-                     WHERE scope = %(scope)s AND holder IN (SELECT objid FROM live)), 0) AS reserved)
+                     WHERE scope = %(scope)s AND died_at IS NULL
+                       AND holder IN (SELECT objid FROM live)), 0) AS reserved,
+           coalesce((SELECT sum(usd) FROM clcg_coord_reservations
+                     WHERE scope = %(scope)s AND (died_at IS NOT NULL
+                       OR holder NOT IN (SELECT objid FROM live))), 0) AS charged)
 """
 # Under a transaction lock per cache: two hosts never both take the last dollar.
 _RESERVE = (
@@ -346,9 +360,9 @@ _RESERVE = (
     + """, granted AS (
     INSERT INTO clcg_coord_reservations (rid, scope, usd, holder, host)
     SELECT %(rid)s, %(scope)s, %(usd)s, %(holder)s, %(host)s FROM totals
-    WHERE spent + reserved + %(usd)s <= %(limit)s
+    WHERE spent + charged + reserved + %(usd)s <= %(limit)s
     RETURNING rid)
-SELECT spent, reserved, (SELECT count(*) FROM granted) FROM totals
+SELECT spent + charged, reserved, (SELECT count(*) FROM granted) FROM totals
 """
 )
 _SETTLE = """
@@ -369,8 +383,10 @@ def _prepare_ledger(session: PgSession) -> None:
         token = secrets.randbelow(0x7FFFFFFF) + 1
         if session.value("SELECT pg_try_advisory_lock(%s, %s)", (_HOLDER_NS, token)):
             break
-    # Rows under this token are a dead session's (it held the token once): they hold nothing.
-    session.rows("DELETE FROM clcg_coord_reservations WHERE holder = %s", (token,))
+    # Rows under this token are a dead session's (it held the token once): charged, as in _TOTALS.
+    session.rows(
+        "UPDATE clcg_coord_reservations SET died_at = now() WHERE holder = %s AND died_at IS NULL", (token,)
+    )
     session.holder = token
 
 
@@ -389,14 +405,20 @@ class PgSpendLedger:
         return {"scope": self._scope, "holder_ns": _HOLDER_NS, "host": _HOST, **extra}
 
     def totals(self) -> tuple[float, float]:
-        """(spent, reserved by live sessions), as of now."""
+        """(spent as the answers' costs, reserved by live sessions), as of now; what dead
+        sessions held is :meth:`charged_at_death`, apart."""
         sql = _TOTALS + "SELECT spent, reserved FROM totals"
         spent, reserved = self._session.rows(sql, self._params())[0]
         return float(spent), float(reserved)
 
+    def charged_at_death(self) -> float:
+        """What reservations of sessions that died before settling them hold, for good."""
+        return float(self._session.value(_TOTALS + "SELECT charged FROM totals", self._params()))
+
     def reserve(self, usd: float, limit: float) -> str | None:
-        """A reservation id; None when spent + ``usd`` exceeds ``limit``; :data:`WAIT` when only
-        live reservations stand in the way (calls in flight may cost less than reserved)."""
+        """A reservation id; None when spent (charged at death included) + ``usd`` exceeds
+        ``limit``; :data:`WAIT` when only live reservations stand in the way (calls in flight
+        may cost less than reserved)."""
         rid = uuid.uuid4().hex
         params = self._params(
             scope_ns=self._scope_ns, rid=rid, usd=usd, limit=limit, holder=self._session.holder

@@ -37,11 +37,17 @@ class Persister:
         await done
 
     def _write_batch(self, batch: list[_Record]) -> None:
-        if self.ledger is not None:
-            # The spend first: a crash between the two repeats a call, never hides what it cost.
-            self.ledger.settle_many([settle for _, _, settle, _ in batch if settle is not None])
-        # One object for the whole batch on an object store (``_segments.py``).
-        self.cache.put_many({call_id: entry for call_id, entry, _, _ in batch if entry is not None})
+        # The answers first, with their costs: the spend view counts what the cache holds, and a
+        # rerun takes a cached answer as cached. A death between the two writes then leaves the
+        # call on record, not to be paid again, and its reservation, still in the ledger, is
+        # charged at death (``SpendLedger``): the budget never counts less than was paid.
+        try:
+            # One object for the whole batch on an object store (``_segments.py``).
+            self.cache.put_many({call_id: entry for call_id, entry, _, _ in batch if entry is not None})
+        finally:
+            # Settled even when the cache write fails (a full disk): what was paid stays on record.
+            if self.ledger is not None:
+                self.ledger.settle_many([settle for _, _, settle, _ in batch if settle is not None])
 
     async def _flush(self) -> None:
         while self._pending:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from clcg_pipeline.cli._closing import closing_line, study_lines
 from clcg_pipeline.cli._common import (
     UsageError,
     check_config_in_reach,
@@ -51,12 +52,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.force or args.regenerate_items
         else _complete_run_holds(args, config, config_dir, data_dir)
     )
+    offline = [model.id for model in config.models.models if model.provider == "offline"]
     if partitions is not None:
         # The folder is as the last complete run for this request left it: no Dagster needed.
         console.print(UP_TO_DATE.format(partitions=partitions))
+        _print_study_spend(data_dir, offline)
     else:
         _say_coordination(data_dir)
-        _print_run_summary(_run_with_progress(args, config_dir, data_dir))
+        _start_ledger(data_dir)
+        _print_run_summary(_run_with_progress(args, config_dir, data_dir), offline)
     _print_study_results(data_dir)
     return 0
 
@@ -197,8 +201,26 @@ def _run_with_progress(args: argparse.Namespace, config_dir: str, data_dir: str)
     return summary
 
 
-def _print_run_summary(summary: RunSummary) -> None:
-    """What ran, what was up to date, the new calls and their cost, and budget stops."""
+def _start_ledger(data_dir: str) -> None:
+    """Before any run pays: a folder without the ledger of runs its closing lines said gets
+    one, so that if this command is killed, the next one says what it paid (``storage._run_spend``)."""
+    from clcg_pipeline.storage import start_ledger
+
+    start_ledger(data_dir)
+
+
+def _print_study_spend(data_dir: str, offline: list[str]) -> None:
+    """A run with nothing to do still says what earlier runs paid unsaid, and the study total."""
+    from clcg_pipeline.storage import study_spend
+
+    study = study_spend(data_dir, ())
+    for line in study_lines(study.paid_usd, study.unsaid_by_model, len(study.unsaid_runs), offline):
+        console.print(line, markup=False, highlight=False)
+
+
+def _print_run_summary(summary: RunSummary, offline: list[str]) -> None:
+    """What ran, what was up to date, the new calls and their cost, earlier runs' unsaid spend,
+    the study total, and budget stops."""
     for note in summary.annotation_files:
         console.print(f"annotation import: {note}", markup=False, highlight=False)
     if summary.annotation_files_refused:
@@ -206,17 +228,13 @@ def _print_run_summary(summary: RunSummary) -> None:
             f"[yellow]{summary.annotation_files_refused} annotation file(s) not imported "
             "(reasons above; a refused file changes nothing)[/yellow]"
         )
+    study = study_lines(summary.study_paid_usd, summary.unsaid_by_model, summary.unsaid_runs, offline)
     if summary.runs == 0 and summary.new_calls == 0 and not summary.budget_exhausted:
         console.print(UP_TO_DATE.format(partitions=summary.skipped))
+        for line in study:
+            console.print(line, markup=False, highlight=False)
         return
-    console.print(
-        f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "
-        f"{summary.new_calls} new model calls ({summary.response_calls} responses, "
-        f"{summary.task_calls} granularity tasks, {summary.judge_calls} judges and writers) "
-        f"costing ${summary.new_cost_usd:.4f} (paid by this run)"
-    )
-    if total := summary.study_total_line():
-        console.print(total, markup=False, highlight=False)
+    console.print(closing_line(summary, offline), markup=False, highlight=False)
     ahead = summary.calls_ahead
     if ahead is not None and ahead.sent:
         console.print(
@@ -226,8 +244,11 @@ def _print_run_summary(summary: RunSummary) -> None:
     if ahead is not None and ahead.refused:
         for model_id, reason in ahead.refused.items():
             console.print(f"[yellow]{model_id}: calls not sent ahead: {reason}[/yellow]")
-    if line := summary.budget_line():
-        console.print(f"[yellow]{escape(line)}[/yellow]")
+    # Then what others paid, and the study's total: each labelled, none added to this run's.
+    for text in study:
+        console.print(text, markup=False, highlight=False)
+    if budget := summary.budget_line():
+        console.print(f"[yellow]{escape(budget)}[/yellow]")
 
 
 def _print_study_results(data_dir: str) -> None:

@@ -1,21 +1,26 @@
 """What ``clcg run`` reports at the end: runs, skips, new calls and their cost, budget stops,
 and what each annotation file of the inbox did.
 
-The new calls are what the spend view (``storage.spend``, over ``sql/views/call_spend.sql``)
+The new calls are what the spend view (``storage.run_spend``, over ``sql/views/call_spend.sql``)
 says the Dagster runs of this command paid for (``paid_run``): not what was stored before,
-nor what another host's runs paid meanwhile. The study's total is said apart, labelled as
-such. The annotation files are counted from ``annotation_imports`` (``imported_at``).
+nor what another host's runs paid meanwhile. They are kept by model too, so the closing line
+counts the hosted models' calls (one provider request each) apart from the offline models'
+(local work no provider bills). The study's total is said apart, labelled as such, and so is,
+once, what earlier runs paid that no closing line said (a run killed with kill -9, the
+daemon's): ``storage.study_spend``. The annotation files are counted from
+``annotation_imports`` (``imported_at``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 import pandas as pd
 
-from clcg_pipeline.storage import Spend, partition_dir, read_frame, spend
+from clcg_pipeline.storage import RunSpend, partition_dir, read_frame, run_spend, study_spend
 from clcg_pipeline.validation.human import REFUSED_STATUSES, import_lines
 
 # Call outcomes that mean a responses partition is unfinished: the next run resumes it.
@@ -72,16 +77,29 @@ class RunSummary:
     budget_left: dict[str, int] = field(default_factory=dict)
     #: What every calls table records as paid, whoever paid it (the study's total).
     study_paid_usd: float | None = None
+    #: The new calls by (kind, model): the closing line says the offline models' apart.
+    model_calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: What earlier runs paid that no closing line said (killed, or not started by ``clcg
+    #: run``), by model: (paid calls, USD); said once, apart from this command's figure.
+    unsaid_by_model: dict[str, tuple[int, float]] = field(default_factory=dict)
+    unsaid_runs: int = 0  # how many such runs
 
     def ran(self, run_id: str) -> None:
         """Note a Dagster run this command started (before it pays anything)."""
         self.run_ids.add(run_id)
 
-    def count(self, kind: str, calls: int, cost_usd: float) -> None:
+    def count(self, kind: str, calls: int, cost_usd: float, model: str | None = None) -> None:
         self.new_calls += calls
         self.new_cost_usd += cost_usd
         field = {"responses": "response_calls", "tasks": "task_calls", "judges": "judge_calls"}[kind]
         setattr(self, field, getattr(self, field) + calls)
+        if model is not None:
+            self.model_calls[(kind, model)] = self.model_calls.get((kind, model), 0) + calls
+
+    def offline_calls(self, offline: Iterable[str], kind: str | None = None) -> int:
+        """The new calls of the ``offline`` models (of one ``kind``, if given): no provider's."""
+        models = set(offline)
+        return sum(n for (k, model), n in self.model_calls.items() if model in models and kind in (None, k))
 
     def budget_line(self) -> str | None:
         """The one line saying a budget stopped calls: which, what was spent, what is left, how
@@ -105,13 +123,6 @@ class RunSummary:
             "run `clcg run` again (with a larger --budget, or none) to resume (paid calls are kept)"
         )
 
-    def study_total_line(self) -> str | None:
-        """The study's spend in all, labelled as such (this command's is the closing line's)."""
-        if self.study_paid_usd is None:
-            return None
-        paid = f"${self.study_paid_usd:.4f}"
-        return f"study total: {paid} paid for model calls in this data folder, by every run and host"
-
 
 def count_new_calls(
     summary: RunSummary,
@@ -127,10 +138,10 @@ def count_new_calls(
     (``storage/_paid.py``), and one another host's run paid for is that run's. ``since`` is
     no longer needed (kept for callers that still pass the command's start)."""
     del since
-    found: Spend = spend(data_dir, tables=tuple(tables), partition=partition, runs=summary.run_ids)
-    for table, kind in tables.items():
-        calls, cost = found.by_table.get(table, (0, 0.0))
-        summary.count(kind, calls, cost)
+    found: RunSpend = run_spend(data_dir, tables=tuple(tables), partition=partition, runs=summary.run_ids)
+    for (table, model), (calls, cost) in sorted(found.by_model.items()):
+        if table in tables:
+            summary.count(tables[table], calls, cost, model)
     for budget, calls in found.skipped_budget.items():
         summary.budget_left[budget] = summary.budget_left.get(budget, 0) + calls
     spent, stopped = found.paid_usd, bool(found.skipped_budget)
@@ -140,8 +151,12 @@ def count_new_calls(
 
 
 def study_total(summary: RunSummary, data_dir: str) -> None:
-    """Set the study's total spend on ``summary`` (every calls table, whoever paid)."""
-    summary.study_paid_usd = spend(data_dir).paid_usd
+    """Set the study's total spend on ``summary`` (every calls table, whoever paid), and what
+    earlier runs paid that no closing line said (from now on said: ``storage.study_spend``)."""
+    study = study_spend(data_dir, summary.run_ids)
+    summary.study_paid_usd = study.paid_usd
+    summary.unsaid_by_model = dict(study.unsaid_by_model)
+    summary.unsaid_runs = len(study.unsaid_runs)
 
 
 def record_imports(summary: RunSummary, data_dir: str, since: pd.Timestamp) -> None:

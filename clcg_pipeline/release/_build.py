@@ -39,7 +39,7 @@ from clcg_pipeline.release._places import Places
 from clcg_pipeline.release._redact import redact_table
 from clcg_pipeline.release._spans import SpanFinder
 from clcg_pipeline.release._texts import HOMES, SOURCE_TABLES, check_redact, collect_texts
-from clcg_pipeline.storage import RECORDS, read_all_partitions, read_records
+from clcg_pipeline.storage import RECORDS, DocumentError, read_all_partitions, read_leaderboard, read_records
 
 FORMAT = "clcg-release/1"
 MANIFEST, DATAPACKAGE, CARD, CONFIG, INDEX = (
@@ -95,6 +95,17 @@ def documents(data: Path) -> list[Path]:
     return sorted(
         p for p in data.iterdir() if p.is_file() and p.suffix in (".json", ".csv") and p.name not in EXCLUDED
     )
+
+
+def check_documents(data: Path) -> None:
+    """The documents with a typed shape checked before anything is written: a release never
+    publishes a ``leaderboard.json`` its own reader would refuse (issue 34)."""
+    leaderboard = data / "leaderboard.json"
+    if leaderboard.is_file():
+        try:
+            read_leaderboard(leaderboard)
+        except DocumentError as exc:
+            raise ReleaseError(f"{exc}; nothing written") from None
 
 
 def check_entries(settings: ReleaseSettings) -> list[str]:
@@ -195,6 +206,7 @@ def build_release(data_dir: str | Path, config_dir: str | Path, out: str | Path)
             f"{data}: no study_results.json; a release is made of a finished study (run `clcg run`)"
         )
     check_new(target)
+    check_documents(data)
     config = load_config(config_dir)
     settings = config.study.release
     redact = check_entries(settings)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from clcg_pipeline.report._builder import (
     Labeller,
     SectionBuilder,
@@ -29,11 +31,14 @@ from clcg_pipeline.report._labels import H1_SUMMARY, KNOWN_SECTIONS, METRIC_NAME
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.report._studies import chart
 from clcg_pipeline.report._svg import Bar, bar_chart_svg
+from clcg_pipeline.report._typed_sections import context_gain_section, h2_section
 from clcg_pipeline.storage import (
     Estimate,
     EstimateModel,
+    EstimateRecord,
     H1Model,
     H1Results,
+    H3Results,
     MetricSensitivityView,
     StudyResults,
 )
@@ -90,8 +95,13 @@ def result_sections(
                 sections.append(
                     contrast_section(name, title, value, builder, caption, view.model_contrasts, new or None)
                 )
+            elif name == "h2" and view.h2 is not None:
+                sections.append(h2_section(name, title, view.h2, builder, caption))
+            elif name == "context_gain" and view.context_gain is not None:
+                sections.append(context_gain_section(name, title, view.context_gain, builder, caption))
             elif name in ("h3", "level_profile") and isinstance(value, Mapping):
-                sections.append(_level_section(name, title, value, builder, caption))
+                typed_h3 = view.h3 if name == "h3" else None
+                sections.append(_level_section(name, title, value, builder, caption, typed_h3))
             else:
                 section = Section(key=name, title=title, caption=caption)
                 builder.walk(value, [], section.parts, name, name)
@@ -331,9 +341,17 @@ def _class_table(classes: Mapping[str, Any], builder: SectionBuilder) -> Part:
 
 
 def _level_section(
-    key: str, title: str, value: Mapping[str, Any], builder: SectionBuilder, caption: str
+    key: str,
+    title: str,
+    value: Mapping[str, Any],
+    builder: SectionBuilder,
+    caption: str,
+    typed: H3Results | None = None,
 ) -> Section:
+    """The level profile chart from the typed ``h3`` (``typed``; the section's own records for
+    another name, such as ``level_profile``), then every part of the section as tables."""
     section = Section(key=key, title=title, caption=caption)
+    profiles = _level_profiles(typed if typed is not None else H3Results())
     for sub, chart_title, x_label in (
         (
             "standardized",
@@ -342,20 +360,20 @@ def _level_section(
         ),
         ("raw_descriptive", "Raw CLCG per question level (descriptive)", "Raw CLCG"),
     ):
-        levels = value.get(sub)
-        if not isinstance(levels, Mapping):
+        levels = profiles.get(sub) if typed is not None else _untyped_levels(value, sub)
+        if levels is None:
             continue
         bars = [
             Bar(
                 label=str(level),
-                value=number,
-                low=as_float(estimate_of(block).get("ci_low")),
-                high=as_float(estimate_of(block).get("ci_high")),
+                value=est.estimate,
+                low=est.ci_low,
+                high=est.ci_high,
                 colour="#31688e",
-                flagged=bool(flags_of(estimate_of(block))),
+                flagged=bool(flags_of(est.record())),
             )
-            for level, block in levels.items()
-            if (number := as_float(estimate_of(block).get("estimate"))) is not None
+            for level, est in levels.items()
+            if est.estimate is not None
         ]
         svg = bar_chart_svg(
             bars, title=chart_title, x_label=x_label, legend=False, chart_id=f"chart-{key}-{sub}"
@@ -365,6 +383,28 @@ def _level_section(
             break  # one profile chart; the raw levels stay in the table below
     builder.walk(value, [], section.parts, key, key)
     return section
+
+
+def _level_profiles(typed: H3Results) -> dict[str, dict[str, EstimateRecord]]:
+    """The typed per-level estimates of ``h3``, by part (standardized, raw_descriptive)."""
+    found = {"standardized": typed.standardized, "raw_descriptive": typed.raw_descriptive}
+    return {sub: levels for sub, levels in found.items() if levels is not None}
+
+
+def _untyped_levels(value: Mapping[str, Any], sub: str) -> dict[str, EstimateRecord] | None:
+    """A section under another name than ``h3`` (``level_profile``): its levels read into the
+    same model, so the chart reads typed fields (a level that is no estimate is left out)."""
+    levels = value.get(sub)
+    if not isinstance(levels, Mapping):
+        return None
+    out = {}
+    for level, block in levels.items():
+        fields = {k: v for k, v in estimate_of(block).items() if k in EstimateRecord.model_fields}
+        try:
+            out[str(level)] = EstimateRecord.model_validate(fields, strict=False)
+        except ValidationError:
+            continue  # not a number where one is due: no bar, as before (the table still shows it)
+    return out
 
 
 def models_section(

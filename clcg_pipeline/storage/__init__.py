@@ -2,6 +2,18 @@
 
 from typing import TYPE_CHECKING
 
+from clcg_pipeline.storage._analysis_sections import (
+    ContextGainEntry,
+    ContextGainResults,
+    ContextSelector,
+    EstimateRecord,
+    H2ClassEstimate,
+    H2Contrast,
+    H2Results,
+    H3Results,
+    H3Slope,
+    LevelScale,
+)
 from clcg_pipeline.storage._catalog import (
     CATALOG_FILE,
     CatalogError,
@@ -143,6 +155,7 @@ from clcg_pipeline.storage._result_models import (
     TieGroupsModel,
     TransitionView,
 )
+from clcg_pipeline.storage._run_spend import RunSpend, StudySpend, run_spend, start_ledger, study_spend
 from clcg_pipeline.storage._shared_shapes import (
     Estimate,
     Interval,
@@ -184,6 +197,9 @@ __all__ = [
     "CeilingView",
     "ClassAdequacy",
     "ClozeErrorShare",
+    "ContextGainEntry",
+    "ContextGainResults",
+    "ContextSelector",
     "ContractError",
     "CrosslingualLoss",
     "CrosslingualLossView",
@@ -202,6 +218,7 @@ __all__ = [
     "ErrorTaxonomyView",
     "Estimate",
     "EstimateModel",
+    "EstimateRecord",
     "ExcludedJudgements",
     "GranularityGap",
     "GranularityResults",
@@ -209,6 +226,11 @@ __all__ = [
     "GranularityView",
     "H1Model",
     "H1Results",
+    "H2ClassEstimate",
+    "H2Contrast",
+    "H2Results",
+    "H3Results",
+    "H3Slope",
     "HeatmapCell",
     "HeatmapCellView",
     "HumanJudgeAgreement",
@@ -225,6 +247,7 @@ __all__ = [
     "LeaderboardDocument",
     "LeaderboardRow",
     "LeaderboardTies",
+    "LevelScale",
     "MetricSensitivity",
     "MetricSensitivityEntry",
     "MetricSensitivityEntryView",
@@ -251,6 +274,7 @@ __all__ = [
     "PromptTokens",
     "QcStep",
     "QcStepView",
+    "RunSpend",
     "SelfPreference",
     "SettingsModel",
     "SpearmanRow",
@@ -258,6 +282,7 @@ __all__ = [
     "StudyResults",
     "StudyResultsDocument",
     "StudySettings",
+    "StudySpend",
     "StudyView",
     "TaxonomyJudge",
     "TieGroups",
@@ -291,9 +316,12 @@ __all__ = [
     "read_records",
     "refresh_catalog",
     "run_named_query",
+    "run_spend",
     "spend",
+    "start_ledger",
     "stored_tables",
     "study_results_view",
+    "study_spend",
     "table_glob",
     "unrecorded_payments",
     "validate_document",

@@ -11,6 +11,8 @@ producer builds plain dicts typed by them and the report reads those dicts; pyda
 document against them (``_document_validation.validate_document``, a ``TypeAdapter`` under
 ``DOCUMENT_CONFIG``: unknown keys and wrong types refused) where it is written and read. Readers
 that want attributes instead of ``.get()`` validate into the pydantic views of ``_result_models``.
+Sections converted since are pydantic models of their own, checked by the same call: ``h2``,
+``h3`` and ``context_gain`` (``_analysis_sections``), read by the report through the same models.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from pydantic import with_config
 from typing_extensions import TypedDict
 
+from clcg_pipeline.storage._analysis_sections import ContextGainResults, H2Results, H3Results
 from clcg_pipeline.storage._granularity_documents import GranularityResults
 from clcg_pipeline.storage._shared_shapes import DOCUMENT_CONFIG, Estimate, Interval
 
@@ -523,15 +526,15 @@ class StudyResultsDocument(TypedDict, total=False):
     model_contrasts: ModelContrastsResults
     new_model: NewModel
     joshi_class: dict[str, Any]
-    h2: dict[str, Any]
-    h3: dict[str, Any]
+    h2: H2Results
+    h3: H3Results
     h4: dict[str, Any]
     parse_rule: dict[str, Any]
     equivalence: dict[str, Any]
     mixed_effects: dict[str, Any]
     multiplicity: Any
     repetitions: dict[str, Any]
-    context_gain: dict[str, Any]
+    context_gain: ContextGainResults
     nomological: dict[str, Any]
     context_scope: dict[str, Any]
     replication: dict[str, Any]

@@ -20,6 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from clcg_pipeline.storage._analysis_sections import ContextGainResults, H2Results, H3Results
+
 
 class _View(BaseModel):
     # Strict like the shapes (no "0.1" for a number); frozen: a reader never edits the document.
@@ -448,6 +450,10 @@ class StudyResults(_View):
     drilldown: dict[str, list[DrilldownItemView]] | None = None
     definitions: dict[str, DefinitionView | str] | None = None
     metric_sensitivity: MetricSensitivityView | None = None
+    # Sections whose shape is their pydantic model (closed: the view and the shape are one).
+    h2: H2Results | None = None
+    h3: H3Results | None = None
+    context_gain: ContextGainResults | None = None
     # Older documents put these beside ``settings`` instead of in it.
     config_hash: str | None = None
     generated_at: str | None = None

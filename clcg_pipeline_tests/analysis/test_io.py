@@ -55,3 +55,24 @@ def test_unwritable_output_names_the_file_not_its_temporary_copy(
     with pytest.raises(OSError) as caught:
         write_json({"a": 1}, str(tmp_path / "e.json"))
     assert caught.value.filename == str(tmp_path / "e.json")
+
+
+def test_the_results_document_is_written_as_encoded_with_the_same_bytes(tmp_path: Path) -> None:
+    """Streamed to the file (issue 37: no whole-document string and bytes beside its values),
+    with ``json.dumps``'s bytes, readable by others, and atomically: a failed encoding leaves
+    the previous file and no temporary one."""
+    import json
+    import os
+
+    from clcg_pipeline.analysis._io import _write_converted
+
+    document = {"a": [1, 2.5, None, {"b": "\u00e9"}], "c": 1e-05, "d": {}}
+    target = tmp_path / "out" / "study_results.json"
+    _write_converted(document, str(target))
+    want = (json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n").encode()
+    assert target.read_bytes() == want and (os.stat(target).st_mode & 0o777) == 0o644
+    _write_converted(document, target.as_uri())  # a file:// URL is a local file too
+    assert target.read_bytes() == want
+    with pytest.raises(ValueError, match="Out of range float"):
+        _write_converted({"x": float("nan")}, str(target))
+    assert target.read_bytes() == want and sorted(p.name for p in target.parent.iterdir()) == [target.name]

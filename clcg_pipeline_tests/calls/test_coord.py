@@ -122,7 +122,7 @@ def test_a_dead_holders_claim_is_taken_over(tmp_path: Path) -> None:
     assert claims.try_claim(call_id) is not None
 
 
-def test_ledger_ignores_reservations_of_dead_processes(tmp_path: Path) -> None:
+def test_ledger_charges_reservations_of_dead_processes(tmp_path: Path) -> None:
     ledger = SpendLedger(tmp_path)
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
@@ -138,12 +138,19 @@ def test_ledger_ignores_reservations_of_dead_processes(tmp_path: Path) -> None:
             "t": time.time(),
         }
         handle.write(json.dumps(line) + "\n")
-    rid = ledger.reserve(1.0, limit=2.0)
-    assert rid not in (None, WAIT)  # the dead process's $5 reservation holds nothing
-    assert ledger.reserve(1.5, limit=2.0) == WAIT  # but ours does, until it settles
+    # The dead process's request may still be answered and billed: its $5 is charged for good
+    # (it was dropped before, and the budget under-counted what the provider billed).
+    assert ledger.reserve(1.0, limit=5.5) is None
+    rid = ledger.reserve(1.0, limit=7.0)
+    assert rid not in (None, WAIT)
+    assert ledger.reserve(1.5, limit=7.0) == WAIT  # ours holds budget too, until it settles
     ledger.settle(rid, 0.25)
+    # The answers' costs and the charge at death stay apart (only the first is on any bill).
     assert SpendLedger(tmp_path).totals() == (0.25, 0.0)
-    assert ledger.reserve(1.9, limit=2.0) is None  # spent for good: refused, not deferred
+    assert SpendLedger(tmp_path).charged_at_death() == 5.0
+    assert ledger.reserve(1.9, limit=7.0) is None  # spent for good: refused, not deferred
+    charges = [json.loads(raw) for raw in ledger.path.read_text().splitlines() if '"charge"' in raw]
+    assert [(c["id"], c["usd"], c["pid"], c["why"]) for c in charges] == [("x", 5.0, pid, "died")]
 
 
 def test_runner_and_batch_modules_do_not_import_each_other() -> None:

@@ -144,7 +144,7 @@ def _slot_free(slots: PgSharedSlots) -> bool:
     return asyncio.run(attempt())
 
 
-def test_a_killed_holder_releases_claims_slots_and_reservations(pg: PgServer) -> None:
+def test_a_killed_holder_releases_claims_and_slots_and_its_reservations_are_charged(pg: PgServer) -> None:
     settings = settings_from_url(pg.url, "test")
     call_id = "cd" * 32
     holder = subprocess.Popen(
@@ -178,9 +178,13 @@ def test_a_killed_holder_releases_claims_slots_and_reservations(pg: PgServer) ->
     assert claims.try_claim(call_id) is None  # one task of this process
     claims.release(claims_taken[-1])
     assert _eventually(lambda: _slot_free(slots))
-    rid = ledger.reserve(1.0, 1.5)
+    # Its reservation is charged, not dropped: what it had sent may still be billed.
+    assert ledger.charged_at_death() == 1.0
+    assert ledger.reserve(1.0, 1.5) is None  # refused for good, not deferred
+    rid = ledger.reserve(0.5, 1.5)
     assert rid not in (None, WAIT)
     ledger.release(rid)  # type: ignore[arg-type]
+    assert ledger.totals() == (0.0, 0.0) and ledger.charged_at_death() == 1.0
     slots.close()
 
 
@@ -237,3 +241,31 @@ def test_a_statement_the_server_refuses_names_the_database_not_a_stack(pg: PgSer
     message = str(caught.value)
     assert f"clcg_reader@{pg.host}:{pg.port}/clcg_no_create" in message and COORD_URL_ENV in message
     assert "permission denied" in message and "pw-not-shown" not in message
+
+
+def test_a_ledger_made_before_charges_at_death_is_altered_to_keep_them(pg: PgServer) -> None:
+    import psycopg2
+
+    admin = psycopg2.connect(host=pg.host, port=pg.port, user=pg.user, dbname=pg.dbname)
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute("CREATE DATABASE clcg_old_ledger")
+    admin.close()
+    old = psycopg2.connect(host=pg.host, port=pg.port, user=pg.user, dbname="clcg_old_ledger")
+    old.autocommit = True
+    with old.cursor() as cur:  # the reservations table as it was made before died_at
+        cur.execute(
+            "CREATE TABLE clcg_coord_reservations (rid text PRIMARY KEY, scope text NOT NULL,"
+            " usd double precision NOT NULL, holder integer NOT NULL, host text NOT NULL,"
+            " at timestamptz NOT NULL DEFAULT now());"
+            "INSERT INTO clcg_coord_reservations (rid, scope, usd, holder, host)"
+            " VALUES ('dead', 'scope', 0.25, 12345, 'gone')"
+        )
+    url = f"postgresql://{pg.user}@{pg.host}:{pg.port}/clcg_old_ledger"
+    ledger = PgSpendLedger(settings_from_url(url, "test"), "scope")
+    # The row of a session that no longer holds its token is charged, not deleted.
+    assert ledger.totals() == (0.0, 0.0) and ledger.charged_at_death() == 0.25
+    with old.cursor() as cur:
+        cur.execute("SELECT rid, died_at IS NOT NULL FROM clcg_coord_reservations")
+        assert cur.fetchall() == [("dead", True)]
+    old.close()

@@ -225,3 +225,32 @@ def test_without_a_key_pseudonyms_are_random_and_it_says_so(
     ids = pd.read_parquet(tmp_path / "r" / "human_annotations" / "data.parquet")["annotator_id"]
     raw = read_all_partitions(demo_study.data_dir, "human_annotations")["annotator_id"]
     assert ids.nunique() == raw.nunique()
+
+
+def test_a_leaderboard_that_does_not_fit_its_shape_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    """Issue 34: the release checks leaderboard.json against ``LeaderboardDocument`` before
+    copying it; a rank given as text is refused naming the file and the field."""
+    from clcg_pipeline.storage import LeaderboardDocument, LeaderboardRow, LeaderboardTies
+
+    columns = list(LeaderboardRow.model_fields)
+    row = dict.fromkeys(columns) | {"model": "m1", "identifiable": True, "rank": 1.0}
+    document = LeaderboardDocument.model_validate(
+        {
+            "columns": columns,
+            "status": "estimated",
+            "ranking": None,
+            "tie_groups": LeaderboardTies(),
+            "models": [row],
+        }
+    ).model_dump(mode="json")
+    document["models"][0]["rank"] = "1"
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "study_results.json").write_text("{}", encoding="utf-8")
+    (data / "leaderboard.json").write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ReleaseError, match=r"leaderboard\.json: field models\[0\]\.rank: .*nothing written"):
+        build_release(data, tmp_path / "no-config", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]

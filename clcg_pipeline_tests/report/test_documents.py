@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from pydantic import BaseModel, ValidationError
 
 from clcg_pipeline.config import LanguagesConfig, ProjectConfig, default_config_dir, load_config
 from clcg_pipeline.storage import (
@@ -51,6 +52,13 @@ def _conforms(value: object, hint: Any, path: str, errors: list[str]) -> None:
     if hint is type(None):
         if value is not None:
             errors.append(f"{path}: expected None, got {type(value).__name__}")
+        return
+    if isinstance(hint, type) and issubclass(hint, BaseModel):
+        # A section converted to a pydantic model (h2, context_gain): the model says what does not fit.
+        try:
+            hint.model_validate(value)
+        except ValidationError as exc:
+            errors.extend(f"{path}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         return
     if _is_shape(hint):
         if not isinstance(value, dict):

@@ -73,16 +73,21 @@ def _full() -> dict:
         ],
         "settings": {"config_hash": "c0ffee1234", "seed": 42, "bootstrap_replicates": 2000},
         "by_class": {"0": _est(0.104, 0.09, 0.12, n=1), "2": _est(0.085, 0.08, 0.09, n=2)},
-        "h2": {"pooled": _est(0.012, -0.003, 0.027, p=0.07), "per_model": {"gpt-x": "not identifiable"}},
-        "h3": {"slope": _est(0.004, 0.001, 0.007, p=0.004), "levels": [{"name": "L3", "estimate": 0.07}]},
+        "h2": {
+            "status": "estimated",
+            "pooled": {"difference": _est(0.012, -0.003, 0.027, p=0.07)},
+            "by_model": {"gpt-x": {"status": "not identifiable", "identifiable": False, "n_new": 0}},
+        },
+        "h3": {"slope": _est(0.004, 0.001, 0.007, p=0.004)},
         "h4": _est(-0.01, -0.02, 0.0, p=0.5),
         "bh": [{"estimand": "h1", "p": 0.0001, "p_adj": 0.001}, {"estimand": "h4", "p": 0.5, "p_adj": 0.55}],
         "tost": {"p": 0.31, "equivalent": False, "bounds": [-0.02, 0.02]},
         "mixed_models": {"h1": {"converged": False, "estimate": 0.07}},
         "repetitions": {"kendall_w": 0.93},
-        "context_gain": {"by_language": {"sw": _est(0.2, 0.1, 0.3)}},
+        "context_gain": {"by_language": {"sw": {"gain": 0.2, "n": 36, "n_pairs": 6, "n_articles": 1}}},
         "nomological": {"joshi_spearman": _est(-0.594, -0.85, -0.2, n=16)},
-        "future_analysis": {"thing": 1.5},
+        # A section the report does not know, with a list of records (rendered as a table).
+        "future_analysis": {"thing": 1.5, "levels": [{"name": "L3", "estimate": 0.07}]},
     }
 
 
@@ -154,13 +159,13 @@ def test_full_report_numbers_sections_and_figure() -> None:
         "Future analysis",
     ):
         assert title in text, title
-    assert "Pooled over models 0.012 [-0.003, 0.027] 0.070" in text
+    assert "Pooled over models estimate 95% CI p Difference 0.012 [-0.003, 0.027] 0.070" in text
     assert "Slope over levels 0.004 [0.001, 0.007] 0.004" in text
     assert "Levels Name Estimate L3 0.070" in text  # a list of records is a table with a header
     assert "Estimand p p (adj.) h1 <0.001 0.001 h4 0.500 0.550" in text  # BH: raw and adjusted p
     assert "H1 model 0.070 \u2014 \u26a0 not converged" in text
     assert "h4 -0.010 [-0.020, 0.000] 0.500" in text  # a section whose value is one estimate
-    assert "Per model gpt-x not identifiable" in text
+    assert "Per model: no value for gpt-x (not identifiable)" in text
     assert "Kendall's W 0.930" in text
     # The long estimates table is always there.
     assert "h1_micro all 0.078 [0.072, 0.085] <0.001 <0.001 8,300" in text
@@ -184,7 +189,7 @@ def test_sections_are_labelled_tables_not_json_paths() -> None:
     assert "Per Joshi class (primary mapping, pooled class rows)" in h2
     assert "class 0 \u2014 \u2014 \u26a0 not identifiable" in h2
     assert "class 2 0.027 [-0.050, 0.090]" in h2
-    assert "Per model \u203a gpt-x" in h2 and "Difference 0.030 [-0.010, 0.070] 0.200 804" in h2
+    assert "Per model estimate 95% CI p n gpt-x \u00b7 Difference 0.030 [-0.010, 0.070] 0.200 804" in h2
     assert "repetition 0 0.110" in _text(_section_html(html, "result-repetitions"))
     # A mapping of flat records is one table (level, mean, SD), not a list per key.
     assert "Standardization (per level) Mean SD L3 0.030 0.070 L4 0.020 0.080" in text

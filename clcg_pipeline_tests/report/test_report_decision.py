@@ -80,7 +80,15 @@ def test_a_section_whose_rows_are_all_not_identifiable_does_not_say_estimated() 
     results["h2"] = {
         "status": "estimated",
         "by_model": {
-            m: {"estimate": 0.02, "ci_low": None, "ci_high": None, "identifiable": False, "reason": REASON}
+            m: {
+                "difference": {
+                    "estimate": 0.02,
+                    "ci_low": None,
+                    "ci_high": None,
+                    "identifiable": False,
+                    "reason": REASON,
+                }
+            }
             for m in ("a", "b")
         },
     }

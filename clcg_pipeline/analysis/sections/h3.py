@@ -18,8 +18,7 @@ def h3(ctx: SuiteContext, rows: pd.DataFrame) -> dict[str, Any]:
     """Within-level standardized CLCG per level, its slope on ordered level, raw per-level CLCG."""
     if rows.empty:
         return {"status": "not available: no rows", "identifiable": False, "reason": "no rows"}
-    # Level names via codes: astype(str) on a categorical of millions of rows is slow.
-    codes, uniques = pd.factorize(rows["level"])
+    codes, uniques = _level_codes(rows["level"])
     names = np.array([str(u) for u in uniques] + ["nan"], dtype=object)
     y = rows["y"].to_numpy()
     z = np.full(len(rows), np.nan)
@@ -45,10 +44,19 @@ def h3(ctx: SuiteContext, rows: pd.DataFrame) -> dict[str, Any]:
     )
     del codes
     finite = np.isfinite(z)
-    zrows = _frame(rows.index, narrow, y=z, level=labels)
-    zrows = zrows if finite.all() else zrows.loc[finite]  # no copy of the rows when all are kept
-    zpanel, _ = ctx.panel(zrows, ["model", "language", "level"])
-    del zrows
+    cell_cols = ["model", "language", "level"]
+    if finite.all():
+        # Every row in both panels: the rows are reduced to codes once for the two (issue 37).
+        panels = ctx.panels(_frame(rows.index, narrow, level=labels), cell_cols, [z, y])
+        # The rows are reduced to per-article sums as the first panel is built: none of them
+        # is held here beside its replicates (the caller passes the rows without keeping them).
+        del z, y, narrow, labels, rows, m
+        zpanel = next(panels)
+    else:
+        zpanel, _ = ctx.panel(_frame(rows.index, narrow, y=z, level=labels).loc[finite], cell_cols)
+        del z
+        panels = (ctx.panel(_frame(rows.index, narrow, y=y, level=labels), cell_cols)[0] for _ in (0,))
+    del finite
     levels = [lvl for lvl in LEVELS if zpanel.n(level=lvl) > 0]
     langs = [ctx.roles.reference, *ctx.roles.targets]
     # One panel at a time (each holds replicates x cells sums and counts, the section's
@@ -57,7 +65,7 @@ def h3(ctx: SuiteContext, rows: pd.DataFrame) -> dict[str, Any]:
     std = {lvl: ctx.stats(zpanel, zv, langs, level=lvl) for lvl, zv in zip(levels, vecs, strict=True)}
     slope = _slope(ctx, zpanel, vecs, levels, langs) if len(levels) >= 2 else None
     del zpanel
-    rpanel, _ = ctx.panel(_frame(rows.index, narrow, y=y, level=labels), ["model", "language", "level"])
+    rpanel = next(panels)
     raw = {lvl: ctx.stats(rpanel, rpanel.micro(level=lvl), langs, level=lvl) for lvl in levels}
     del rpanel
     for lvl in levels:
@@ -84,6 +92,19 @@ def h3(ctx: SuiteContext, rows: pd.DataFrame) -> dict[str, Any]:
             "reason": "fewer than 2 levels with rows",
         }
     return out
+
+
+def _level_codes(level: pd.Series) -> tuple[np.ndarray, list[object]]:
+    """Each row's level code and the level of each code (-1: missing).
+
+    A categorical's own codes (one byte a row) and its categories; other columns factorized.
+    Only the rows of each code are used, never the codes' order, so both give the same masks.
+    """
+    if isinstance(level.dtype, pd.CategoricalDtype):
+        return level.cat.codes.to_numpy(), list(level.cat.categories)
+    # Level names via codes: astype(str) on a column of millions of rows is slow.
+    codes, uniques = pd.factorize(level)
+    return codes, list(uniques)
 
 
 def _frame(index: pd.Index, columns: dict[str, pd.Series], **extra: Any) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -32,43 +33,63 @@ def _distinct_strings(series: pd.Series) -> int:
     return len({str(u) for u in uniques})
 
 
-def mixed(ctx: SuiteContext, band: pd.DataFrame, h2_rows: pd.DataFrame | None) -> dict[str, Any]:
-    from clcg_pipeline.analysis._mixed import AGGREGATION, mixed_h1, mixed_h2
+@dataclass(frozen=True)
+class H2Fit:
+    """The H2 mixed model as the section reports it, fitted from the H2 rows (``h2_fit``)."""
+
+    counts: tuple[int, int]  # rows and articles entering the fit
+    fit: dict[str, Any]
+
+
+def h2_fit(ctx: SuiteContext, h2_rows: pd.DataFrame | None) -> H2Fit:
+    """The section's H2 fit from the H2 rows: the suite fits it as soon as H2 is done, so the H2
+    rows are not held through the sections between (issue 37: their peak memory)."""
+    from clcg_pipeline.analysis._mixed import mixed_h2
+
+    counts = _counts(ctx, h2_rows)
+    if h2_rows is None or not len(h2_rows):
+        return H2Fit(counts, {"status": "not identifiable: no memorability groups", "converged": False})
+    tg = list(ctx.roles.targets)
+    fit = _too_few(ctx, counts) or mixed_h2(h2_rows, ctx.roles.reference, tg, ctx.confidence)
+    est, p = fit.get("estimate"), fit.get("p")
+    if est is not None and p is not None:
+        # The directional hypothesis (memorizable narrows the gap) is tested one-sided.
+        fit["p_one_sided_less"] = p / 2 if est < 0 else 1 - p / 2
+    return H2Fit(counts, fit)
+
+
+def _too_few(ctx: SuiteContext, counts: tuple[int, int]) -> dict[str, Any] | None:
+    """The fit not run, with the suite's reason, when the rule withholds it for its articles.
+
+    Without articles there is nothing to fit: the fit itself says why (too few cells).
+    """
+    n_art = counts[1]
+    reason = withheld_reason(_FITTABLE, n_art, ctx.min_articles) if n_art else None
+    if reason is None:
+        return None
+    return {
+        "estimate": None,
+        "ci_low": None,
+        "ci_high": None,
+        "p": None,
+        "converged": False,
+        "status": f"not identifiable: {reason}",
+        "reason": reason,
+    }
+
+
+def mixed(ctx: SuiteContext, band: pd.DataFrame, h2_rows: pd.DataFrame | H2Fit | None) -> dict[str, Any]:
+    """The section: the H1 fit on ``band`` and the H2 fit (``h2_rows``, or ``h2_fit`` of them)."""
+    from clcg_pipeline.analysis._mixed import AGGREGATION, mixed_h1
 
     tg = list(ctx.roles.targets)
-    counts = {"h1": _counts(ctx, band), "h2": _counts(ctx, h2_rows)}
-
-    def too_few(name: str) -> dict[str, Any] | None:
-        """The fit not run, with the suite's reason, when the rule withholds it for its articles.
-
-        Without articles there is nothing to fit: the fit itself says why (too few cells).
-        """
-        n_art = counts[name][1]
-        reason = withheld_reason(_FITTABLE, n_art, ctx.min_articles) if n_art else None
-        if reason is None:
-            return None
-        return {
-            "estimate": None,
-            "ci_low": None,
-            "ci_high": None,
-            "p": None,
-            "converged": False,
-            "status": f"not identifiable: {reason}",
-            "reason": reason,
-        }
-
+    h2 = h2_rows if isinstance(h2_rows, H2Fit) else h2_fit(ctx, h2_rows)
+    counts = {"h1": _counts(ctx, band), "h2": h2.counts}
     out: dict[str, Any] = {
         "aggregation": AGGREGATION,
-        "h1": too_few("h1") or mixed_h1(band, ctx.roles.reference, tg, ctx.confidence),
+        "h1": _too_few(ctx, counts["h1"]) or mixed_h1(band, ctx.roles.reference, tg, ctx.confidence),
+        "h2": h2.fit,
     }
-    if h2_rows is not None and len(h2_rows):
-        out["h2"] = too_few("h2") or mixed_h2(h2_rows, ctx.roles.reference, tg, ctx.confidence)
-        est, p = out["h2"].get("estimate"), out["h2"].get("p")
-        if est is not None and p is not None:
-            # The directional hypothesis (memorizable narrows the gap) is tested one-sided.
-            out["h2"]["p_one_sided_less"] = p / 2 if est < 0 else 1 - p / 2
-    else:
-        out["h2"] = {"status": "not identifiable: no memorability groups", "converged": False}
     for name in ("h1", "h2"):
         fit = out[name]
         fit["n"], fit["n_articles"] = counts[name]

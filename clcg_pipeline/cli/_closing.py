@@ -1,0 +1,72 @@
+"""The lines ``clcg run`` closes with: what this command's runs paid, what earlier runs paid
+that no closing line said, and the study's total, each labelled as what it is.
+
+Only text from figures (``orchestration.RunSummary``, ``storage.StudySpend``): no Dagster is
+imported, so the up-to-date fast path prints the same study lines as a run.
+
+"Paid" calls are the hosted models' (each one provider request, the count a provider's usage
+page shows); an offline model's calls (rule-based judges, readers and writers run here) are
+no request to anyone and are counted apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clcg_pipeline.orchestration import RunSummary
+
+KINDS = (("responses", "responses"), ("tasks", "granularity tasks"), ("judges", "judges and writers"))
+
+
+def closing_line(summary: RunSummary, offline: Iterable[str]) -> str:
+    """What this command ran and what its runs paid: the hosted models' calls and their cost,
+    the offline models' calls apart."""
+    offline = set(offline)
+    totals = {"responses": summary.response_calls, "tasks": summary.task_calls, "judges": summary.judge_calls}
+    paid = {kind: totals[kind] - summary.offline_calls(offline, kind) for kind, _ in KINDS}
+    kinds = ", ".join(f"{paid[kind]} {label}" for kind, label in KINDS)
+    line = (
+        f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "
+        f"{sum(paid.values())} new paid model calls ({kinds}) costing ${summary.new_cost_usd:.4f} "
+        "(paid by this run)"
+    )
+    if local := summary.offline_calls(offline):
+        line += f"; {local} offline model calls besides (run here: no provider request)"
+    return line
+
+
+def unsaid_line(by_model: Mapping[str, tuple[int, float]], runs: int, offline: Iterable[str]) -> str | None:
+    """What earlier runs paid that no closing line said (killed, or started by the daemon or
+    the UI), apart from this run's figure; None when they paid no provider."""
+    offline = set(offline)
+    calls = sum(n for model, (n, _) in by_model.items() if model not in offline)
+    usd = sum(usd for _, usd in by_model.values())
+    if not calls and not usd:
+        return None
+    return (
+        f"paid by earlier runs that printed no closing line (killed, or not started by clcg run; "
+        f"{runs} run{'s' if runs != 1 else ''}): ${usd:.4f} in {calls} paid model calls "
+        "(in the study total, not in this run's figure; said once)"
+    )
+
+
+def study_total_line(paid_usd: float) -> str:
+    """The study's spend in all, labelled as such (this command's is the closing line's)."""
+    return f"study total: ${paid_usd:.4f} paid for model calls in this data folder, by every run and host"
+
+
+def study_lines(
+    paid_usd: float | None,
+    unsaid_by_model: Mapping[str, tuple[int, float]],
+    unsaid_runs: int,
+    offline: Iterable[str],
+) -> list[str]:
+    """The lines after the closing line: earlier runs' unsaid spend (if any), the study total."""
+    lines = []
+    if line := unsaid_line(unsaid_by_model, unsaid_runs, offline):
+        lines.append(line)
+    if paid_usd is not None:
+        lines.append(study_total_line(paid_usd))
+    return lines

@@ -1,0 +1,139 @@
+"""The ``h2``, ``h3`` and ``context_gain`` sections of ``study_results.json`` as pydantic models (issue 34).
+
+One model per section, owned here: ``StudyResultsDocument`` (``_documents``) declares the
+sections with them, so :func:`validate_document` checks them where the document is written
+(results/assets.py) and read (the report, ``clcg`` commands); ``StudyResults``
+(``_result_models``) reads them through the same models, so the report's sections read typed
+fields. Closed (``extra="forbid"``: a renamed or misspelt key is refused), strict (no ``"12"``
+for an int, no ``True`` for a number), frozen. Every field may be absent: a section that could
+not be computed says its status and reason only; ``model_fields_set`` is the keys it has.
+The producers are analysis/sections/h2.py, h3.py and context.py.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class EstimateRecord(_Section):
+    """One bootstrapped estimate as the analysis writes it (the fields of ``Estimate``)."""
+
+    estimate: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p: float | None = None
+    p_value: float | None = None
+    p_adj: float | None = None
+    p_bound: bool | None = None
+    n: int | None = None
+    n_articles: int | None = None
+    identifiable: bool | None = None
+    reason: str | None = None
+    valid_replicates: int | None = None
+    flags: list[str] | str | None = None
+    converged: bool | None = None
+    status: str | None = None
+    warnings: list[str] | str | None = None
+    metric: str | None = None
+    sided: str | None = None
+
+    def record(self) -> dict[str, object]:
+        """The fields the document has, as the report's estimate rows take them."""
+        return self.model_dump(exclude_unset=True)
+
+
+class H2Contrast(_Section):
+    """``h2.pooled`` or one model of ``h2.by_model``: the gap among memorizable and among new
+    articles and their difference; or, when a group is missing, why (and each group's rows)."""
+
+    memorizable: EstimateRecord | None = None
+    new: EstimateRecord | None = None
+    difference: EstimateRecord | None = None
+    status: str | None = None
+    identifiable: bool | None = None
+    reason: str | None = None
+    n_memorizable: int | None = None
+    n_new: int | None = None
+
+
+class H2ClassEstimate(EstimateRecord):
+    """One Joshi class of ``h2.by_class_sensitivity``: its memorability difference and languages."""
+
+    languages: list[str] | None = None
+
+
+class H2Results(_Section):
+    """``h2``: memorability (CLCG memorizable - CLCG new), pooled, per model and per class."""
+
+    status: str | None = None
+    identifiable: bool | None = None
+    reason: str | None = None
+    definition: str | None = None
+    alternative: str | None = None
+    rows_without_date_or_cutoff: int | None = None
+    pooled: H2Contrast | None = None
+    by_model: dict[str, H2Contrast] | None = None
+    by_class_sensitivity: dict[str, H2ClassEstimate] | None = None
+
+
+class ContextSelector(_Section):
+    """``context_gain.selector``: which model's items, on which articles, by which rule."""
+
+    model: str | None = None
+    doc_ids: list[str] | None = None
+    items: int | None = None
+    rule: str | None = None
+
+
+class ContextGainEntry(_Section):
+    """One language (``by_language``) or Joshi class (``by_class``, with its languages)."""
+
+    gain: float | None = None
+    n: int | None = None
+    n_pairs: int | None = None
+    n_articles: int | None = None
+    languages: list[str] | None = None
+
+
+class ContextGainResults(_Section):
+    """``context_gain``: full_body minus closed_book on the selector's items (descriptive)."""
+
+    status: str | None = None
+    selector: ContextSelector | None = None
+    closed_book_mean: float | None = None
+    matched_rows: int | None = None
+    matched_pairs: int | None = None
+    by_language: dict[str, ContextGainEntry] | None = None
+    by_class: dict[str, ContextGainEntry] | None = None
+    note: str | None = None
+
+
+class H3Slope(EstimateRecord):
+    """``h3.slope``: the slope of the standardized CLCG on the level number, over which levels."""
+
+    alternative: str | None = None
+    levels: list[str] | None = None
+
+
+class LevelScale(_Section):
+    """One level of ``h3.standardization``: the mean and SD its scores are standardized by."""
+
+    mean: float | None = None
+    sd: float | None = None
+
+
+class H3Results(_Section):
+    """``h3``: the standardized and raw CLCG per level, the slope over levels, the scales used."""
+
+    status: str | None = None
+    identifiable: bool | None = None
+    reason: str | None = None
+    standardized: dict[str, EstimateRecord] | None = None
+    raw_descriptive: dict[str, EstimateRecord] | None = None
+    standardization: dict[str, LevelScale] | None = None
+    slope: H3Slope | None = None
+    note: str | None = None

@@ -1,0 +1,79 @@
+"""The report's ``h2`` and ``context_gain`` sections read their typed models (issue 34): a field
+of another type is refused naming it (no blank or string cell), and each row shows typed fields."""
+
+from __future__ import annotations
+
+import pytest
+
+from clcg_pipeline.report import render_report
+from clcg_pipeline.storage import DocumentError
+from clcg_pipeline_tests.report.test_report import _est, _full, _section_html, _text
+
+
+def test_a_wrong_typed_h2_field_is_refused_naming_it() -> None:
+    results = _full()
+    results["h2"]["pooled"]["difference"]["n"] = "804"
+    with pytest.raises(
+        DocumentError, match=r"section 'h2', field h2\.pooled\.difference\.n: .*valid integer"
+    ):
+        render_report(results, None)
+
+
+def test_a_wrong_typed_context_gain_field_is_refused_naming_it() -> None:
+    results = _full()
+    results["context_gain"]["by_language"]["sw"]["n_pairs"] = 6.0
+    with pytest.raises(DocumentError, match=r"field context_gain\.by_language\.sw\.n_pairs"):
+        render_report(results, None)
+
+
+def test_context_gain_shows_the_selector_and_a_table_per_language_and_class() -> None:
+    results = _full()
+    entry = {"gain": 0.2, "n": 36, "n_pairs": 6, "n_articles": 1}
+    results["context_gain"] = {
+        "selector": {"model": "gpt-x", "doc_ids": ["d1", "d2"], "items": 12, "rule": "first six"},
+        "closed_book_mean": 0.05,
+        "by_language": {"sw": entry},
+        "by_class": {"2": {**entry, "languages": ["sw", "mt"]}},
+    }
+    text = _text(_section_html(render_report(results, None), "result-context_gain"))
+    assert "Closed-book mean 0.050" in text or "Closed book mean 0.050" in text
+    assert "Model gpt-x" in text and "Doc ids d1, d2" in text and "Items 12" in text
+    assert "language gain n pairs articles Swahili (sw) 0.200 36 6 1" in text
+    assert "class languages gain n pairs articles class 2 sw, mt 0.200 36 6 1" in text
+
+
+def test_a_section_that_was_not_computed_says_why() -> None:
+    results = _full()
+    results["context_gain"] = {"status": "not available: no closed_book rows"}
+    results["h2"] = {
+        "status": "not identifiable: no article dates",
+        "identifiable": False,
+        "reason": "no article dates",
+    }
+    html = render_report(results, None)
+    assert "not available: no closed_book rows" in _text(_section_html(html, "result-context_gain"))
+    h2 = _text(_section_html(html, "result-h2"))
+    assert "not identifiable: no article dates" in h2
+
+
+def test_h2_per_model_rows_read_each_contrast() -> None:
+    results = _full()
+    results["h2"]["by_model"]["claude-y"] = {
+        "memorizable": _est(0.05, 0.04, 0.06, n=300),
+        "new": _est(0.07, 0.06, 0.08, n=400),
+        "difference": _est(-0.02, -0.03, -0.01, n=700, p=0.01),
+    }
+    h2 = _text(_section_html(render_report(results, None), "result-h2"))
+    assert "claude-y \u00b7 Memorizable articles 0.050 [0.040, 0.060]" in h2
+    assert "claude-y \u00b7 Difference -0.020 [-0.030, -0.010] 0.010 700" in h2
+
+
+def test_the_h3_level_chart_reads_the_typed_levels_and_a_wrong_type_is_refused() -> None:
+    results = _full()
+    results["h3"]["standardized"] = {"L3": _est(0.2, 0.1, 0.3, n=40), "L4": _est(None, None, None, n=0)}
+    html = render_report(results, None)
+    section = _section_html(html, "result-h3")
+    assert "chart-h3-standardized" in section and "L3" in section
+    results["h3"]["standardized"]["L4"]["n"] = "0"
+    with pytest.raises(DocumentError, match=r"field h3\.standardized\.L4\.n"):
+        render_report(results, None)

@@ -1,0 +1,85 @@
+"""``clcg run``'s closing lines: the provider's paid calls counted apart from the offline
+models' calls, what earlier runs paid unsaid said once and apart, and the study total on every
+run, a rerun with nothing to do included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clcg_pipeline.cli._closing import closing_line, study_lines, unsaid_line
+from clcg_pipeline.orchestration import RunSummary
+from clcg_pipeline.storage import start_ledger
+from clcg_pipeline_tests.storage.test_spend_view import PARTITION, _rows, _write
+
+OFFLINE = ["lexical-reader", "offline-judge-a", "offline-judge-b", "offline-writer"]
+
+
+def _summary() -> RunSummary:
+    """Two runs: 4 hosted answers and 2 hosted task calls ($0.06), and 30 offline judges' calls."""
+    summary = RunSummary(runs=2, skipped=3)
+    summary.count("responses", 4, 0.04, "fake-gpt")
+    summary.count("tasks", 2, 0.02, "fake-gpt")
+    summary.count("judges", 30, 0.0, "offline-judge-a")
+    return summary
+
+
+def test_the_closing_line_counts_the_providers_calls_and_says_the_offline_ones_apart() -> None:
+    line = closing_line(_summary(), OFFLINE)
+    assert line == (
+        "2 Dagster runs, 3 partitions already up to date; 6 new paid model calls (4 responses, "
+        "2 granularity tasks, 0 judges and writers) costing $0.0600 (paid by this run); "
+        "30 offline model calls besides (run here: no provider request)"
+    )
+    # With no offline model configured every call is a paid one, and nothing is said apart.
+    everything = closing_line(_summary(), [])
+    assert "36 new paid model calls" in everything and "offline" not in everything
+
+
+def test_earlier_runs_unsaid_spend_is_its_own_line_and_the_study_total_is_labelled() -> None:
+    by_model = {"fake-gpt": (5, 0.05), "offline-judge-a": (7, 0.0)}
+    lines = study_lines(0.25, by_model, 1, OFFLINE)
+    assert lines == [
+        "paid by earlier runs that printed no closing line (killed, or not started by clcg run; "
+        "1 run): $0.0500 in 5 paid model calls (in the study total, not in this run's figure; said once)",
+        "study total: $0.2500 paid for model calls in this data folder, by every run and host",
+    ]
+    assert unsaid_line({"offline-judge-a": (7, 0.0)}, 1, OFFLINE) is None  # no provider was paid
+    assert study_lines(None, {}, 0, OFFLINE) == []
+
+
+def test_a_run_with_nothing_to_do_still_prints_the_study_total(capsys: pytest.CaptureFixture[str]) -> None:
+    from clcg_pipeline.cli._run import _print_run_summary
+
+    summary = RunSummary(skipped=5, study_paid_usd=1.5)
+    _print_run_summary(summary, OFFLINE)
+    out = capsys.readouterr().out
+    assert "everything is up to date (5 partitions)" in out
+    assert "study total: $1.5000 paid for model calls" in out
+
+
+def test_the_no_op_fast_path_says_the_study_total_and_a_killed_runs_spend_once(
+    config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import clcg_pipeline.cli._run as cli_run
+    from clcg_pipeline.cli import main
+
+    data = tmp_path / "data"
+    start_ledger(str(data))
+    _write(data, "calls", PARTITION, _rows("k", 3, run="run-killed", cost=0.02))  # no closing line said it
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.setattr(cli_run, "_complete_run_holds", lambda *_: 5)  # the memo holds: no Dagster
+    monkeypatch.setattr(cli_run, "_print_study_results", lambda *_: None)
+    argv = ["run", "--config", str(config_dir), "--data", str(data)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "everything is up to date (5 partitions)" in out
+    assert (
+        "paid by earlier runs that printed no closing line" in out and "$0.0600 in 3 paid model calls" in out
+    )
+    assert "study total: $0.0600" in out
+    assert main(argv) == 0
+    again = capsys.readouterr().out
+    assert "paid by earlier runs" not in again and "study total: $0.0600" in again  # said once
