@@ -99,7 +99,8 @@ def test_study_runs_on_postgres(postgres: dict[str, str], tmp_path: Path) -> Non
                 ('["predictions"]',),
             )
             (prediction_partitions,) = cur.fetchone()
-        assert runs >= len(LANGUAGES) + 3 and succeeded == runs
+        # corpus (one run over the panel), inputs, responses (one run), analysis
+        assert runs >= 4 and succeeded == runs
         assert prediction_partitions == len(LANGUAGES)  # one model x the panel
 
         second = _clcg(args, env)

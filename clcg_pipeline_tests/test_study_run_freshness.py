@@ -27,9 +27,9 @@ LANGUAGES = list(SMALL_PANEL)
 MODEL = "lexical-reader"
 # What a complete run covers: corpus and responses per language, study inputs, analysis.
 FULL_RUNS = len(LANGUAGES) * 2 + 2
-# The Dagster runs it takes: corpus per language, study inputs, ONE responses run for the
-# model's languages (a partition range), analysis.
-FIRST_RUNS = len(LANGUAGES) + 3
+# The Dagster runs it takes: ONE corpus run over the languages and ONE responses run for the
+# model's languages (partition ranges), study inputs, analysis.
+FIRST_RUNS = 4
 
 
 def _runs_by_job(instance: dg.DagsterInstance) -> dict[str, int]:

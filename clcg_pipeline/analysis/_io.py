@@ -24,6 +24,7 @@ from upath import UPath
 from clcg_pipeline.analysis._h1 import estimate_h1
 from clcg_pipeline.analysis._pair_store import PairStore, store_from_table
 from clcg_pipeline.analysis._prepare import KEY_COLUMNS
+from clcg_pipeline.analysis._timing import small_pages
 from clcg_pipeline.config import ProjectConfig
 from clcg_pipeline.storage import (
     is_local,
@@ -51,7 +52,9 @@ def read_scores(
     if missing:
         raise ValueError(f"{path}: missing required column(s) {missing}")
     wanted = [*KEY_COLUMNS, *[m for m in metrics if m in schema.names]]
-    frame = _read_columns(path, wanted, [c for c in _STRING_COLS if c in wanted], filters or {})
+    # Every scored row's columns allocated at once: on small pages (see small_pages, issue 37).
+    with small_pages():
+        frame = _read_columns(path, wanted, [c for c in _STRING_COLS if c in wanted], filters or {})
     _check_rows(frame, path, metrics[0])
     return frame
 

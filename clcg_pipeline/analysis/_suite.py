@@ -21,7 +21,7 @@ from clcg_pipeline.analysis._h1 import H1Core, h1_core, roles_of
 from clcg_pipeline.analysis._pair_store import PairReuse, PairStore
 from clcg_pipeline.analysis._prepare import apply_rule, score_values, select_rows
 from clcg_pipeline.analysis._settings import language_coverage, panel_languages, suite_settings
-from clcg_pipeline.analysis._timing import COLLECT_FROM_ROWS
+from clcg_pipeline.analysis._timing import COLLECT_FROM_ROWS, small_pages
 from clcg_pipeline.analysis._timing import Timer as _Timer
 from clcg_pipeline.analysis._timing import frozen as _frozen
 from clcg_pipeline.analysis.sections import context as sec_context
@@ -102,7 +102,7 @@ def suite_owning(
     """
     ctx = _suite_context(config, replicates, seed)
     timer = _Timer(collect=sum(len(frame) for frame in holder) >= COLLECT_FROM_ROWS)
-    with timer("prepare"):
+    with timer("prepare"), small_pages():  # the reordered copy of every row: see small_pages
         rows = _prepare(ctx, holder)
     reuse = PairReuse(previous=pair_store)
     with _frozen(timer.collect):

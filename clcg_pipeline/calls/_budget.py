@@ -134,7 +134,8 @@ def op_budget(run_id: str, run_config: Mapping[str, Any], limit: float | None) -
 
 
 def study_spent(cache_dir: str) -> float | None:
-    """What the study's ledger says every process sharing ``cache_dir`` spent (None: no ledger)."""
+    """What the study's ledger says every process sharing ``cache_dir`` spent (None: no ledger),
+    as the answers' costs (what dead processes' reservations were charged is apart)."""
     ledger = open_ledger(cache_dir)
     if ledger is None:
         return None
@@ -142,6 +143,22 @@ def study_spent(cache_dir: str) -> float | None:
         return ledger.totals()[0]
     finally:
         ledger.close()
+
+
+def _study_figures(cache_dir: str) -> str:
+    """What the study spent, for the budget stop line: the answers' costs, plus what the
+    reservations of processes that died mid-call were charged (``Ledger.charged_at_death``;
+    the budget counts it like spend, so without it a study stopped partly by such charges would
+    show a figure below its limit)."""
+    ledger = open_ledger(cache_dir)
+    if ledger is None:
+        return "its limit spent"
+    try:
+        spent, charged = ledger.totals()[0], ledger.charged_at_death()
+    finally:
+        ledger.close()
+    plus = f", plus ${charged:.4f} reserved by processes that died mid-call" if charged > 0 else ""
+    return f"${spent:.4f} spent by the study in all{plus}"
 
 
 class _BudgetOptions(Protocol):
@@ -173,12 +190,10 @@ def budget_stop_line(what: str, calls: pd.DataFrame, options: _BudgetOptions) ->
     if (skipped["error"] == STUDY_BUDGET_STOP).all():
         limit = options.study_budget_usd
         shown = f" ${limit:.4f}" if limit is not None else ""
-        spent = study_spent(options.cache_dir)
-        by_study = f"${spent:.4f} spent by the study in all" if spent is not None else "its limit spent"
         return (
             f"budget reached: the study budget (study.yaml budget_usd{shown}) stopped {stopped}: "
-            f"{by_study}, {left}; raise budget_usd in study.yaml and run `clcg run` again to "
-            "resume (paid calls are kept)"
+            f"{_study_figures(options.cache_dir)}, {left}; raise budget_usd in study.yaml and run "
+            "`clcg run` again to resume (paid calls are kept)"
         )
     budget = options.budget
     shown = f" ${budget.limit:.4f}" if budget is not None and budget.limit is not None else ""

@@ -74,7 +74,9 @@ def verify_rebuilt(folder: Any) -> int:
             f"verify: {len(differences)} leaf/leaves of study_results.json differ when re-derived",
             file=sys.stderr,
         )
-        theirs, ours = (d.get("settings", {}).get("code_version") for d in (original, derived.results))
+        # As JSON objects: the derived document is plain dicts (its type names the settings' model).
+        plain: list[dict[str, Any]] = [original, dict(derived.results)]
+        theirs, ours = ((d.get("settings") or {}).get("code_version") for d in plain)
         if theirs != ours:  # another checkout may give other last digits of a float, or more
             print(f"note: the study was computed by {theirs}, this re-derivation by {ours}", file=sys.stderr)
         return 1

@@ -1,6 +1,6 @@
 """Dagster wrappers of the corpus stage: languages, articles, paragraphs, audit, sample, fertility."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import dagster as dg
@@ -17,7 +17,7 @@ from clcg_pipeline.corpus import (
     study_coverage,
     tokenizer_fertility,
 )
-from clcg_pipeline.partitions import language_partitions
+from clcg_pipeline.partitions import each_partition, language_partitions, single_run_policy
 from clcg_pipeline.resources import StudyResource
 from clcg_pipeline.storage import TABLES, ContractError, conform, read_all_partitions
 
@@ -183,24 +183,28 @@ def _corpus_check_specs(by_language: dg.PartitionsDefinition) -> list[dg.AssetCh
     ]
 
 
-def _language_tables(tables: CorpusTables, cfg: ProjectConfig, language: str) -> dict[str, pd.DataFrame]:
-    """The corpus multi-asset's outputs for ``language`` (the audit runs over every language)."""
+def _language_tables(
+    tables: CorpusTables, cfg: ProjectConfig, languages: Sequence[str]
+) -> dict[str, dict[str, pd.DataFrame]]:
+    """The corpus multi-asset's outputs for each of ``languages`` (one audit over every language)."""
     audit = audit_corpus(
         tables.articles,
         tables.paragraphs,
         reference=cfg.languages.reference,
         threshold=cfg.study.completeness_threshold,
     )
-    articles = tables.articles[tables.articles["language"] == language].reset_index(drop=True)
-    paragraphs = tables.paragraphs[tables.paragraphs["language"] == language].reset_index(drop=True)
-    audit = audit[audit["language"] == language].reset_index(drop=True)
-    translations = tables.item_translations
-    translations = translations[translations["language"] == language].reset_index(drop=True)
-    return {
-        "articles": articles,
-        "paragraphs": paragraphs,
+    by_table = {
+        "articles": tables.articles,
+        "paragraphs": tables.paragraphs,
         "corpus_audit": audit,
-        "item_translations": translations,
+        "item_translations": tables.item_translations,
+    }
+    return {
+        language: {
+            name: frame[frame["language"] == language].reset_index(drop=True)
+            for name, frame in by_table.items()
+        }
+        for language in languages
     }
 
 
@@ -247,32 +251,48 @@ def _refuse_unpartitioned(tables: CorpusTables, partitions: Sequence[str], sourc
         )
 
 
+def _language_events(
+    log: dg.DagsterLogManager,
+    tables: CorpusTables,
+    all_tables: dict[str, dict[str, pd.DataFrame]],
+    language: str,
+) -> Iterator[dg.Output | dg.AssetCheckResult]:
+    """What the partition of ``language`` yields: its four tables, then its two checks."""
+    outputs = checked_outputs(language, all_tables[language])
+    log.info(f"{language}: {len(outputs['articles'])} articles, {len(outputs['paragraphs'])} paragraphs")
+    invalid = tables.invalid_utf8_for(language)
+    _warn_invalid_utf8(log, language, invalid)
+    utf8_metadata = _utf8_metadata(invalid)
+    for name, frame in outputs.items():
+        yield dg.Output(frame, output_name=name, metadata=utf8_metadata if name == "corpus_audit" else None)
+    yield alignment_coverage(outputs["corpus_audit"], language)
+    yield language_has_paragraphs(outputs["paragraphs"], language)
+
+
 def _corpus_asset(by_language: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     @dg.multi_asset(
         group_name=GROUP,
         partitions_def=by_language,
+        # A backfill (the UI's) or ``clcg run`` of several languages is ONE run over their range,
+        # parsing the source once, not one run per language each parsing it all (issue 32); each
+        # language is still written, recorded and checked as its own partition. The daemon's
+        # study_automation_sensor launches runs directly (no backfill): one per language.
+        backfill_policy=single_run_policy(),
         outs=_corpus_outs(),
         check_specs=_corpus_check_specs(by_language),
     )
     def corpus(context: dg.AssetExecutionContext, study: StudyResource):  # type: ignore[no-untyped-def]
-        """Load the primary source and keep this partition's language."""
+        """Load the primary source once and keep each language of the run's partitions."""
         cfg = study.load()
-        language = context.partition_key
         tables = load_corpus(cfg.sources.primary, cfg)
         _refuse_unpartitioned(tables, by_language.get_partition_keys(), cfg.sources.primary)
-        outputs = checked_outputs(language, _language_tables(tables, cfg, language))
-        context.log.info(
-            f"{language}: {len(outputs['articles'])} articles, {len(outputs['paragraphs'])} paragraphs"
+        languages = [str(key) for key in context.partition_keys]
+        # A range run gathers every language's events (``checked_outputs`` included) before it
+        # yields any: a table that cannot be stored fails the run before any partition is written.
+        all_tables = _language_tables(tables, cfg, languages)
+        yield from each_partition(
+            context, lambda language: _language_events(context.log, tables, all_tables, language)
         )
-        invalid = tables.invalid_utf8_for(language)
-        _warn_invalid_utf8(context.log, language, invalid)
-        utf8_metadata = _utf8_metadata(invalid)
-        for name, frame in outputs.items():
-            yield dg.Output(
-                frame, output_name=name, metadata=utf8_metadata if name == "corpus_audit" else None
-            )
-        yield alignment_coverage(outputs["corpus_audit"], language)
-        yield language_has_paragraphs(outputs["paragraphs"], language)
 
     return corpus
 

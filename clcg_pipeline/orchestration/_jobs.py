@@ -1,7 +1,7 @@
 """The four jobs a whole study run is made of, in the order they run.
 
-A study is corpus (one run per language) -> study inputs (sample, items, fertility) ->
-responses (one run per language x model) -> analysis (estimates, report, catalog).
+A study is corpus (one run over its languages) -> study inputs (sample, items, fertility) ->
+responses (one run per model over its languages) -> analysis (estimates, report, catalog).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def build_jobs(config: ProjectConfig) -> list[dg.UnresolvedAssetJobDefinition]:
             "corpus_job",
             selection=dg.AssetSelection.assets(*CORPUS_ASSETS),
             partitions_def=language_partitions(covered),
-            description="Load the corpus and audit it, one language per run.",
+            description="Load and audit the corpus (source parsed once a run), one partition per language.",
         ),
         dg.define_asset_job(
             "study_inputs_job",

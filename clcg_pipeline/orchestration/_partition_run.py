@@ -50,8 +50,7 @@ class LanguageRange:
     @property
     def tags(self) -> dict[str, str]:
         """The range tags of a run over several languages (a one-language run has its key)."""
-        keys = self.keys
-        return {} if len(keys) == 1 else {RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]}
+        return range_tags(self.keys)
 
     @property
     def name(self) -> str:
@@ -67,12 +66,24 @@ class LanguageRange:
         return f"{self.model_id} / {shown}"
 
 
+def corpus_order(defs: dg.Definitions) -> list[str]:
+    """The keys of ``corpus_job``'s partitions definition (languages), in its order."""
+    partitions = defs.resolve_job_def("corpus_job").partitions_def
+    assert partitions is not None
+    return list(partitions.get_partition_keys())
+
+
 def language_order(defs: dg.Definitions) -> list[str]:
     """The language keys of ``responses_job``'s partitions definition, in its order: a range
     run covers every language between its ends in this order."""
     partitions = defs.resolve_job_def("responses_job").partitions_def
     assert isinstance(partitions, dg.MultiPartitionsDefinition)
     return list(partitions.get_partitions_def_for_dimension(LANGUAGE_DIMENSION).get_partition_keys())
+
+
+def range_tags(keys: Sequence[str]) -> dict[str, str]:
+    """The tags of a run over ``keys`` (contiguous): none for one key (a partition run)."""
+    return {} if len(keys) == 1 else {RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]}
 
 
 def stale_ranges(model_id: str, order: Sequence[str], stale: Sequence[str]) -> list[LanguageRange]:
@@ -85,14 +96,19 @@ def stale_ranges(model_id: str, order: Sequence[str], stale: Sequence[str]) -> l
     of one more run, and a selection (``--languages``) must not run what it left out. A new
     model, a new or wiped language, new items: one stretch, one run per model.
     """
+    return [LanguageRange(model_id, isos) for isos in stretches(order, stale)]
+
+
+def stretches(order: Sequence[str], stale: Sequence[str]) -> list[tuple[str, ...]]:
+    """The contiguous stretches of ``stale`` in ``order`` (``stale_ranges``, any partition keys)."""
     wanted = set(stale)
-    stretches: list[list[str]] = [[]]
-    for iso in order:
-        if iso in wanted:
-            stretches[-1].append(iso)
-        elif stretches[-1]:
-            stretches.append([])
-    return [LanguageRange(model_id, tuple(isos)) for isos in stretches if isos]
+    found: list[list[str]] = [[]]
+    for key in order:
+        if key in wanted:
+            found[-1].append(key)
+        elif found[-1]:
+            found.append([])
+    return [tuple(keys) for keys in found if keys]
 
 
 def execute_job(

@@ -1,8 +1,8 @@
 """The steps of one ``clcg run``, in the order they run, over the state they share.
 
-corpus (one run per language) -> study inputs -> each hosted model's stream of calls (its
-``model_calls`` run) -> responses (one run per model over the range of its stale languages, in
-process or in forked workers) -> analysis.
+corpus (one run over the stale languages, parsing the source once) -> study inputs -> each
+hosted model's stream of calls (its ``model_calls`` run) -> responses (one run per model over
+the range of its stale languages, in process or in forked workers) -> analysis.
 Each step runs a job partition only when it is not up to date in the data folder
 (``_freshness``), counts the new calls it paid for (``_summary``) and passes on what the
 budget left.
@@ -36,10 +36,13 @@ from clcg_pipeline.orchestration._model_calls import OFFLINE, record_stream, uns
 from clcg_pipeline.orchestration._partition_run import (
     LanguageRange,
     StudyRunError,
+    corpus_order,
     execute_job,
     failure_of,
     language_order,
+    range_tags,
     stale_ranges,
+    stretches,
 )
 from clcg_pipeline.orchestration._summary import (
     ANALYSIS_CALL_TABLES,
@@ -118,8 +121,8 @@ class StudyRun:
         self.summary = RunSummary(run_budget_usd=request.budget_usd, study_budget_usd=config.study.budget_usd)
         self.started_at = pd.Timestamp.now(tz="UTC")  # annotation files logged since are this command's
         isos, models = len(request.isos), len(request.model_ids)
-        # corpus per language, the study inputs, one step per model's responses, the analysis.
-        self.total = isos + 1 + models + 1
+        # the corpus, the study inputs, one step per model's responses, the analysis.
+        self.total = 1 + 1 + models + 1
         # What a run with nothing to do counts as up to date (``RunSummary.skipped``).
         self.partition_count = isos + 1 + isos * models + 1
         self.step = 0
@@ -267,8 +270,29 @@ class StudyRun:
     # -- the steps -----------------------------------------------------------------------
 
     def run_corpus(self) -> None:
-        for iso in self.request.isos:
-            self.execute("corpus_job", f"corpus {iso}", iso, CORPUS_ASSETS, {})
+        """The stale languages' corpus in one run per contiguous stretch (one for a new study):
+        each run parses the source once for all its languages (issue 32), as the daemon's
+        backfill and the UI's Materialize do (the corpus assets' single-run backfill policy)."""
+        if self.interrupted():
+            raise KeyboardInterrupt
+        self.step += 1
+        isos = self.request.isos
+        stale = [
+            iso for iso in isos if self.request.force or not self.fresh.up_to_date(CORPUS_ASSETS, iso, isos)
+        ]
+        self.summary.skipped += len(isos) - len(stale)
+        runs = stretches(corpus_order(self.defs), stale)
+        if not runs and self.on_step:
+            self.on_step("corpus up to date", self.step, self.total)
+        for keys in runs:
+            one = keys[0] if len(keys) == 1 else None  # a stretch of one: that partition's run
+            name = keys[0] if one else f"{keys[0]}..{keys[-1]}"
+            if self.on_step:
+                self.on_step(
+                    f"corpus {name if one else f'{name} ({len(keys)} languages)'}", self.step, self.total
+                )
+            tags = self._tags(one, range_tags(keys))
+            self._launch("corpus_job", one, keys, CORPUS_ASSETS, {}, tags, name=name)
 
     def run_study_inputs(self) -> None:
         regenerate = self.request.regenerate_items

@@ -9,11 +9,15 @@ from typing import Any
 from clcg_pipeline.report._builder import fact_text, is_scalar
 from clcg_pipeline.report._format import (
     as_float,
-    estimate_of,
     fmt_value,
-    mapping_at,
 )
-from clcg_pipeline.storage import BandView, SettingsModel, StudyResultsDocument
+from clcg_pipeline.storage import (
+    BandView,
+    LanguageWithoutData,
+    SettingsModel,
+    StudyResults,
+    StudyResultsDocument,
+)
 
 _SECRET = re.compile(r"(api[_-]?key|secret|token|password|credential)", re.IGNORECASE)
 
@@ -46,55 +50,37 @@ def band_text(band: BandView) -> str:
     return "; ".join(parts)
 
 
-def settings_of(results: StudyResultsDocument | Mapping[str, Any]) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    h1 = results.get("h1")
-    for source in (h1.get("settings") if isinstance(h1, Mapping) else None, results.get("settings")):
-        if isinstance(source, Mapping):
-            merged.update(source)
-    for key in ("config_hash", "generated_at", "code_version"):
-        if key in results and is_scalar(results[key]):
-            merged.setdefault(key, results[key])
-    return merged
-
-
-def _iso_list(value: object) -> list[dict[str, str]]:
-    """``["eu", ...]`` or ``[{"iso": "eu", "reason": ...}, ...]`` as ``[{iso, reason}]``."""
-    if isinstance(value, str):
-        value = [value]
+def _iso_list(entries: Sequence[LanguageWithoutData | str] | None) -> list[dict[str, str]]:
+    """``["eu", ...]`` or ``[{"iso": "eu", "reason": ...}, ...]`` (typed) as ``[{iso, reason}]``."""
     out = []
-    for entry in value if isinstance(value, list | tuple) else []:
-        if isinstance(entry, Mapping):
-            iso = entry.get("iso") or entry.get("language")
-            if iso is not None:
-                reason = entry.get("reason") or entry.get("status") or ""
-                out.append({"iso": str(iso), "reason": str(reason)})
-        elif entry is not None:
-            out.append({"iso": str(entry), "reason": ""})
+    for entry in entries or []:
+        if isinstance(entry, str):
+            out.append({"iso": entry, "reason": ""})
+        elif entry.iso is not None:
+            out.append({"iso": entry.iso, "reason": entry.reason or ""})
     return out
 
 
+def _scored(view: StudyResults) -> list[str]:
+    """The languages of ``h1.by_language`` with an estimate."""
+    by_language = (view.h1.by_language if view.h1 is not None else None) or {}
+    return [iso for iso, block in by_language.items() if block.estimate is not None]
+
+
 def languages_without_data(
-    results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]] | None = None
+    view: StudyResults, langs: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, str]] | None:
     """Panel languages with no scored data: as recorded, else derived; None when unknowable.
 
-    Derived (older documents) = target languages of the panel with no H1 per-language entry.
+    Recorded at the top of the document or in its (merged) settings; derived (older documents)
+    = target languages of the panel with no H1 per-language estimate.
     """
-    settings = settings_of(results)
-    for source in (results.get("languages_without_data"), settings.get("languages_without_data")):
+    for source in (view.languages_without_data, view.merged_settings().languages_without_data):
         if source is not None:
             return _iso_list(source)
-    langs = langs if langs is not None else languages_of(results, None)
     if not langs:
         return None
-    h1 = mapping_at(results, "h1")
-    by_language = h1.get("by_language") if isinstance(h1, Mapping) else None
-    scored = {
-        str(iso)
-        for iso, block in (by_language or {}).items()
-        if as_float(estimate_of(block).get("estimate")) is not None
-    }
+    scored = set(_scored(view))
     return [
         {"iso": iso, "reason": "no scored rows"}
         for iso, meta in langs.items()
@@ -127,47 +113,34 @@ def describe(entry: object) -> str:
     return f"{name} ({', '.join(details)})" if details else name or fmt_value(dict(entry))
 
 
+def _models_fact(view: StudyResults, typed: SettingsModel) -> str:
+    """The models as recorded in the settings, else the models H1 has estimates for."""
+    if typed.models:
+        return "; ".join(describe(m.record()) for m in typed.models)
+    by_model = view.h1.by_model if view.h1 is not None else None
+    return ", ".join(by_model) if by_model else "not recorded"
+
+
 def header_facts(
-    results: Mapping[str, Any],
-    langs: Mapping[str, Mapping[str, Any]],
-    settings: Mapping[str, Any],
-    typed: SettingsModel,
+    view: StudyResults, langs: Mapping[str, Mapping[str, Any]], typed: SettingsModel
 ) -> tuple[list[tuple[str, str]], list[dict[str, str]] | None]:
-    """The header's facts (corpus, models, languages, band, date, version); ``typed`` is the
-    merged settings as typed fields (``StudyResults.merged_settings``), ``settings`` the same as
-    records, for the open mappings it lists (the models)."""
-    h1 = mapping_at(results, "h1")
+    """The header's facts (corpus, models, languages, band, date, version), from typed fields:
+    ``view`` is the document, ``typed`` its merged settings (``StudyResults.merged_settings``)."""
     facts: list[tuple[str, str]] = []
-    sources = settings.get("sources") or results.get("sources")
-    if sources:
-        items = sources if isinstance(sources, list | tuple) else [sources]
-        facts.append(("corpus", "; ".join(describe(s) for s in items)))
-    else:
-        facts.append(("corpus", "not recorded"))
-    models = settings.get("models")
-    if models:
-        items = models if isinstance(models, list | tuple) else [models]
-        facts.append(("models", "; ".join(describe(m) for m in items)))
-    elif isinstance(h1, Mapping) and h1.get("by_model"):
-        facts.append(("models", ", ".join(str(m) for m in h1["by_model"])))
-    else:
-        facts.append(("models", "not recorded"))
-    with_data = _iso_list(settings.get("languages_with_data") or results.get("languages_with_data"))
-    if not with_data and isinstance(h1, Mapping) and isinstance(h1.get("by_language"), Mapping):
+    sources = "; ".join(describe(s) for s in typed.sources or [])
+    facts.append(("corpus", sources or "not recorded"))
+    facts.append(("models", _models_fact(view, typed)))
+    with_data = typed.languages_with_data or view.languages_with_data
+    if not with_data and view.h1 is not None and view.h1.by_language is not None:
         anchors = [iso for iso, meta in langs.items() if meta.get("role") in ("reference", "baseline")]
-        scored = [
-            str(k)
-            for k, v in h1["by_language"].items()
-            if as_float(estimate_of(v).get("estimate")) is not None
-        ]
-        with_data = _iso_list([*anchors, *scored])
+        with_data = [*anchors, *_scored(view)]
     facts.append(
         (
             "languages analysed",
-            ", ".join(lang_name(e["iso"], langs) for e in with_data) if with_data else "not recorded",
+            ", ".join(lang_name(iso, langs) for iso in with_data) if with_data else "not recorded",
         )
     )
-    missing = languages_without_data(results, langs)
+    missing = languages_without_data(view, langs)
     if missing is None:
         facts.append(("languages without data", "not recorded"))
     elif missing:
@@ -225,7 +198,9 @@ def ci_label_of(settings: SettingsModel) -> str:
     return f"{confidence * 100:g}% CI" if confidence is not None and 0 < confidence < 1 else "95% CI"
 
 
-def settings_list(settings: Mapping[str, Any]) -> list[tuple[str, str]]:
+def settings_list(typed: SettingsModel) -> list[tuple[str, str]]:
+    """Every recorded setting as (key, text), never a secret-looking one (the appendix)."""
+    settings = typed.model_dump(exclude_unset=True)
     first = ("seed", "replicates", "bootstrap_replicates", "confidence", "config_hash", "rule", "band")
     ordered = [k for k in first if k in settings] + sorted(k for k in settings if k not in first)
     out = []

@@ -29,7 +29,6 @@ from clcg_pipeline.report._document import (
     languages_of,
     metric_of,
     settings_list,
-    settings_of,
     warnings_of,
 )
 from clcg_pipeline.report._empty_tables import collapse_empty_tables
@@ -121,12 +120,12 @@ def render_report(
     raw_h1 = results.get("h1")
     h1: H1Results = raw_h1 if isinstance(raw_h1, Mapping) else {}  # type: ignore[assignment]
     langs = languages_of(results, languages)
-    settings, typed_settings = settings_of(results), view.merged_settings()
+    typed_settings = view.merged_settings()
     definitions = view.definitions or {}
     ci_label = ci_label_of(typed_settings)
     metric = metric_of(typed_settings)
     builder = _builder(langs, definitions, ci_label, typed_settings)
-    header, missing = header_facts(results, langs, settings, typed_settings)
+    header, missing = header_facts(view, langs, typed_settings)
     summary = _summary(h1, builder, definitions)
     counts = (view.h1.n if view.h1 is not None else None) or {}
     language_section = _by_language(h1, langs, builder, definitions, metric)
@@ -179,7 +178,7 @@ def render_report(
         estimate_columns=estimate_columns,
         estimate_rows=estimate_rows,
         estimates_truncated=estimates_truncated,
-        settings=settings_list(settings),
+        settings=settings_list(typed_settings),
         numeric_columns={
             "estimate",
             ci_label,

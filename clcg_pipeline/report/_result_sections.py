@@ -31,7 +31,7 @@ from clcg_pipeline.report._labels import H1_SUMMARY, KNOWN_SECTIONS, METRIC_NAME
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.report._studies import chart
 from clcg_pipeline.report._svg import Bar, bar_chart_svg
-from clcg_pipeline.report._typed_sections import context_gain_section, h2_section
+from clcg_pipeline.report._typed_sections import context_gain_section, h2_section, repetitions_section
 from clcg_pipeline.storage import (
     Estimate,
     EstimateModel,
@@ -99,6 +99,8 @@ def result_sections(
                 sections.append(h2_section(name, title, view.h2, builder, caption))
             elif name == "context_gain" and view.context_gain is not None:
                 sections.append(context_gain_section(name, title, view.context_gain, builder, caption))
+            elif name == "repetitions" and view.repetitions is not None:
+                sections.append(repetitions_section(name, title, view.repetitions, builder, caption))
             elif name in ("h3", "level_profile") and isinstance(value, Mapping):
                 typed_h3 = view.h3 if name == "h3" else None
                 sections.append(_level_section(name, title, value, builder, caption, typed_h3))

@@ -14,12 +14,11 @@ from clcg_pipeline.report._document import (
     lang_name,
     languages_of,
     languages_without_data,
-    settings_of,
 )
 from clcg_pipeline.report._format import MISSING, as_float, fmt_ci, fmt_int, fmt_num, mapping_at
 from clcg_pipeline.report._labels import H1_SUMMARY
 from clcg_pipeline.report._page import flags_of
-from clcg_pipeline.storage import EstimateModel, H1Model, study_results_view
+from clcg_pipeline.storage import EstimateModel, H1Model, ModelSetting, study_results_view
 
 
 def _no_data_lines(missing: Sequence[Mapping[str, Any]], langs: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -43,38 +42,31 @@ def _no_data_lines(missing: Sequence[Mapping[str, Any]], langs: Mapping[str, Map
     ]
 
 
-def _model_label(model: object) -> str:
+def _model_label(model: ModelSetting) -> str:
     """A model's id, marked when its answers are simulated (the demo's offline reader)."""
-    if not isinstance(model, Mapping):
-        return str(model)
-    return str(model.get("id", model)) + (
-        " (SIMULATED gap, see the report)" if model.get("simulated") else ""
-    )
+    return str(model.id) + (" (SIMULATED gap, see the report)" if model.simulated else "")
 
 
 def _caption(results: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]) -> str:
     """What the table measured (metric, band, corpus, models) and which languages had no data."""
-    settings = settings_of(results)
     lines = []
-    # The band from the typed settings (only the parts they are merged from are read here).
-    parts = {key: results[key] for key in ("h1", "settings") if key in results}
-    band = study_results_view(parts).merged_settings().band
-    if band is not None:
-        lines.append("measured: " + band_text(band))
+    # Typed (a field of another type than its shape's is a DocumentError naming it); only the
+    # sections read here are validated.
+    read = ("h1", "settings", "languages_with_data", "languages_without_data")
+    view = study_results_view({key: results[key] for key in read if key in results})
+    settings = view.merged_settings()
+    if settings.band is not None:
+        lines.append("measured: " + band_text(settings.band))
     else:
         lines.append("measured: metric and band not recorded")
-    sources = settings.get("sources") or results.get("sources")
-    if sources:
-        items = sources if isinstance(sources, list | tuple) else [sources]
-        lines.append("corpus: " + "; ".join(describe(s) for s in items))
-    models = settings.get("models")
-    h1 = mapping_at(results, "h1")
-    if models:
-        items = models if isinstance(models, list | tuple) else [models]
-        lines.append("models: " + ", ".join(_model_label(m) for m in items))
-    elif isinstance(h1, Mapping) and isinstance(h1.get("by_model"), Mapping) and h1["by_model"]:
-        lines.append("models: " + ", ".join(str(m) for m in h1["by_model"]))
-    missing = languages_without_data(results, langs)
+    if settings.sources:
+        lines.append("corpus: " + "; ".join(describe(s) for s in settings.sources))
+    by_model = view.h1.by_model if view.h1 is not None else None
+    if settings.models:
+        lines.append("models: " + ", ".join(_model_label(m) for m in settings.models))
+    elif by_model:
+        lines.append("models: " + ", ".join(by_model))
+    missing = languages_without_data(view, langs)
     if missing:
         lines.extend(_no_data_lines(missing, langs))
     elif missing is not None:

@@ -1,6 +1,7 @@
-"""The ``h2`` and ``context_gain`` sections, read from their typed models (issue 34).
+"""The ``h2``, ``context_gain`` and ``repetitions`` sections, read from their typed models (issue 34).
 
-``storage.H2Results`` and ``storage.ContextGainResults`` are the sections' shapes, validated
+``storage.H2Results``, ``storage.ContextGainResults`` and ``storage.RepetitionsResults`` are the
+sections' shapes, validated
 when the document is written and when the report reads it (``study_results_view``): a field of
 another type is a ``DocumentError`` naming it, never a blank cell. Each row here reads a typed
 field; the estimate rows are drawn by the builder every estimate of the report shares.
@@ -20,6 +21,7 @@ from clcg_pipeline.storage import (
     EstimateRecord,
     H2Contrast,
     H2Results,
+    RepetitionsResults,
 )
 
 # The three parts of a memorability contrast, in the order the section shows them.
@@ -140,4 +142,61 @@ def context_gain_section(
         section.parts.append(
             _pruned(Part("table", columns=["class", "languages", "gain", *columns], rows=rows))
         )
+    return section
+
+
+def _spread_rows(key: str, typed: RepetitionsResults, builder: SectionBuilder) -> list[Part]:
+    """The per-model CLCG of each repetition, and the Spearman of each pair of repetitions."""
+    parts: list[Part] = []
+    if typed.by_model:
+        reps = list(dict.fromkeys(rep for per_rep in typed.by_model.values() for rep in per_rep))
+        rows = [
+            Row(cells=[model, *(fact_text(per_rep[r]) if r in per_rep else MISSING for r in reps)])
+            for model, per_rep in typed.by_model.items()
+        ]
+        columns = ["model", *(builder.label(r, f"{key}/by_model/rep") for r in reps)]
+        parts += [
+            Part("heading", text=LABELS["by_model"]),
+            _pruned(Part("table", columns=columns, rows=rows)),
+        ]
+    if typed.pairwise_spearman:
+        rows = [
+            Row(
+                cells=[
+                    builder.label(pair, f"{key}/pairwise_spearman"),
+                    fact_text(r.rho),
+                    fact_text(r.p),
+                    fmt_int(r.n),
+                ]
+            )
+            for pair, r in typed.pairwise_spearman.items()
+        ]
+        columns = ["repetitions", "Spearman rho", "p", "n"]
+        parts += [
+            Part("heading", text=builder.label("pairwise_spearman", key)),
+            _pruned(Part("table", columns=columns, rows=rows)),
+        ]
+    return parts
+
+
+def repetitions_section(
+    key: str, title: str, typed: RepetitionsResults, builder: SectionBuilder, caption: str
+) -> Section:
+    """Repetitions: CLCG per repetition, its spread, per model, and how the model rankings agree."""
+    section = Section(key=key, title=title, caption=caption)
+    if typed.model_fields_set <= {"status"}:
+        section.parts.append(_why_not(typed))
+        return section
+    _facts(section, builder, key, typed, ("status", "articles", "kendalls_w", "mean_pairwise_spearman"))
+    if typed.per_repetition:
+        rows = [
+            builder.estimate_row(builder.label(rep, f"{key}/per_repetition"), estimate.record())
+            for rep, estimate in typed.per_repetition.items()
+        ]
+        section.parts.append(Part("heading", text=builder.label("per_repetition", key)))
+        section.parts.append(builder.estimate_table(rows))
+    if typed.summary is not None:
+        section.parts.append(Part("heading", text=builder.label("summary", key)))
+        _facts(section, builder, f"{key}/summary", typed.summary, ("mean", "sd", "min", "max"))
+    section.parts.extend(_spread_rows(key, typed, builder))
     return section

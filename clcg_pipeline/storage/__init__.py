@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 from clcg_pipeline.storage._analysis_sections import (
+    Band,
     ContextGainEntry,
     ContextGainResults,
     ContextSelector,
@@ -12,7 +13,14 @@ from clcg_pipeline.storage._analysis_sections import (
     H2Results,
     H3Results,
     H3Slope,
+    LanguagesWithoutData,
+    LanguageWithoutData,
     LevelScale,
+    ModelEntry,
+    RepetitionsResults,
+    RepetitionSummary,
+    SpearmanResult,
+    StudySettings,
 )
 from clcg_pipeline.storage._catalog import (
     CATALOG_FILE,
@@ -37,7 +45,6 @@ from clcg_pipeline.storage._document_validation import (
 )
 from clcg_pipeline.storage._documents import (
     AlphaRow,
-    Band,
     Ceiling,
     ClassAdequacy,
     CrosslingualLoss,
@@ -67,7 +74,6 @@ from clcg_pipeline.storage._documents import (
     SelfPreference,
     SpearmanRow,
     StudyResultsDocument,
-    StudySettings,
     TaxonomyJudge,
     TieGroups,
     document_keys,
@@ -244,6 +250,8 @@ __all__ = [
     "LabelFrequencyView",
     "LabelTransition",
     "LanguageEntry",
+    "LanguageWithoutData",
+    "LanguagesWithoutData",
     "LeaderboardDocument",
     "LeaderboardRow",
     "LeaderboardTies",
@@ -256,6 +264,7 @@ __all__ = [
     "MixedPreferenceView",
     "ModelContrastsModel",
     "ModelContrastsResults",
+    "ModelEntry",
     "ModelSetting",
     "NewModel",
     "NewModelView",
@@ -274,9 +283,12 @@ __all__ = [
     "PromptTokens",
     "QcStep",
     "QcStepView",
+    "RepetitionSummary",
+    "RepetitionsResults",
     "RunSpend",
     "SelfPreference",
     "SettingsModel",
+    "SpearmanResult",
     "SpearmanRow",
     "Spend",
     "StudyResults",

@@ -1,16 +1,22 @@
-"""The ``h2``, ``h3`` and ``context_gain`` sections of ``study_results.json`` as pydantic models (issue 34).
+"""Sections of ``study_results.json`` as pydantic models (issue 34): ``settings``, ``h2``, ``h3``,
+``context_gain`` and ``repetitions``.
 
 One model per section, owned here: ``StudyResultsDocument`` (``_documents``) declares the
 sections with them, so :func:`validate_document` checks them where the document is written
 (results/assets.py) and read (the report, ``clcg`` commands); ``StudyResults``
 (``_result_models``) reads them through the same models, so the report's sections read typed
-fields. Closed (``extra="forbid"``: a renamed or misspelt key is refused), strict (no ``"12"``
-for an int, no ``True`` for a number), frozen. Every field may be absent: a section that could
+fields. Closed (``extra="forbid"``: a renamed or misspelt key is refused; only a
+``settings.models`` entry stays open), strict (no ``"12"`` for an int, no ``True`` for a
+number), frozen. Every field may be absent: a section that could
 not be computed says its status and reason only; ``model_fields_set`` is the keys it has.
-The producers are analysis/sections/h2.py, h3.py and context.py.
+The producers are analysis/_settings.py (``settings``, also under ``h1.settings``; the lists
+of languages with and without data also at the top level of the document) and
+analysis/sections/h2.py, h3.py, context.py and repetitions.py.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -137,3 +143,96 @@ class H3Results(_Section):
     standardization: dict[str, LevelScale] | None = None
     slope: H3Slope | None = None
     note: str | None = None
+
+
+class Band(_Section):
+    """``settings.band``: the metric and the slice of items the headline estimates use."""
+
+    metric: str | None = None
+    levels: list[str] | None = None
+    item_source: str | None = None
+    context_scope: str | None = None
+
+
+class ModelEntry(BaseModel):
+    """One entry of ``settings.models``: the fields the report reads are typed; the entry stays an
+    open mapping (a provider's own fields pass through, ``model_extra``)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    id: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    knowledge_cutoff: str | None = None  # None: the model has no knowledge cutoff
+    simulated: str | None = None  # what is simulated about its answers (analysis/_settings.py)
+
+    def record(self) -> dict[str, Any]:
+        """The entry as its JSON object (declared and extra keys, only those it has)."""
+        return self.model_dump(exclude_unset=True)
+
+
+class LanguageWithoutData(_Section):
+    """One entry of ``languages_without_data``: a panel language with no scored rows, and why."""
+
+    iso: str | None = None
+    name: str | None = None
+    role: str | None = None
+    reason: str | None = None
+
+
+#: ``languages_without_data``: entries with the reason, or bare ISO codes (older documents).
+LanguagesWithoutData = list[LanguageWithoutData | str]
+
+
+class StudySettings(_Section):
+    """``settings`` (and ``h1.settings``): how the estimates were computed (never a credential)."""
+
+    seed: int | None = None
+    replicates: int | None = None
+    bootstrap_replicates: int | None = None
+    confidence: float | None = None
+    min_articles: int | None = None
+    band: Band | None = None
+    rule: str | None = None
+    replicate_rule: str | None = None
+    config_hash: str | None = None
+    bootstrap: str | None = None
+    n_rows: int | None = None
+    n_band_rows: int | None = None
+    models: list[ModelEntry] | None = None
+    sources: list[dict[str, Any]] | None = None  # open mappings: each source's own fields
+    languages_without_data: LanguagesWithoutData | None = None
+    languages_with_data: list[str] | None = None
+    generated_at: str | None = None
+    code_version: str | dict[str, Any] | None = None
+
+
+class RepetitionSummary(_Section):
+    """``repetitions.summary``: the spread of the per-repetition CLCG."""
+
+    mean: float | None = None
+    sd: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+class SpearmanResult(_Section):
+    """One pair of ``repetitions.pairwise_spearman``: the model ranks of two repetitions compared."""
+
+    rho: float | None = None
+    p: float | None = None
+    n: int | None = None
+
+
+class RepetitionsResults(_Section):
+    """``repetitions``: CLCG per repetition on the articles answered more than once, and how well
+    the model rankings of the repetitions agree (analysis/sections/repetitions.py)."""
+
+    status: str | None = None
+    articles: int | None = None
+    per_repetition: dict[str, EstimateRecord] | None = None
+    summary: RepetitionSummary | None = None
+    by_model: dict[str, dict[str, float | None]] | None = None  # model -> repetition -> CLCG
+    kendalls_w: float | None = None
+    pairwise_spearman: dict[str, SpearmanResult] | None = None  # "0-1" -> the pair's Spearman
+    mean_pairwise_spearman: float | None = None

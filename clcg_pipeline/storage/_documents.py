@@ -11,8 +11,10 @@ producer builds plain dicts typed by them and the report reads those dicts; pyda
 document against them (``_document_validation.validate_document``, a ``TypeAdapter`` under
 ``DOCUMENT_CONFIG``: unknown keys and wrong types refused) where it is written and read. Readers
 that want attributes instead of ``.get()`` validate into the pydantic views of ``_result_models``.
-Sections converted since are pydantic models of their own, checked by the same call: ``h2``,
-``h3`` and ``context_gain`` (``_analysis_sections``), read by the report through the same models.
+Sections converted since are pydantic models of their own, checked by the same call:
+``settings`` (and ``h1.settings``), ``h2``, ``h3``, ``context_gain`` and ``repetitions``
+(``_analysis_sections``),
+read by the report through the same models.
 """
 
 from __future__ import annotations
@@ -22,42 +24,19 @@ from typing import Any
 from pydantic import with_config
 from typing_extensions import TypedDict
 
-from clcg_pipeline.storage._analysis_sections import ContextGainResults, H2Results, H3Results
+from clcg_pipeline.storage._analysis_sections import (
+    ContextGainResults,
+    H2Results,
+    H3Results,
+    LanguagesWithoutData,
+    RepetitionsResults,
+    StudySettings,
+)
 from clcg_pipeline.storage._granularity_documents import GranularityResults
 from clcg_pipeline.storage._shared_shapes import DOCUMENT_CONFIG, Estimate, Interval
 
 # ---------------------------------------------------------------------------------------------
 # The analysis stage: the estimates and the merged document
-
-
-class Band(TypedDict, total=False):
-    metric: str
-    levels: list[str]
-    item_source: str
-    context_scope: str
-
-
-class StudySettings(TypedDict, total=False):
-    """``settings``: how the estimates were computed (never a credential)."""
-
-    seed: int
-    replicates: int
-    bootstrap_replicates: int
-    confidence: float
-    min_articles: int
-    band: Band
-    rule: str
-    replicate_rule: str
-    config_hash: str
-    bootstrap: str
-    n_rows: int
-    n_band_rows: int
-    models: list[dict[str, Any]]
-    sources: list[dict[str, Any]]
-    languages_without_data: list[Any]
-    languages_with_data: list[Any]
-    generated_at: str
-    code_version: str | dict[str, Any]
 
 
 class LanguageEntry(TypedDict, total=False):
@@ -513,8 +492,8 @@ class StudyResultsDocument(TypedDict, total=False):
     settings: StudySettings
     h1: H1Results
     languages: list[LanguageEntry]
-    languages_without_data: list[Any]
-    languages_with_data: list[Any]
+    languages_without_data: LanguagesWithoutData
+    languages_with_data: list[str]
     warnings: list[str | dict[str, Any]]
     definitions: dict[str, Definition | str]
     estimands: dict[str, Estimate]
@@ -533,7 +512,7 @@ class StudyResultsDocument(TypedDict, total=False):
     equivalence: dict[str, Any]
     mixed_effects: dict[str, Any]
     multiplicity: Any
-    repetitions: dict[str, Any]
+    repetitions: RepetitionsResults
     context_gain: ContextGainResults
     nomological: dict[str, Any]
     context_scope: dict[str, Any]

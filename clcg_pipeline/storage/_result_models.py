@@ -20,7 +20,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from clcg_pipeline.storage._analysis_sections import ContextGainResults, H2Results, H3Results
+from clcg_pipeline.storage._analysis_sections import (
+    Band,
+    ContextGainResults,
+    H2Results,
+    H3Results,
+    LanguagesWithoutData,
+    ModelEntry,
+    RepetitionsResults,
+    StudySettings,
+)
 
 
 class _View(BaseModel):
@@ -45,34 +54,11 @@ class EstimateModel(_View):
         return self.ci_low is not None and self.ci_high is not None
 
 
-class ModelSetting(_View):
-    """One entry of ``settings.models``: the model and, for the demo's offline reader, its note."""
-
-    id: str | None = None
-    simulated: str | None = None  # what is simulated about its answers (analysis/_settings.py)
-
-
-class BandView(_View):
-    """``settings.band``: the metric and the slice of items the headline estimates use."""
-
-    metric: str | None = None
-    levels: list[str] | None = None
-    item_source: str | None = None
-    context_scope: str | None = None
-
-
-class SettingsModel(_View):
-    """``settings`` (and ``h1.settings``): the parts a reader uses."""
-
-    models: list[ModelSetting] | None = None
-    replicates: int | None = None
-    bootstrap_replicates: int | None = None
-    confidence: float | None = None
-    band: BandView | None = None
-    generated_at: str | None = None
-    code_version: str | dict[str, Any] | None = None
-    config_hash: str | None = None
-    sources: list[dict[str, Any]] | None = None  # open mappings in the shape, as ``models``'s entries
+# The settings section is its own pydantic model (``_analysis_sections``, closed like ``h2``):
+# the shape validated on write and read is the view the report reads, under the old names too.
+ModelSetting = ModelEntry
+BandView = Band
+SettingsModel = StudySettings
 
 
 class H1Model(_View):
@@ -443,6 +429,8 @@ class StudyResults(_View):
     h1: H1Model | None = None
     model_contrasts: ModelContrastsModel | None = None
     settings: SettingsModel | None = None
+    languages_with_data: list[str] | None = None
+    languages_without_data: LanguagesWithoutData | None = None
     new_model: NewModelView | None = None
     error_taxonomy: ErrorTaxonomyView | None = None
     human_validation: HumanValidationView | None = None
@@ -450,10 +438,12 @@ class StudyResults(_View):
     drilldown: dict[str, list[DrilldownItemView]] | None = None
     definitions: dict[str, DefinitionView | str] | None = None
     metric_sensitivity: MetricSensitivityView | None = None
-    # Sections whose shape is their pydantic model (closed: the view and the shape are one).
+    # Sections whose shape is their pydantic model (closed: the view and the shape are one; so is
+    # ``settings`` above).
     h2: H2Results | None = None
     h3: H3Results | None = None
     context_gain: ContextGainResults | None = None
+    repetitions: RepetitionsResults | None = None
     # Older documents put these beside ``settings`` instead of in it.
     config_hash: str | None = None
     generated_at: str | None = None

@@ -3,6 +3,8 @@ stopped calls is said in one line: which budget, what was spent, the calls left,
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -83,3 +85,28 @@ def test_the_study_budget_line_says_what_the_study_spent_by_its_ledger(
         "the level auditor: $0.0275 spent by the study in all, 1 calls left unmade; raise budget_usd "
         "in study.yaml and run `clcg run` again to resume (paid calls are kept)"
     )
+
+
+def test_the_study_budget_line_adds_what_dead_processes_were_charged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget counts a dead process's reservations like spend: the line says them, once,
+    so a study stopped partly by them does not show a figure below its limit."""
+    monkeypatch.delenv("CLCG_COORD_URL", raising=False)
+    monkeypatch.delenv("CLCG_COORD_DIR", raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    cache = str(tmp_path / "cache")
+    root = coord_backend(cache).root
+    assert root is not None
+    ledger = SpendLedger(root)
+    ledger.settle(ledger.reserve(0.03, 0.05), 0.0275)
+    old = time.time() - 7200  # another host's reservation, older than its TTL: charged at death
+    line = {"op": "reserve", "id": "gone", "usd": 0.02, "host": "another-host", "pid": 1, "t": old}
+    with open(ledger.path, "a") as handle:
+        handle.write(json.dumps(line) + "\n")
+    ledger.close()
+    options = CallOptions(cache_dir=cache, budget=Budget(None), study_budget_usd=0.05)
+    said = budget_stop_line("the level auditor", _calls(None, STUDY_BUDGET_STOP), options)
+    assert said is not None
+    assert ": $0.0275 spent by the study in all, plus $0.0200 reserved by processes that died " in said
+    assert said.count("$0.0200") == 1 and said.endswith("(paid calls are kept)")

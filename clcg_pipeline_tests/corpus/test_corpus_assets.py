@@ -180,3 +180,75 @@ def test_empty_language_file_is_an_error_and_keeps_stored_data(
         assert "language 'pt'" in message and "por_Latn.jsonl" in message
         assert "must hold records" in message and "delete it" in message
         assert _snapshot(data) == stored
+
+
+# -- several languages in one run (issue 32: the source parsed once, not once per language) --
+
+_RANGE = {"dagster/asset_partition_range_start": "en", "dagster/asset_partition_range_end": "pt"}
+
+
+def _materialize_range(config: Path, data: Path, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
+    """One run over en..pt, as a backfill of the corpus (or ``clcg run``) launches it."""
+    defs = build_corpus_defs(load_config(config))
+    corpus = next(
+        a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.node_def.name == "corpus"
+    )
+    assert corpus.backfill_policy == dg.BackfillPolicy.single_run()  # a backfill is one run
+    return materialize(
+        [corpus],
+        tags=_RANGE,
+        resources={
+            "study": StudyResource(config_dir=str(config), data_dir=str(data)),
+            "io_manager": ParquetIOManager(base_path=str(data)),
+        },
+        instance=instance,
+        raise_on_error=False,
+    )
+
+
+def test_a_range_run_stores_and_checks_each_language_as_its_partition(
+    belebele_study: tuple[Path, Path, Path],
+) -> None:
+    config, _, data = belebele_study
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = _materialize_range(config, data, instance)
+        assert result.success, _failure_message(result) if not result.success else ""
+        for table in CORPUS_TABLES:
+            assert instance.get_materialized_partitions(dg.AssetKey(table)) == {"en", "pt"}, table
+            for language in ("en", "pt"):
+                stored = read_frame(data / table / f"language={language}" / "data.parquet")
+                assert set(stored["language"]) <= {language}, (table, language)
+        evaluations = {(e.check_name, str(e.partition)) for e in result.get_asset_check_evaluations()}
+        assert evaluations == {
+            (check, language)
+            for check in ("alignment_coverage", "language_has_paragraphs")
+            for language in ("en", "pt")
+        }
+    paragraphs = read_frame(data / "paragraphs" / "language=pt" / "data.parquet")
+    assert len(paragraphs) > 0
+
+
+def test_an_unstorable_table_in_a_range_run_writes_no_language(
+    belebele_study: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pt's table cannot be stored: en, earlier in the range, is not overwritten either."""
+    import clcg_pipeline.corpus.assets as corpus_assets
+
+    config, _, data = belebele_study
+    with dg.DagsterInstance.ephemeral() as instance:
+        stored = _store_good_partitions(config, data, instance)
+        real = corpus_assets.load_source_cached
+
+        def with_unstorable_translation(source, languages):  # type: ignore[no-untyped-def]
+            tables = real(source, languages)
+            questions = list(tables.item_translations["question_original"])
+            questions[list(tables.item_translations["language"]).index("pt")] = 3
+            return dataclasses.replace(
+                tables, item_translations=tables.item_translations.assign(question_original=questions)
+            )
+
+        monkeypatch.setattr(corpus_assets, "load_source_cached", with_unstorable_translation)
+        result = _materialize_range(config, data, instance)
+        assert not result.success
+        assert "table 'item_translations' of language 'pt' cannot be stored" in _failure_message(result)
+        assert _snapshot(data) == stored

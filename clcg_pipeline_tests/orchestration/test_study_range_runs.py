@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from clcg_pipeline.orchestration import StudyRunError, run_study
+from clcg_pipeline.orchestration._jobs import CORPUS_ASSETS
 from clcg_pipeline.orchestration._partition_run import (
     RANGE_END_TAG,
     RANGE_START_TAG,
@@ -82,6 +83,18 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
     try:
         out["first"] = run()
+        with dg.DagsterInstance.get() as instance:
+            out["corpus_runs"] = instance.get_runs(filters=dg.RunsFilter(job_name="corpus_job"))
+            out["corpus_partitions"] = {
+                asset: instance.get_materialized_partitions(dg.AssetKey(asset)) for asset in CORPUS_ASSETS
+            }
+            out["corpus_checks"] = {
+                (check, str(evaluation.partition))
+                for run in out["corpus_runs"]
+                for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+                for evaluation in [entry.dagster_event.event_specific_data]  # type: ignore[union-attr]
+                for check in [evaluation.check_name]
+            }
         out["again"] = run()
         out["snapshot"] = json.loads((data / RECORDS / "_complete_run.json").read_text(encoding="utf-8"))
         shutil.rmtree(data / "scores" / "language=pt")  # one language's files gone
@@ -117,11 +130,33 @@ def test_one_model_is_one_run_whatever_its_languages(story: dict[str, Any]) -> N
     assert run.status == dg.DagsterRunStatus.SUCCESS
     for asset, by_key in written.items():
         assert by_key == dict.fromkeys(keys, run.run_id), asset
-    # corpus x3, inputs, the responses run, the analysis; one progress step per model.
-    assert summary.runs == len(LANGUAGES) + 3
+    # the corpus run, inputs, the responses run, the analysis; one progress step per model.
+    assert summary.runs == 4
     assert summary.response_calls > 0
-    assert {total for _, _, total in steps} == {len(LANGUAGES) + 3}
-    assert (f"{MODEL} / en..ka (3 languages)", len(LANGUAGES) + 2) in {(label, n) for label, n, _ in steps}
+    assert {total for _, _, total in steps} == {4}
+    labels = {(label, n) for label, n, _ in steps}
+    assert {("corpus en..ka (3 languages)", 1), (f"{MODEL} / en..ka (3 languages)", 3)} <= labels
+
+
+@pytest.mark.slow
+def test_a_new_studys_corpus_is_one_run_over_its_languages(story: dict[str, Any]) -> None:
+    """The source is parsed once for every language, not once per language's run."""
+    runs = story["corpus_runs"]
+    assert len(runs) == 1, [r.tags.get("dagster/partition") for r in runs]
+    run = runs[0]
+    assert (run.tags[RANGE_START_TAG], run.tags[RANGE_END_TAG]) == (LANGUAGES[0], LANGUAGES[-1])
+    assert run.status == dg.DagsterRunStatus.SUCCESS
+    # Each language is still its own partition, materialized and checked, as the UI shows it.
+    assert story["corpus_partitions"] == {asset: set(LANGUAGES) for asset in CORPUS_ASSETS}
+    checks = {(name, iso) for name in ("alignment_coverage", "language_has_paragraphs") for iso in LANGUAGES}
+    assert story["corpus_checks"] == checks
+    # Each language's files and records, written by that run.
+    data: Path = story["data"]
+    for asset in CORPUS_ASSETS:
+        records = read_records(str(data), asset)
+        assert {iso: records[iso]["run_id"] for iso in LANGUAGES} == dict.fromkeys(LANGUAGES, run.run_id)
+        for iso in LANGUAGES:
+            assert (data / asset / f"language={iso}" / "data.parquet").exists(), (asset, iso)
 
 
 @pytest.mark.slow
@@ -163,9 +198,9 @@ def test_each_worker_runs_one_models_range(story: dict[str, Any]) -> None:
         f"{iso}|{SECOND}": second.run_id for iso in LANGUAGES
     }
     # One progress step per model, numbered in order, out of a total that counts models.
-    total = len(LANGUAGES) + 1 + 2 + 1
-    numbered = [(n, label) for label, n, t in steps if t == total and n in (5, 6)]
-    assert sorted(n for n, _ in numbered) == [5, 6]
+    total = 1 + 1 + 2 + 1
+    numbered = [(n, label) for label, n, t in steps if t == total and n in (3, 4)]
+    assert sorted(n for n, _ in numbered) == [3, 4]
 
 
 @pytest.mark.slow

@@ -83,7 +83,7 @@ def _full() -> dict:
         "bh": [{"estimand": "h1", "p": 0.0001, "p_adj": 0.001}, {"estimand": "h4", "p": 0.5, "p_adj": 0.55}],
         "tost": {"p": 0.31, "equivalent": False, "bounds": [-0.02, 0.02]},
         "mixed_models": {"h1": {"converged": False, "estimate": 0.07}},
-        "repetitions": {"kendall_w": 0.93},
+        "repetitions": {"kendalls_w": 0.93},
         "context_gain": {"by_language": {"sw": {"gain": 0.2, "n": 36, "n_pairs": 6, "n_articles": 1}}},
         "nomological": {"joshi_spearman": _est(-0.594, -0.85, -0.2, n=16)},
         # A section the report does not know, with a list of records (rendered as a table).
@@ -452,7 +452,8 @@ def test_malicious_strings_are_escaped() -> None:
 
 def test_no_external_resources() -> None:
     results = _full()
-    results["settings"]["base_url"] = "https://example.org/v1"
+    # A URL in a field the settings' shape declares (a source's path; an undeclared key is refused).
+    results["settings"]["sources"] = [{"name": "web", "kind": "http", "path": "https://example.org/v1"}]
     results["drilldown"] = {"sw": [{"question": "see https://example.org", "difference": 0.5}]}
     html = render_report(results, _estimates())
     # Only inline CSS, SVG and one inline script: nothing is fetched.

@@ -77,3 +77,39 @@ def test_the_h3_level_chart_reads_the_typed_levels_and_a_wrong_type_is_refused()
     results["h3"]["standardized"]["L4"]["n"] = "0"
     with pytest.raises(DocumentError, match=r"field h3\.standardized\.L4\.n"):
         render_report(results, None)
+
+
+def _repetitions() -> dict:
+    return {
+        "articles": 6,
+        "per_repetition": {"0": _est(0.06, None, None, n=524), "1": _est(0.08, None, None, n=525)},
+        "summary": {"mean": 0.07, "sd": 0.014, "min": 0.06, "max": 0.08},
+        "by_model": {"gpt-x": {"0": 0.03, "1": 0.05}, "claude-y": {"0": 0.0017}},
+        "kendalls_w": 0.82,
+        "pairwise_spearman": {"0-1": {"rho": 0.8, "p": 0.2, "n": 4}},
+        "mean_pairwise_spearman": 0.8,
+    }
+
+
+def test_a_wrong_typed_repetitions_field_is_refused_naming_it() -> None:
+    results = _full()
+    results["repetitions"] = _repetitions()
+    results["repetitions"]["by_model"]["gpt-x"]["1"] = "0.05"
+    with pytest.raises(DocumentError, match=r"section 'repetitions', field repetitions\.by_model\.gpt-x\.1"):
+        render_report(results, None)
+
+
+def test_repetitions_show_each_repetition_the_models_and_the_pairs_from_typed_fields() -> None:
+    results = _full()
+    results["repetitions"] = _repetitions()
+    text = _text(_section_html(render_report(results, None), "result-repetitions"))
+    assert "Articles 6 Kendall's W 0.820 Mean pairwise Spearman 0.800" in text
+    assert "repetition 0 0.060" in text and "Summary Mean 0.070 SD 0.014" in text
+    # One row per model, a column per repetition; a repetition a model lacks is a dash.
+    assert "model repetition 0 repetition 1 gpt-x 0.030 0.050 claude-y 0.0017 \u2014" in text
+    assert "repetitions Spearman rho p n repetitions 0 vs 1 0.800 0.200 4" in text
+    # Nothing computed: why, once, no table of dashes.
+    results["repetitions"] = {"status": "not available: no rows"}
+    assert "not available: no rows" in _text(
+        _section_html(render_report(results, None), "result-repetitions")
+    )

@@ -17,7 +17,7 @@ import importlib
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from clcg_pipeline.calls._budget import Budget, Grant, bound_budget
@@ -173,38 +173,64 @@ class _BatchRun:
 
     def submit(self, fresh: list[ChatRequest]) -> None:
         batch_id = self.backend.submit(fresh)
+        # The ledger's reservation ids go with the record: a run that collects the batch after
+        # this process died settles them, which replaces their charge at death (not counted twice).
+        rids = {r.call_id: rid for r in fresh if (rid := self.reserved[r.call_id][1])}
         self.pending.append(
-            {"id": batch_id, "call_ids": [r.call_id for r in fresh], "submitted": time.time()}
+            {
+                "id": batch_id,
+                "call_ids": [r.call_id for r in fresh],
+                "submitted": time.time(),
+                "reservations": rids,
+            }
         )
         self.cache.put_meta(self.name, {"pending": self.pending})  # recorded before any wait: resumable
 
-    def _settle(self, call_id: str, result: CallResult) -> None:
-        estimate, rid = self.reserved.pop(call_id, (0.0, None))
+    def _settle(self, call_id: str, result: CallResult, recorded: str | None) -> None:
+        """End the call's reservation: this run's own, else the one its batch's record names."""
+        estimate, rid = self.reserved.pop(call_id, (0.0, recorded))
         self.budget.settle(estimate, result.cost_usd)
         if self.ledger is not None:
             self.ledger.settle(rid, result.cost_usd, model=self.model.id, call_id=call_id)
 
-    def _release(self, call_ids: Sequence[str]) -> None:
-        """End the reservations of calls that cost nothing (failed, or never sent)."""
+    def _release(self, call_ids: Sequence[str], recorded: Mapping[str, str] | None = None) -> None:
+        """End the reservations of calls that cost nothing (failed, or never sent): this run's
+        own, else those ``recorded`` with their batch (a dead submitter's, charged at its death)."""
         for call_id in call_ids:
             if call_id in self.reserved:
                 estimate, rid = self.reserved.pop(call_id)
                 self.budget.settle(estimate, 0.0)
                 if rid is not None and self.ledger is not None:
                     self.ledger.release(rid)
+            elif recorded and call_id in recorded and self.ledger is not None:
+                self.ledger.release(recorded[call_id])
 
     def collect(self, batch: dict[str, Any]) -> None:
-        """Every result of an ended batch: cached, settled, and kept if this run asked for it."""
+        """Every result of an ended batch that this run asked for: cached, settled, and kept.
+
+        Only the calls of ``todo`` (not cached when this run began): one that an earlier
+        collector cached is on record already, paid once (settled then, or its reservation
+        charged at that collector's death), so a rerun collecting the batch again adds nothing.
+        """
         elapsed = time.time() - float(batch.get("submitted", time.time()))
+        recorded: dict[str, str] = batch.get("reservations") or {}
+        settled: set[str] = set()
         for cid, output in self.backend.collect(batch["id"]):
+            if cid not in self.todo:
+                continue  # another run's request, or cached already: that run records it
             result = _collected(self.model, cid, output, elapsed)
             if not isinstance(output, str):
-                self._settle(cid, result)
-                if result.outcome in CACHEABLE and cid in self.todo:
-                    self.cache.put(cid, cache_entry(self.model, self.todo[cid], result))
-            if cid in self.todo:
-                self.results[cid] = result
-        self._release(batch["call_ids"])  # failed ones, and any the provider left out
+                settled.add(cid)
+                # The answer first, as ``_persist`` does: a death between the two writes leaves
+                # it cached (taken as cached by the rerun) and its reservation charged at death.
+                try:
+                    if result.outcome in CACHEABLE:
+                        self.cache.put(cid, cache_entry(self.model, self.todo[cid], result))
+                finally:
+                    self._settle(cid, result, recorded.get(cid))  # paid even if the cache write fails
+            self.results[cid] = result
+        # Failed ones, and any the provider left out: they cost nothing.
+        self._release([c for c in batch["call_ids"] if c in self.todo and c not in settled], recorded)
         self.pending = [b for b in self.pending if b["id"] != batch["id"]]
         self.cache.put_meta(self.name, {"pending": self.pending})
 
@@ -261,8 +287,9 @@ def run_batch(model: ModelSpec, requests: Sequence[ChatRequest], options: CallOp
     With ``options.batch_max_wait_s``, calls still pending when it runs out come back with
     outcome ``batch_pending`` (their predictions are ``missing``); the next run collects them.
     ``study_budget_usd`` is checked against the shared spend ledger at submission, and every
-    collected call's cost is recorded there (a pending batch is reserved only while the
-    process that submitted it lives).
+    collected call's cost is recorded there, once: cached first, then settled. A run that
+    ends with a batch pending releases its reservations; one that dies leaves them charged,
+    and the run that collects the batch settles (or releases) them in place of the charge.
     """
     bound = bind(model, requests)
     cache = CallCache(options.cache_dir)
