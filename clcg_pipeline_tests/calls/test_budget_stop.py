@@ -64,18 +64,27 @@ def test_the_run_budget_line_says_what_this_run_spent(tmp_path: Path) -> None:
     )
 
 
-def test_the_study_budget_line_says_what_the_study_spent_by_its_ledger(
+def _study_ledger_with_one_paid_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[str, SpendLedger]:
+    """A call cache in ``tmp_path`` coordinated through local files, and its study ledger (open)
+    holding one call paid $0.0275 under a $0.05 study budget."""
     monkeypatch.delenv("CLCG_COORD_URL", raising=False)
     monkeypatch.delenv("CLCG_COORD_DIR", raising=False)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     cache = str(tmp_path / "cache")
     root = coord_backend(cache).root
     assert root is not None
-    root.mkdir(parents=True)
+    root.mkdir(parents=True, exist_ok=True)
     ledger = SpendLedger(root)
     ledger.settle(ledger.reserve(0.03, 0.05), 0.0275)
+    return cache, ledger
+
+
+def test_the_study_budget_line_says_what_the_study_spent_by_its_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache, ledger = _study_ledger_with_one_paid_call(tmp_path, monkeypatch)
     ledger.close()
     assert study_spent(cache) == pytest.approx(0.0275)
     options = CallOptions(cache_dir=cache, budget=Budget(None), study_budget_usd=0.05)
@@ -92,14 +101,7 @@ def test_the_study_budget_line_adds_what_dead_processes_were_charged(
 ) -> None:
     """The budget counts a dead process's reservations like spend: the line says them, once,
     so a study stopped partly by them does not show a figure below its limit."""
-    monkeypatch.delenv("CLCG_COORD_URL", raising=False)
-    monkeypatch.delenv("CLCG_COORD_DIR", raising=False)
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    cache = str(tmp_path / "cache")
-    root = coord_backend(cache).root
-    assert root is not None
-    ledger = SpendLedger(root)
-    ledger.settle(ledger.reserve(0.03, 0.05), 0.0275)
+    cache, ledger = _study_ledger_with_one_paid_call(tmp_path, monkeypatch)
     old = time.time() - 7200  # another host's reservation, older than its TTL: charged at death
     line = {"op": "reserve", "id": "gone", "usd": 0.02, "host": "another-host", "pid": 1, "t": old}
     with open(ledger.path, "a") as handle:

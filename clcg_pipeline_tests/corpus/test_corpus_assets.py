@@ -137,27 +137,32 @@ def test_bad_field_fails_before_anything_is_written_and_names_the_language(
         assert _snapshot(data) == stored
 
 
+def _make_pt_translation_unstorable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source loader gives pt's first translated question as an int among strings: Arrow
+    cannot store the column, after the three tables before it were good."""
+    import clcg_pipeline.corpus.assets as corpus_assets
+
+    real = corpus_assets.load_source_cached
+
+    def with_unstorable_translation(source, languages):  # type: ignore[no-untyped-def]
+        tables = real(source, languages)
+        questions = list(tables.item_translations["question_original"])
+        questions[list(tables.item_translations["language"]).index("pt")] = 3
+        return dataclasses.replace(
+            tables, item_translations=tables.item_translations.assign(question_original=questions)
+        )
+
+    monkeypatch.setattr(corpus_assets, "load_source_cached", with_unstorable_translation)
+
+
 def test_unstorable_table_writes_no_table_of_the_partition(
     belebele_study: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A failure on the last output (after three good ones) leaves all four stored files as they were."""
-    import clcg_pipeline.corpus.assets as corpus_assets
-
     config, _, data = belebele_study
     with dg.DagsterInstance.ephemeral() as instance:
         stored = _store_good_partitions(config, data, instance)
-        real = corpus_assets.load_source_cached
-
-        def with_unstorable_translation(source, languages):  # type: ignore[no-untyped-def]
-            tables = real(source, languages)
-            questions = list(tables.item_translations["question_original"])
-            first_pt = list(tables.item_translations["language"]).index("pt")
-            questions[first_pt] = 3  # an int among strings: Arrow cannot store the column
-            return dataclasses.replace(
-                tables, item_translations=tables.item_translations.assign(question_original=questions)
-            )
-
-        monkeypatch.setattr(corpus_assets, "load_source_cached", with_unstorable_translation)
+        _make_pt_translation_unstorable(monkeypatch)
         result = _materialize(config, data, "pt", instance)
         assert not result.success
         message = _failure_message(result)
@@ -232,22 +237,10 @@ def test_an_unstorable_table_in_a_range_run_writes_no_language(
     belebele_study: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """pt's table cannot be stored: en, earlier in the range, is not overwritten either."""
-    import clcg_pipeline.corpus.assets as corpus_assets
-
     config, _, data = belebele_study
     with dg.DagsterInstance.ephemeral() as instance:
         stored = _store_good_partitions(config, data, instance)
-        real = corpus_assets.load_source_cached
-
-        def with_unstorable_translation(source, languages):  # type: ignore[no-untyped-def]
-            tables = real(source, languages)
-            questions = list(tables.item_translations["question_original"])
-            questions[list(tables.item_translations["language"]).index("pt")] = 3
-            return dataclasses.replace(
-                tables, item_translations=tables.item_translations.assign(question_original=questions)
-            )
-
-        monkeypatch.setattr(corpus_assets, "load_source_cached", with_unstorable_translation)
+        _make_pt_translation_unstorable(monkeypatch)
         result = _materialize_range(config, data, instance)
         assert not result.success
         assert "table 'item_translations' of language 'pt' cannot be stored" in _failure_message(result)
