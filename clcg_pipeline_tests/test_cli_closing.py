@@ -35,6 +35,13 @@ def test_the_closing_line_counts_the_providers_calls_and_says_the_offline_ones_a
     # With no offline model configured every call is a paid one, and nothing is said apart.
     everything = closing_line(_summary(), [])
     assert "36 new paid model calls" in everything and "offline" not in everything
+    # A study of offline models only (the demo) paid nothing: one phrase says so.
+    only_offline = RunSummary(runs=4, skipped=0)
+    only_offline.count("judges", 30, 0.0, "offline-judge-a")
+    assert closing_line(only_offline, OFFLINE) == (
+        "4 Dagster runs, 0 partitions already up to date; no paid model call; "
+        "30 offline model calls (run here: no provider request)"
+    )
 
 
 def test_earlier_runs_unsaid_spend_is_its_own_line_and_the_study_total_is_labelled() -> None:

@@ -27,12 +27,16 @@ def closing_line(summary: RunSummary, offline: Iterable[str]) -> str:
     totals = {"responses": summary.response_calls, "tasks": summary.task_calls, "judges": summary.judge_calls}
     paid = {kind: totals[kind] - summary.offline_calls(offline, kind) for kind, _ in KINDS}
     kinds = ", ".join(f"{paid[kind]} {label}" for kind, label in KINDS)
-    line = (
-        f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "
+    line = f"{summary.runs} Dagster runs, {summary.skipped} partitions already up to date; "
+    local = summary.offline_calls(offline)
+    if not sum(paid.values()) and not summary.new_cost_usd and local:
+        # An offline study (the demo): nothing paid is one phrase, not three zeros and "paid".
+        return line + f"no paid model call; {local} offline model calls (run here: no provider request)"
+    line += (
         f"{sum(paid.values())} new paid model calls ({kinds}) costing ${summary.new_cost_usd:.4f} "
         "(paid by this run)"
     )
-    if local := summary.offline_calls(offline):
+    if local:
         line += f"; {local} offline model calls besides (run here: no provider request)"
     return line
 
