@@ -7,6 +7,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -40,16 +41,18 @@ def belebele_study(
     return config_dir, source, data
 
 
-def _materialize(
-    config: Path, data: Path, language: str, instance: dg.DagsterInstance
-) -> dg.ExecuteInProcessResult:
+def _corpus_asset(config: Path) -> dg.AssetsDefinition:
     defs = build_corpus_defs(load_config(config))
-    corpus = next(
-        a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.node_def.name == "corpus"
-    )
+    return next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.node_def.name == "corpus")
+
+
+def _run_corpus(
+    corpus: dg.AssetsDefinition, config: Path, data: Path, instance: dg.DagsterInstance, **which: Any
+) -> dg.ExecuteInProcessResult:
+    """One run of the corpus asset; ``which``: its ``partition_key`` or the range's ``tags``."""
     return materialize(
         [corpus],
-        partition_key=language,
+        **which,
         resources={
             "study": StudyResource(config_dir=str(config), data_dir=str(data)),
             "io_manager": ParquetIOManager(base_path=str(data)),
@@ -57,6 +60,12 @@ def _materialize(
         instance=instance,
         raise_on_error=False,
     )
+
+
+def _materialize(
+    config: Path, data: Path, language: str, instance: dg.DagsterInstance
+) -> dg.ExecuteInProcessResult:
+    return _run_corpus(_corpus_asset(config), config, data, instance, partition_key=language)
 
 
 def _snapshot(data: Path) -> dict[str, bytes]:
@@ -194,21 +203,9 @@ _RANGE = {"dagster/asset_partition_range_start": "en", "dagster/asset_partition_
 
 def _materialize_range(config: Path, data: Path, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
     """One run over en..pt, as a backfill of the corpus (or ``clcg run``) launches it."""
-    defs = build_corpus_defs(load_config(config))
-    corpus = next(
-        a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.node_def.name == "corpus"
-    )
+    corpus = _corpus_asset(config)
     assert corpus.backfill_policy == dg.BackfillPolicy.single_run()  # a backfill is one run
-    return materialize(
-        [corpus],
-        tags=_RANGE,
-        resources={
-            "study": StudyResource(config_dir=str(config), data_dir=str(data)),
-            "io_manager": ParquetIOManager(base_path=str(data)),
-        },
-        instance=instance,
-        raise_on_error=False,
-    )
+    return _run_corpus(corpus, config, data, instance, tags=_RANGE)
 
 
 def test_a_range_run_stores_and_checks_each_language_as_its_partition(
