@@ -89,6 +89,15 @@ def add_fake_model(config_dir: Path, edit_yaml: Callable, url: str, key_env: str
 FAKE_PRICE_IN, FAKE_PRICE_OUT = 1.0, 4.0
 
 
+def paid_cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, key_env: str, key: str) -> Path:
+    """For ``clcg run`` through ``main``: a Dagster home in ``tmp_path``, the fake provider's key
+    in ``key_env``, lines wide enough that one line stays one; the data folder's path."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(key_env, key)
+    monkeypatch.setenv("COLUMNS", "400")
+    return tmp_path / "data"
+
+
 def fake_provider_bill(
     monkeypatch: pytest.MonkeyPatch, rewrite: Callable[[dict[str, Any]], None] | None = None
 ) -> list[float]:

@@ -16,7 +16,7 @@ from clcg_pipeline.calls.fake_server import FakeServer, Faults, reply_marker
 from clcg_pipeline.cli import main
 from clcg_pipeline.orchestration import plan_spent, run_study
 from clcg_pipeline.storage import call_spend, default_catalog_path, run_named_query, spend
-from clcg_pipeline_tests.conftest import add_fake_model, fake_provider_bill
+from clcg_pipeline_tests.conftest import add_fake_model, fake_provider_bill, paid_cli_env
 
 pytestmark = pytest.mark.slow
 
@@ -117,10 +117,7 @@ def test_a_study_budget_stops_the_authoring_calls_and_says_so_once(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,
 ) -> None:
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv(KEY_ENV, "fake-authoring-not-real")
-    monkeypatch.setenv("COLUMNS", "400")  # one line stays one line
-    data = tmp_path / "data"
+    data = paid_cli_env(monkeypatch, tmp_path, KEY_ENV, "fake-authoring-not-real")
     charges = fake_provider_bill(monkeypatch, _answer_the_generator_with_items)
     budget = 0.03  # under half of what the generator and the writer cost unbounded (about $0.069)
     edit_yaml(demo_config_dir / "study.yaml", _paid_authors(budget))

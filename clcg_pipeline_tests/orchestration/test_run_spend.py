@@ -15,7 +15,7 @@ from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.cli import main
 from clcg_pipeline.orchestration import plan_spent, run_study
 from clcg_pipeline.storage import call_spend, default_catalog_path, run_named_query, spend
-from clcg_pipeline_tests.conftest import add_fake_model, fake_provider_bill
+from clcg_pipeline_tests.conftest import add_fake_model, fake_provider_bill, paid_cli_env
 
 pytestmark = pytest.mark.slow
 
@@ -69,10 +69,7 @@ def test_a_study_budget_that_stops_calls_is_said_once(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,
 ) -> None:
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv(KEY_ENV, "fake-spend-not-real")
-    monkeypatch.setenv("COLUMNS", "400")  # one line stays one line
-    data = tmp_path / "data"
+    data = paid_cli_env(monkeypatch, tmp_path, KEY_ENV, "fake-spend-not-real")
     charges = fake_provider_bill(monkeypatch)
     edit_yaml(demo_config_dir / "study.yaml", lambda doc: doc.update(budget_usd=0.05))
     with FakeServer(Faults()) as server:
