@@ -290,8 +290,10 @@ def demo_study(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 # The modules that copy it: one xdist scope (``pytest_xdist_make_scheduler``), so one worker builds it.
 SMALL_STUDY_MODULES = (
+    "clcg_pipeline_tests/orchestration/test_adding_a_model.py",
     "clcg_pipeline_tests/test_daemon.py",
     "clcg_pipeline_tests/test_study_run_freshness.py",
+    "clcg_pipeline_tests/test_uncovered_languages.py",
 )
 SMALL_PANEL = ("en", "pt")
 

@@ -90,3 +90,16 @@ def test_the_no_op_fast_path_says_the_study_total_and_a_killed_runs_spend_once(
     assert main(argv) == 0
     again = capsys.readouterr().out
     assert "paid by earlier runs" not in again and "study total: $0.0600" in again  # said once
+
+
+def test_one_call_is_said_in_the_singular() -> None:
+    one = RunSummary(runs=1, skipped=0)
+    one.count("judges", 1, 0.0, "offline-judge-a")
+    assert closing_line(one, OFFLINE).endswith(
+        "no paid model call; 1 offline model call (run here: no provider request)"
+    )
+    one.count("responses", 1, 0.01, "fake-gpt")
+    line = closing_line(one, OFFLINE)
+    assert "; 1 new paid model call (1 responses" in line and "; 1 offline model call besides" in line
+    said = unsaid_line({"fake-gpt": (1, 0.01)}, 1, OFFLINE)
+    assert said is not None and "in 1 paid model call (" in said

@@ -186,7 +186,12 @@ def test_the_daemon_follows_a_new_model_of_a_study_built_by_clcg_run(
         assert FIRST in daemon.models_in_results()
         # Generous limits: a loaded 2-core machine runs the daemon's ticks and runs slowly (each of
         # the new model's runs, a fresh interpreter, took a minute there); a healthy run is faster.
-        sensors = {"model_partitions_sensor", "study_automation_sensor", "model_family_automation_sensor"}
+        sensors = {
+            "model_partitions_sensor",
+            "study_automation_sensor",
+            "corpus_automation_sensor",
+            "model_family_automation_sensor",
+        }
         with dg.DagsterInstance.from_config(str(daemon.home)) as instance:
             daemon.wait_for("the daemon's first ticks", lambda: _sensors_ticked(instance, sensors), 240)
             assert len(instance.get_runs()) == runs_of_clcg_run, "the daemon redid what `clcg run` did"

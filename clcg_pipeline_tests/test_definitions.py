@@ -200,6 +200,7 @@ def test_graph_snapshot(demo_config_dir: Path, tmp_path: Path) -> None:
     assert {s.name for s in defs.sensors or []} == {
         "model_partitions_sensor",
         "study_automation_sensor",
+        "corpus_automation_sensor",
         "model_family_automation_sensor",
         "annotation_inbox_sensor",
     }

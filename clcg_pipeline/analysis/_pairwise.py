@@ -19,12 +19,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clcg_pipeline.analysis._bootstrap import _column_intervals, ratio
+from clcg_pipeline.analysis._bootstrap import percentile_ci, ratio
 
 #: The gaps compared, each with the positions of the languages whose rows enter it.
 GAP_KEYS = ("h1_micro", "macro", "macro_net")
-# Pairs per block of the pair loop: (replicates + 1) x CHUNK doubles per array, 16 MB at B=2,000.
-CHUNK = 1000
+# Bytes of one (pairs x replicates) array of a block of pairs: under numpy's 4 MiB threshold for
+# huge pages, whose first touch costs far more kernel time on a shared virtual machine than the
+# small pages they replace (``_timing.small_pages``): blocks of 16 MB (1,000 pairs at B=2,000)
+# spent most of their time in fresh pages (issue 37: 2x the pairs' time at 200 models).
+BLOCK_BYTES = 3 << 20
 
 
 def key_languages(key: str, n_langs: int) -> list[int]:
@@ -160,6 +163,9 @@ class AllPairs:
         sums = np.bincount(flat, weights=rows.y, minlength=size).reshape(shape)
         counts = np.bincount(flat, minlength=size).reshape(shape).astype(np.float64)
         self.own = side_gaps(sums, counts, weights)
+        # Each model's gaps as a row (models x replicates): a block of pairs gathers whole rows
+        # and its statistics run along contiguous rows (see ``row_statistics``).
+        self._own_rows = {k: np.ascontiguousarray(self.own.vectors[k].T) for k in GAP_KEYS}
         # Each model's rows in the sorted order (a stable sort keeps it within a model).
         by_model = np.argsort(rows.model, kind="stable")
         bounds = np.searchsorted(rows.model[by_model], np.arange(rows.n_models + 1))
@@ -167,13 +173,16 @@ class AllPairs:
         self._pattern, self._shared, self._answered = _coverage(rows.answered)
 
     def blocks(
-        self, chunk: int = CHUNK, pairs: tuple[np.ndarray, np.ndarray] | None = None
+        self, chunk: int | None = None, pairs: tuple[np.ndarray, np.ndarray] | None = None
     ) -> Iterator[PairBlock]:
-        """The pairs in ``itertools.combinations`` order, ``chunk`` pairs at a time.
+        """The pairs in ``itertools.combinations`` order, ``chunk`` pairs at a time (by default
+        as many as fit ``BLOCK_BYTES`` per array).
 
         ``pairs``: only these ``(first, second)`` model indices (the pairs a reuse store lacks);
         a pair's statistics do not depend on the other pairs of its block.
         """
+        if chunk is None:
+            chunk = max(16, BLOCK_BYTES // (8 * (self.weights.shape[0] + 1)))
         first, second = np.triu_indices(self.rows.n_models, k=1) if pairs is None else pairs
         for start in range(0, len(first), chunk):
             yield self._block(first[start : start + chunk], second[start : start + chunk])
@@ -185,17 +194,22 @@ class AllPairs:
         n, n_articles = {}, {}
         for key in GAP_KEYS:
             with np.errstate(invalid="ignore"):
-                diff = side_a.vectors[key] - side_b.vectors[key]
-            for name, values in zip(out, column_statistics(diff, self.confidence), strict=True):
+                diff = side_a.vectors[key] - side_b.vectors[key]  # pairs x replicates (rows)
+            for name, values in zip(out, row_statistics(diff, self.confidence), strict=True):
                 out[name][key] = values
             n[key] = side_a.n[key] + side_b.n[key]
             n_articles[key] = (side_a.presence[key] | side_b.presence[key]).sum(axis=0)
         return PairBlock(first, second, common, n=n, n_articles=n_articles, **out)
 
     def _sides(self, models: np.ndarray, others: np.ndarray, common: np.ndarray) -> Sides:
-        """Each model's side in its pair: its own gaps, or its gaps on the units shared with the other."""
+        """Each model's side in its pair: its own gaps, or its gaps on the units shared with the other.
+
+        Its ``vectors`` are transposed (one row per side: ``sides x replicates``), unlike
+        ``side_gaps``'s: gathering a model's row is one contiguous copy, and gathering a column
+        of every replicate row was most of the pairs' time at hundreds of models (issue 37).
+        """
         own = self.own
-        vectors = {k: own.vectors[k][:, models] for k in GAP_KEYS}
+        vectors = {k: self._own_rows[k][models] for k in GAP_KEYS}
         n = {k: own.n[k][models] for k in GAP_KEYS}
         presence = {k: own.presence[k][:, models] for k in GAP_KEYS}
         # A model keeps all its rows when the pair shares every unit it answered.
@@ -204,7 +218,7 @@ class AllPairs:
             part = restricted[start : start + 256]
             sides = self._restricted(models[part], others[part])
             for k in GAP_KEYS:
-                vectors[k][:, part] = sides.vectors[k]
+                vectors[k][part] = sides.vectors[k].T
                 n[k][part] = sides.n[k]
                 presence[k][:, part] = sides.presence[k]
         return Sides(vectors, n, presence)
@@ -247,12 +261,38 @@ def column_statistics(
 
     The same values as ``percentile_ci`` and ``bootstrap_p(..., "two-sided")`` column by column.
     """
-    reps = values[1:]
+    return row_statistics(np.ascontiguousarray(values.T), confidence)
+
+
+def row_statistics(
+    values: np.ndarray, confidence: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`column_statistics` of ``values.T``: one row per contrast, the point then its replicates.
+
+    The same values bit for bit: a percentile is an order statistic of a row's values, whatever
+    their layout, and its interpolation is element by element; the counts are whole numbers.
+    """
+    reps = values[:, 1:]
     finite = np.isfinite(reps)
-    valid = finite.sum(axis=0)
-    low, high = _column_intervals(reps, valid, confidence)
+    valid = finite.sum(axis=1)
+    low, high = _row_intervals(reps, valid, confidence)
     with np.errstate(invalid="ignore"):
-        below = (1 + np.count_nonzero(finite & (reps <= 0), axis=0)) / (valid + 1)
-        above = (1 + np.count_nonzero(finite & (reps >= 0), axis=0)) / (valid + 1)
+        below = (1 + np.count_nonzero(finite & (reps <= 0), axis=1)) / (valid + 1)
+        above = (1 + np.count_nonzero(finite & (reps >= 0), axis=1)) / (valid + 1)
     p = np.where(valid > 0, np.minimum(1.0, 2 * np.minimum(below, above)), np.nan)
-    return values[0], low, high, p, valid
+    return values[:, 0], low, high, p, valid
+
+
+def _row_intervals(reps: np.ndarray, valid: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of every row of ``reps`` over its finite replicates (NaN if none);
+    ``_column_intervals`` (the same interpolation as ``percentile_ci``) along rows."""
+    lows = np.full(reps.shape[0], np.nan)
+    highs = np.full(reps.shape[0], np.nan)
+    whole = valid == reps.shape[1]
+    if whole.any() and reps.shape[1]:
+        q = [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2]
+        rows = reps if whole.all() else reps[whole]
+        lows[whole], highs[whole] = np.percentile(rows, q, axis=1)
+    for j in np.flatnonzero(~whole & (valid > 0)):
+        lows[j], highs[j] = percentile_ci(reps[j], confidence)
+    return lows, highs

@@ -15,8 +15,10 @@ from clcg_pipeline.calls._budget import (
     Grant,
     budget_stop_line,
     configured_limit,
+    died_mid_call,
     op_budget,
     run_budget,
+    study_charged,
     study_spent,
 )
 from clcg_pipeline.calls._cache import CallCache
@@ -122,6 +124,7 @@ __all__ = [
     "coordination_tags",
     "cost_usd",
     "count_tokens",
+    "died_mid_call",
     "estimate_input_tokens",
     "estimate_output_tokens",
     "judge_settings",
@@ -137,5 +140,6 @@ __all__ = [
     "run_judge",
     "run_requests",
     "settings_from_url",
+    "study_charged",
     "study_spent",
 ]

@@ -145,6 +145,24 @@ def study_spent(cache_dir: str) -> float | None:
         ledger.close()
 
 
+def study_charged(cache_dir: str) -> float:
+    """What the reservations of processes that died mid-call were charged in the study's ledger
+    (0 without one): the budget counts it like spend, apart from the answers' costs. Those
+    whose answers the cache holds are settled at their real cost first (``open_ledger``)."""
+    ledger = open_ledger(cache_dir)
+    if ledger is None:
+        return 0.0
+    try:
+        return ledger.charged_at_death()
+    finally:
+        ledger.close()
+
+
+def died_mid_call(charged: float) -> str:
+    """The words the budget lines add for ``charged`` (nothing when it is 0)."""
+    return f", plus ${charged:.4f} reserved by processes that died mid-call" if charged > 0 else ""
+
+
 def _study_figures(cache_dir: str) -> str:
     """What the study spent, for the budget stop line: the answers' costs, plus what the
     reservations of processes that died mid-call were charged (``Ledger.charged_at_death``;
@@ -157,8 +175,7 @@ def _study_figures(cache_dir: str) -> str:
         spent, charged = ledger.totals()[0], ledger.charged_at_death()
     finally:
         ledger.close()
-    plus = f", plus ${charged:.4f} reserved by processes that died mid-call" if charged > 0 else ""
-    return f"${spent:.4f} spent by the study in all{plus}"
+    return f"${spent:.4f} spent by the study in all{died_mid_call(charged)}"
 
 
 class _BudgetOptions(Protocol):

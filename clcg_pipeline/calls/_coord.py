@@ -41,6 +41,7 @@ from typing import Any, Protocol
 import yaml
 from upath import UPath
 
+from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.calls._coord_files import (
     COORD_ENV,
     WAIT,
@@ -80,6 +81,7 @@ __all__ = [
     "coord_root",
     "coordination_tags",
     "open_ledger",
+    "settle_from_cache",
 ]
 
 log = logging.getLogger(__name__)
@@ -115,7 +117,9 @@ class Slots(Protocol):
 class Ledger(Protocol):
     def totals(self) -> tuple[float, float]: ...
     def charged_at_death(self) -> float: ...
-    def reserve(self, usd: float, limit: float) -> str | None: ...
+    def charged_calls(self) -> dict[str, str]: ...
+    def settle_charged(self, lines: Sequence[tuple[str, float, str, str]]) -> float: ...
+    def reserve(self, usd: float, limit: float, *, call_id: str = "") -> str | None: ...
     def settle(self, rid: str | None, usd: float, *, model: str = "", call_id: str = "") -> None: ...
     def settle_many(self, lines: Sequence[tuple[str | None, float, str, str]]) -> None: ...
     def release(self, rid: str) -> None: ...
@@ -284,11 +288,45 @@ def coordination_tags(cache_dir: str = "") -> dict[str, str]:
 
 
 def open_ledger(cache_dir: str) -> Ledger | None:
-    """The study's spend ledger for a cache, in the backend :func:`coord_backend` chooses."""
+    """The study's spend ledger for a cache, in the backend :func:`coord_backend` chooses,
+    with the charges of answers already cached settled (:func:`settle_from_cache`), so every
+    figure read from it counts them at their real cost."""
     backend = coord_backend(cache_dir)
+    ledger: Ledger | None = None
     if backend.pg is not None:
-        return PgSpendLedger(backend.pg, backend.scope)
-    return SpendLedger(backend.root) if backend.root is not None else None
+        ledger = PgSpendLedger(backend.pg, backend.scope)
+    elif backend.root is not None:
+        ledger = SpendLedger(backend.root)
+    if ledger is not None:
+        settle_from_cache(ledger, CallCache(cache_dir))
+    return ledger
+
+
+def settle_from_cache(ledger: Ledger, cache: CallCache) -> float:
+    """Settle, at their real cost, the charged reservations whose answers are in the cache.
+
+    A process that died after caching an answer (``_persist``) but before settling its
+    reservation was billed the answer's cost, not the reservation's worst case: the cache
+    entry names the reservation it was paid under (``reservation``), and the ledger settles
+    each such charge once (``Ledger.settle_charged``), whichever processes or hosts do this at
+    once. A charge whose answer is not cached (the process died with the request in flight)
+    stays charged: it may still be billed. What was settled, in USD.
+    """
+    charged = ledger.charged_calls()
+    if not charged:
+        return 0.0
+    cache.refresh()  # an object store's entries, as written by every host until now
+    lines = []
+    for rid, call_id in charged.items():
+        entry = cache.get(call_id)
+        if entry is not None and entry.get("reservation") == rid:
+            lines.append(
+                (rid, float(entry.get("cost_usd") or 0.0), str(entry.get("model_id") or ""), call_id)
+            )
+    settled = ledger.settle_charged(lines) if lines else 0.0
+    if settled:
+        log.info("settled $%.6f charged to dead processes at the cost of their cached answers", settled)
+    return settled
 
 
 class Coordinator:
@@ -306,6 +344,7 @@ class Coordinator:
             self.claims = PgCallClaims(pg, scope)
             self.slots = PgSharedSlots(pg, scope, model_key, concurrency)
             self.ledger = PgSpendLedger(pg, scope)
+            self._settle_cached(cache_dir)
             return
         if self.root is None:
             return
@@ -323,6 +362,13 @@ class Coordinator:
         self.claims = CallClaims(self.root)
         self.slots = SharedSlots(self.root, model_key, concurrency)
         self.ledger = SpendLedger(self.root)
+        self._settle_cached(cache_dir)
+
+    def _settle_cached(self, cache_dir: str) -> None:
+        """Settle what dead processes' cached answers cost (:func:`settle_from_cache`): a run
+        that pays starts from the study's real spend."""
+        if self.ledger is not None:
+            settle_from_cache(self.ledger, CallCache(cache_dir))
 
     def close(self) -> None:
         if self.slots is not None:

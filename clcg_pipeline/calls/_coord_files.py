@@ -237,6 +237,11 @@ class _LedgerState:
     reserved: dict[str, tuple[float, str, int, float]] = field(default_factory=dict)
     # reservation id -> usd: reservations of processes that died before settling them
     charged: dict[str, float] = field(default_factory=dict)
+    # reservation id -> call id, for reservations that name their call (``reserve(call_id=)``)
+    calls: dict[str, str] = field(default_factory=dict)
+    # reservations settled from the cache after their process died (:meth:`SpendLedger.settle_charged`):
+    # a settle of one of them that comes later anyway adds nothing (counted once)
+    swept: set[str] = field(default_factory=set)
 
 
 def _alive(host: str, pid: int, t: float, now: float) -> bool:
@@ -269,7 +274,10 @@ class SpendLedger:
     (an upper bound of those bills). The budget counts it like spend; :meth:`totals` keeps it
     apart (:meth:`charged_at_death`), since it is not what the provider's answers said. A
     ``settle`` or ``release`` that comes later (a call on another host that outlived
-    :data:`RESERVATION_TTL_S`) replaces the charge.
+    :data:`RESERVATION_TTL_S`) replaces the charge. A process that died after caching an
+    answer but before settling it was billed that answer's cost: a reservation names its call,
+    the cache entry names its reservation, and :meth:`settle_charged` replaces such a charge by
+    the real cost (a ``settle`` marked ``swept``: once, whoever else settles it later).
     """
 
     def __init__(self, root: Path) -> None:
@@ -317,11 +325,17 @@ class SpendLedger:
             op = line.get("op")
             if op == "reserve":
                 state.reserved[line["id"]] = (float(line["usd"]), line["host"], int(line["pid"]), line["t"])
+                if line.get("call_id"):
+                    state.calls[line["id"]] = line["call_id"]
             elif op in ("settle", "release"):
-                state.reserved.pop(line.get("id", ""), None)
-                state.charged.pop(line.get("id", ""), None)
-                if op == "settle":
+                rid = line.get("id", "")
+                state.reserved.pop(rid, None)
+                state.charged.pop(rid, None)
+                state.calls.pop(rid, None)
+                if op == "settle" and rid not in state.swept:  # a swept charge is settled once
                     state.spent += float(line["usd"])
+                if line.get("swept"):
+                    state.swept.add(rid)
             elif op == "charge" and line["id"] in state.reserved:
                 state.reserved.pop(line["id"])
                 state.charged[line["id"]] = float(line["usd"])
@@ -367,9 +381,31 @@ class SpendLedger:
     def _outstanding(self) -> float:
         return sum(u for u, _, _, _ in self._state.reserved.values())
 
-    def reserve(self, usd: float, limit: float) -> str | None:
+    def charged_calls(self) -> dict[str, str]:
+        """Reservation id -> call id of the charged reservations that name their call: those
+        whose answer a rerun may find in the cache (:func:`calls._coord.settle_from_cache`)."""
+        with self._locked() as handle:
+            self._charge_dead(handle, time.time())
+            return {rid: self._state.calls[rid] for rid in self._state.charged if rid in self._state.calls}
+
+    def settle_charged(self, lines: Sequence[tuple[str, float, str, str]]) -> float:
+        """Settle charged reservations at their answers' real costs (reservation id, usd, model,
+        call id), each only while it is still charged: under the lock, so two processes doing
+        it at once (or one twice) count it once. What was settled, in USD."""
+        now, settled = time.time(), 0.0
+        with self._locked() as handle:
+            self._charge_dead(handle, now)
+            for rid, usd, model, call_id in {line[0]: line for line in lines}.values():
+                if rid in self._state.charged:
+                    self._append(handle, {**_settle_line(rid, usd, model, call_id), "swept": True, "t": now})
+                    settled += usd
+            self._catch_up(handle)
+        return settled
+
+    def reserve(self, usd: float, limit: float, *, call_id: str = "") -> str | None:
         """A reservation id; None when spent (charged at death included) + ``usd`` would exceed
-        ``limit``.
+        ``limit``. ``call_id`` names the call it is for: should its process die after caching
+        the answer, the charge is settled from the cache (:meth:`settle_charged`).
 
         :data:`WAIT` when only live reservations stand in the way: calls in flight may cost less
         than reserved, so the caller should ask again once they settle.
@@ -383,9 +419,16 @@ class SpendLedger:
             if spent + self._outstanding() + usd > limit:
                 return WAIT
             rid = uuid.uuid4().hex
-            self._append(
-                handle, {"op": "reserve", "id": rid, "usd": usd, "host": _HOST, "pid": self._pid, "t": now}
-            )
+            line: dict[str, object] = {
+                "op": "reserve",
+                "id": rid,
+                "usd": usd,
+                "host": _HOST,
+                "pid": self._pid,
+            }
+            if call_id:
+                line["call_id"] = call_id
+            self._append(handle, {**line, "t": now})
             return rid
 
     def settle(self, rid: str | None, usd: float, *, model: str = "", call_id: str = "") -> None:

@@ -326,12 +326,16 @@ CREATE TABLE IF NOT EXISTS clcg_coord_spent (scope text PRIMARY KEY, usd double 
 CREATE TABLE IF NOT EXISTS clcg_coord_reservations (
     rid text PRIMARY KEY, scope text NOT NULL, usd double precision NOT NULL,
     holder integer NOT NULL, host text NOT NULL, at timestamptz NOT NULL DEFAULT now(),
-    died_at timestamptz);
+    died_at timestamptz, call_id text NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS clcg_coord_reservations_scope ON clcg_coord_reservations (scope);
-DO $$ BEGIN  -- a table made before died_at: altered once (ALTER would lock it on every start)
+DO $$ BEGIN  -- a table made before died_at or call_id: altered once (ALTER would lock it on every start)
     IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
                    AND table_name = 'clcg_coord_reservations' AND column_name = 'died_at') THEN
         ALTER TABLE clcg_coord_reservations ADD COLUMN died_at timestamptz;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'clcg_coord_reservations' AND column_name = 'call_id') THEN
+        ALTER TABLE clcg_coord_reservations ADD COLUMN call_id text NOT NULL DEFAULT '';
     END IF;
 END $$;
 """
@@ -358,8 +362,8 @@ _RESERVE = (
     "SELECT pg_advisory_xact_lock(%(scope_ns)s, 0);\n"
     + _TOTALS
     + """, granted AS (
-    INSERT INTO clcg_coord_reservations (rid, scope, usd, holder, host)
-    SELECT %(rid)s, %(scope)s, %(usd)s, %(holder)s, %(host)s FROM totals
+    INSERT INTO clcg_coord_reservations (rid, scope, usd, holder, host, call_id)
+    SELECT %(rid)s, %(scope)s, %(usd)s, %(holder)s, %(host)s, %(call_id)s FROM totals
     WHERE spent + charged + reserved + %(usd)s <= %(limit)s
     RETURNING rid)
 SELECT spent + charged, reserved, (SELECT count(*) FROM granted) FROM totals
@@ -373,6 +377,31 @@ logged AS (INSERT INTO clcg_coord_spend (scope, usd, model, call_id, host)
            SELECT %(scope)s, usd, model, call_id, %(host)s FROM costs)
 INSERT INTO clcg_coord_spent (scope, usd) SELECT %(scope)s, sum(usd) FROM costs
 ON CONFLICT (scope) DO UPDATE SET usd = clcg_coord_spent.usd + EXCLUDED.usd
+"""
+
+# Charged reservations (as in _TOTALS: marked died_at, or their holder's session gone).
+_CHARGED = f"""
+WITH live AS ({_LIVE_HOLDERS})
+SELECT rid, call_id FROM clcg_coord_reservations
+WHERE scope = %(scope)s AND call_id <> '' AND (died_at IS NOT NULL OR holder NOT IN (SELECT objid FROM live))
+"""
+# A charged reservation settled at its answer's real cost: the DELETE takes each row once (a
+# second host's statement waits on the row, then finds it gone), and only what it took is
+# counted, so two hosts settling one charge at once count it once.
+_SETTLE_CHARGED = f"""
+WITH live AS ({_LIVE_HOLDERS}),
+costs AS (SELECT * FROM unnest(%(rids)s::text[], %(usd)s::float8[], %(model)s::text[], %(call_id)s::text[])
+          AS c(rid, usd, model, call_id)),
+taken AS (
+    DELETE FROM clcg_coord_reservations r USING costs c
+    WHERE r.rid = c.rid AND r.scope = %(scope)s
+      AND (r.died_at IS NOT NULL OR r.holder NOT IN (SELECT objid FROM live))
+    RETURNING c.usd, c.model, c.call_id),
+logged AS (INSERT INTO clcg_coord_spend (scope, usd, model, call_id, host)
+           SELECT %(scope)s, usd, model, call_id, %(host)s FROM taken),
+added AS (INSERT INTO clcg_coord_spent (scope, usd) SELECT %(scope)s, sum(usd) FROM taken HAVING count(*) > 0
+          ON CONFLICT (scope) DO UPDATE SET usd = clcg_coord_spent.usd + EXCLUDED.usd)
+SELECT coalesce(sum(usd), 0) FROM taken
 """
 
 
@@ -415,13 +444,36 @@ class PgSpendLedger:
         """What reservations of sessions that died before settling them hold, for good."""
         return float(self._session.value(_TOTALS + "SELECT charged FROM totals", self._params()))
 
-    def reserve(self, usd: float, limit: float) -> str | None:
+    def charged_calls(self) -> dict[str, str]:
+        """Reservation id -> call id of the charged reservations that name their call."""
+        return {str(rid): str(call_id) for rid, call_id in self._session.rows(_CHARGED, self._params())}
+
+    def settle_charged(self, lines: Sequence[tuple[str, float, str, str]]) -> float:
+        """Settle charged reservations at their answers' real costs (reservation id, usd, model,
+        call id), each only while it is still charged (one statement; once across hosts).
+        What was settled, in USD."""
+        if not lines:
+            return 0.0
+        params = self._params(
+            rids=[rid for rid, _, _, _ in lines],
+            usd=[float(usd) for _, usd, _, _ in lines],
+            model=[model for _, _, model, _ in lines],
+            call_id=[call_id for _, _, _, call_id in lines],
+        )
+        return float(self._session.value(_SETTLE_CHARGED, params))
+
+    def reserve(self, usd: float, limit: float, *, call_id: str = "") -> str | None:
         """A reservation id; None when spent (charged at death included) + ``usd`` exceeds
         ``limit``; :data:`WAIT` when only live reservations stand in the way (calls in flight
-        may cost less than reserved)."""
+        may cost less than reserved). ``call_id``: as the file ledger's."""
         rid = uuid.uuid4().hex
         params = self._params(
-            scope_ns=self._scope_ns, rid=rid, usd=usd, limit=limit, holder=self._session.holder
+            scope_ns=self._scope_ns,
+            rid=rid,
+            usd=usd,
+            limit=limit,
+            holder=self._session.holder,
+            call_id=call_id,
         )
         spent, _reserved, granted = self._session.rows(_RESERVE, params)[0]
         if granted:

@@ -40,10 +40,18 @@ class Persister:
         # The answers first, with their costs: the spend view counts what the cache holds, and a
         # rerun takes a cached answer as cached. A death between the two writes then leaves the
         # call on record, not to be paid again, and its reservation, still in the ledger, is
-        # charged at death (``SpendLedger``): the budget never counts less than was paid.
+        # charged at death (``SpendLedger``): the budget never counts less than was paid. The
+        # entry names that reservation, so the charge is later replaced by the answer's real
+        # cost (``calls._coord.settle_from_cache``): the ledger ends equal to the bill.
         try:
             # One object for the whole batch on an object store (``_segments.py``).
-            self.cache.put_many({call_id: entry for call_id, entry, _, _ in batch if entry is not None})
+            self.cache.put_many(
+                {
+                    call_id: _with_reservation(entry, settle)
+                    for call_id, entry, settle, _ in batch
+                    if entry is not None
+                }
+            )
         finally:
             # Settled even when the cache write fails (a full disk): what was paid stays on record.
             if self.ledger is not None:
@@ -67,3 +75,9 @@ class Persister:
         """Wait for writes in progress (those of calls cancelled meanwhile included)."""
         if self._flusher is not None:
             await asyncio.gather(self._flusher, return_exceptions=True)
+
+
+def _with_reservation(entry: dict[str, Any], settle: Settle | None) -> dict[str, Any]:
+    """The cache entry, naming the ledger reservation its call was paid under (if any)."""
+    rid = settle[0] if settle is not None else None
+    return {**entry, "reservation": rid} if rid else entry

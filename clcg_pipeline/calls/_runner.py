@@ -1,8 +1,10 @@
 """The async call runner: the run loop of one model's calls, and ``CallSession``.
 
 One event loop per run. Each request is looked up in the cache first; only misses are sent.
-A call reserves its worst case against the budgets first (``_budget``: it waits while calls in
-flight hold them), then takes a slot of the adaptive limiter (``_limiter``, AIMD on 429s).
+A call takes a slot of the adaptive limiter (``_limiter``, AIMD on 429s) and a shared slot,
+then reserves its worst case against the budgets just before sending (``_budget``: while calls
+in flight hold them it gives its slots back and waits), so only calls in flight hold a
+reservation.
 ``Retry-After`` wins over backoff (``_retry``), every attempt has a timeout and attempts are
 bounded. A result is written to the cache the moment it arrives (``_persist``), so a killed
 run repeats no completed call when restarted.
@@ -143,64 +145,95 @@ class _Run:
         settled, self._settled = self._settled, asyncio.Event()
         settled.set()
 
-    async def _reserve_run_budget(self, estimate: float) -> bool:
-        """Wait while this run's calls in flight hold the budget; False once it is spent."""
-        while True:
-            settled = self._settled
-            grant = self.budget.reserve(estimate)
-            if grant is not Grant.WAIT:
-                return grant is Grant.GRANTED
-            # Woken by this run's next settle; the timeout covers a budget shared with another run.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(1.0):
-                    await settled.wait()
+    def _try_reserve(self, estimate: float, call_id: str) -> str | Grant | None:
+        """One try at a reservation against both budgets: a ledger id (or None without a
+        ledger), ``Grant.WAIT`` while calls in flight hold either budget, ``Grant.REFUSED`` once
+        one is spent (then for good: no smaller call sneaks past later).
 
-    async def _reserve(self, estimate: float) -> str | bool | None:
-        """A reservation against both budgets: a ledger id (or None without one), False when refused."""
-        if not await self._reserve_run_budget(estimate):
-            return False
+        The ledger reservation names ``call_id``: should this process die after caching the
+        answer, the charge is settled at the answer's cost (``calls._coord.settle_from_cache``)."""
+        grant = self.budget.reserve(estimate)
+        if grant is not Grant.GRANTED:
+            return grant
         if self.study_budget_usd is None:
             return None
         assert self.coord.ledger is not None
-        rid = None if self.study_stopped else self.coord.ledger.reserve(estimate, self.study_budget_usd)
-        try:
-            while rid == WAIT and not self.study_stopped:
-                # Budget is held by calls in flight (here or elsewhere); they usually cost less.
-                await asyncio.sleep(0.02)
-                rid = self.coord.ledger.reserve(estimate, self.study_budget_usd)
-        except BaseException:
-            self._settle(estimate, 0.0)  # cancelled while waiting: the run budget's share goes back
-            raise
+        ledger = self.coord.ledger
+        rid = None if self.study_stopped else ledger.reserve(estimate, self.study_budget_usd, call_id=call_id)
+        if rid == WAIT and not self.study_stopped:
+            self.budget.settle(estimate, 0.0)  # the run budget's share is not held while waiting
+            return Grant.WAIT
         if rid is None or rid == WAIT or self.study_stopped:
             if rid is not None and rid != WAIT:
-                self.coord.ledger.release(rid)  # another task of this run hit the limit meanwhile
-            self.study_stopped = True  # as for the run budget: no smaller call sneaks past later
+                ledger.release(rid)  # another task of this run hit the limit meanwhile
+            self.study_stopped = True
             self._settle(estimate, 0.0)
-            return False
+            return Grant.REFUSED
         return rid
 
-    async def _attempt(self, request: ChatRequest) -> tuple[ModelOutput | ProviderError, int, float]:
-        """One HTTP exchange under both concurrency limits: (output or error, limiter epoch, latency)."""
-        epoch = await self.limiter.acquire()
-        # The in-process limiter adapts to 429s; the shared slots cap every process together.
+    async def _slots_and_reservation(
+        self, estimate: float, call_id: str
+    ) -> tuple[int, int | None, str | None] | None:
+        """A slot of the adaptive limiter, one of the shared slots, then a reservation against
+        both budgets: (limiter epoch, shared slot, ledger id); None once a budget refuses.
+
+        Reserved last, just before sending: a call waiting for a slot reserves nothing, so what
+        is reserved (and charged, should the process be killed) is at most the calls in flight,
+        never the calls queued behind them. A call the budgets make wait gives its slots back
+        while it waits: a call backing off needs one to finish and settle what it holds."""
         slots = self.coord.slots
-        slot = await slots.acquire() if slots is not None else None
+        while True:
+            settled = self._settled
+            epoch = await self.limiter.acquire()
+            slot: int | None = None
+            reservation: str | Grant | None = Grant.WAIT
+            try:
+                slot = await slots.acquire() if slots is not None else None
+                reservation = self._try_reserve(estimate, call_id)
+            finally:
+                if isinstance(reservation, Grant):  # refused, waiting, or cancelled meanwhile
+                    await self._free_slots(slot)
+            if not isinstance(reservation, Grant):
+                return epoch, slot, reservation
+            if reservation is Grant.REFUSED:
+                return None
+            # Woken by this run's next settle; the timeout covers budgets held by other runs
+            # and hosts (the shared ledger's reservations settle elsewhere).
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.02 if self.study_budget_usd is not None else 1.0):
+                    await settled.wait()
+
+    async def _free_slots(self, slot: int | None) -> None:
+        if slot is not None:
+            assert self.coord.slots is not None
+            self.coord.slots.release(slot)
+        await self.limiter.release()
+
+    async def _attempt(
+        self, request: ChatRequest, slot: int | None
+    ) -> tuple[ModelOutput | ProviderError, float]:
+        """One HTTP exchange in the slots taken for it (given back when it is over): (output or
+        error, latency). The in-process limiter adapts to 429s; the shared slots cap every
+        process together."""
         started = time.perf_counter()
         try:
             # The SDK enforces timeout_s; this is the backstop should it not.
             async with asyncio.timeout(self.model.timeout_s + self.policy.timeout_grace_s):
                 output = await self.api.generate(request, timeout_s=self.model.timeout_s)
         except ProviderError as exc:
-            return exc, epoch, 0.0
+            return exc, 0.0
         except TimeoutError:
-            return ProviderError("timeout", "Timeout", f"no response in {self.model.timeout_s}s"), epoch, 0.0
+            return ProviderError("timeout", "Timeout", f"no response in {self.model.timeout_s}s"), 0.0
         finally:
-            # The slot is free as soon as the HTTP exchange is over.
-            if slot is not None:
-                assert slots is not None
-                slots.release(slot)
-            await self.limiter.release()
-        return output, epoch, time.perf_counter() - started
+            # The slots are free as soon as the HTTP exchange is over.
+            await self._free_slots(slot)
+        return output, time.perf_counter() - started
+
+    def _unreserve(self, estimate: float, rid: str | None) -> None:
+        """An attempt that brought no answer: its reservation goes back (nothing was billed)."""
+        self._settle(estimate, 0.0)
+        if rid is not None and self.coord.ledger is not None:
+            self.coord.ledger.release(rid)
 
     async def _answered(
         self, request: ChatRequest, result: CallResult, estimate: float, rid: str | None, origin: Origin
@@ -231,41 +264,36 @@ class _Run:
         call_id = request.call_id
         budgeted = self.budget.limit is not None or self.study_budget_usd is not None
         estimate = estimate_cost(self.model, request) if budgeted else 0.0
-        # Reserved before a limiter slot is taken: a call waiting for the budget holds no slot
-        # that a call in flight (backing off, say) needs to finish and settle.
-        reservation = await self._reserve(estimate)
-        if reservation is False:
-            reason = "BudgetExceeded" if self.budget.stopped else "StudyBudgetExceeded"
-            return self._failed(call_id, "skipped_budget", reason, 0)
-        rid = reservation if isinstance(reservation, str) else None
-        answered = False
-        try:
-            for attempt in range(1, self.model.max_attempts + 1):
-                outcome, epoch, latency = await self._attempt(request)
+        for attempt in range(1, self.model.max_attempts + 1):
+            # Each attempt is reserved once it has its slots: a call backing off holds nothing.
+            sending = await self._slots_and_reservation(estimate, call_id)
+            if sending is None:
+                reason = "BudgetExceeded" if self.budget.stopped else "StudyBudgetExceeded"
+                return self._failed(call_id, "skipped_budget", reason, attempt - 1)
+            epoch, slot, rid = sending
+            answered = False
+            try:
+                outcome, latency = await self._attempt(request, slot)
                 if isinstance(outcome, ModelOutput):
                     self.limiter.on_success()
                     answered = True
                     return await self._answered(
                         request, self._final(call_id, outcome, latency, attempt), estimate, rid, origin
                     )
-                log.debug(
-                    "call %s attempt %d: %s", call_id[:12], attempt, self.api.redact(str(outcome))[:300]
-                )
-                if outcome.kind == "rate_limit":
-                    self.limiter.on_rate_limit(epoch)
-                failed = self._give_up(call_id, outcome, attempt)
-                if failed is not None:
-                    return failed
-                if outcome.retry_after is not None:
-                    await asyncio.sleep(min(outcome.retry_after, self.policy.max_retry_after_s))
-                else:
-                    await asyncio.sleep(backoff_delay(self.policy, attempt))
-            raise AssertionError("unreachable: the last attempt gives up")
-        finally:
-            if not answered:
-                self._settle(estimate, 0.0)
-                if rid is not None and self.coord.ledger is not None:
-                    self.coord.ledger.release(rid)
+            finally:
+                if not answered:
+                    self._unreserve(estimate, rid)
+            log.debug("call %s attempt %d: %s", call_id[:12], attempt, self.api.redact(str(outcome))[:300])
+            if outcome.kind == "rate_limit":
+                self.limiter.on_rate_limit(epoch)
+            failed = self._give_up(call_id, outcome, attempt)
+            if failed is not None:
+                return failed
+            if outcome.retry_after is not None:
+                await asyncio.sleep(min(outcome.retry_after, self.policy.max_retry_after_s))
+            else:
+                await asyncio.sleep(backoff_delay(self.policy, attempt))
+        raise AssertionError("unreachable: the last attempt gives up")
 
 
 class CallSession:

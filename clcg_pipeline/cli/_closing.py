@@ -31,14 +31,19 @@ def closing_line(summary: RunSummary, offline: Iterable[str]) -> str:
     local = summary.offline_calls(offline)
     if not sum(paid.values()) and not summary.new_cost_usd and local:
         # An offline study (the demo): nothing paid is one phrase, not three zeros and "paid".
-        return line + f"no paid model call; {local} offline model calls (run here: no provider request)"
+        return line + f"no paid model call; {_calls(local, 'offline model')} (run here: no provider request)"
     line += (
-        f"{sum(paid.values())} new paid model calls ({kinds}) costing ${summary.new_cost_usd:.4f} "
+        f"{_calls(sum(paid.values()), 'new paid model')} ({kinds}) costing ${summary.new_cost_usd:.4f} "
         "(paid by this run)"
     )
     if local:
-        line += f"; {local} offline model calls besides (run here: no provider request)"
+        line += f"; {_calls(local, 'offline model')} besides (run here: no provider request)"
     return line
+
+
+def _calls(count: int, kind: str) -> str:
+    """ "1 offline model call", "2 offline model calls"."""
+    return f"{count} {kind} call{'s' if count != 1 else ''}"
 
 
 def unsaid_line(by_model: Mapping[str, tuple[int, float]], runs: int, offline: Iterable[str]) -> str | None:
@@ -51,7 +56,7 @@ def unsaid_line(by_model: Mapping[str, tuple[int, float]], runs: int, offline: I
         return None
     return (
         f"paid by earlier runs that printed no closing line (killed, or not started by clcg run; "
-        f"{runs} run{'s' if runs != 1 else ''}): ${usd:.4f} in {calls} paid model calls "
+        f"{runs} run{'s' if runs != 1 else ''}): ${usd:.4f} in {_calls(calls, 'paid model')} "
         "(in the study total, not in this run's figure; said once)"
     )
 

@@ -276,7 +276,7 @@ def _corpus_asset(by_language: dg.PartitionsDefinition) -> dg.AssetsDefinition:
         # A backfill (the UI's) or ``clcg run`` of several languages is ONE run over their range,
         # parsing the source once, not one run per language each parsing it all (issue 32); each
         # language is still written, recorded and checked as its own partition. The daemon's
-        # study_automation_sensor launches runs directly (no backfill): one per language.
+        # corpus_automation_sensor emits backfills, so its fresh corpus is one run too.
         backfill_policy=single_run_policy(),
         outs=_corpus_outs(),
         check_specs=_corpus_check_specs(by_language),

@@ -1,12 +1,12 @@
 """When the daemon materializes what, by itself (declarative automation).
 
-With ``dagster-daemon run`` (``make dev``) on the instance, ``study_automation_sensor``
-(and ``model_family_automation_sensor`` for the language x model family) evaluate these
-conditions every few seconds and build a study from nothing in dependency order: corpus per
-language -> study inputs -> each model's stream of calls (``model_calls``) -> responses of all
-of a model's languages in one run -> analysis, report and catalog. A new model in
-``models.yaml`` gets its partitions from ``model_partitions_sensor`` and then follows the
-same path.
+With ``dagster-daemon run`` (``make dev``) on the instance, ``study_automation_sensor`` (and
+``corpus_automation_sensor`` for the corpus, ``model_family_automation_sensor`` for the
+language x model family) evaluate these conditions every few seconds and build a study from
+nothing in dependency order: the corpus of every language in one run -> study inputs -> each
+model's stream of calls (``model_calls``) -> responses of all of a model's languages in one run
+-> analysis, report and catalog. A new model in ``models.yaml`` gets its partitions from
+``model_partitions_sensor`` and then follows the same path.
 
 Paid work (model calls) only runs for partitions that were never materialized
 (``build_once``); re-answering after an upstream change stays a deliberate ``clcg run``.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from clcg_pipeline.orchestration._jobs import RESPONSE_ASSETS
+from clcg_pipeline.orchestration._jobs import CORPUS_ASSETS, RESPONSE_ASSETS
 
 AC = dg.AutomationCondition
 
@@ -90,13 +90,27 @@ def after_every_partition() -> dg.AutomationCondition:
 
 study_automation_sensor = dg.AutomationConditionSensorDefinition(
     "study_automation_sensor",
-    target=dg.AssetSelection.all() - dg.AssetSelection.assets(*RESPONSE_ASSETS),
+    target=dg.AssetSelection.all() - dg.AssetSelection.assets(*CORPUS_ASSETS, *RESPONSE_ASSETS),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=AUTOMATION_INTERVAL_S,
     # Runs launched directly: a backfill would add the backfill daemon's 30 s hop per layer, and
-    # these assets are one run per partition anyway (a language, or the unpartitioned analysis).
+    # these assets are one run per partition anyway (a model's stream, or an unpartitioned asset).
     emit_backfills=False,
     description="Builds the study from nothing and follows new models (see orchestration/_automation.py).",
+)
+
+# The corpus multi-asset has a single-run backfill policy too: a fresh instance's languages are
+# requested in one tick, and launched directly they were one run per language, each a fresh
+# interpreter parsing the whole source (issue 32). Emitted as a backfill, they are one run over
+# the language range. Dagster emits a backfill only for a tick that requests more than one
+# partition of an asset, so a single language added later is still one direct run, with no hop.
+corpus_automation_sensor = dg.AutomationConditionSensorDefinition(
+    "corpus_automation_sensor",
+    target=dg.AssetSelection.assets(*CORPUS_ASSETS),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=AUTOMATION_INTERVAL_S,
+    emit_backfills=True,
+    description="Loads the corpus of every language not yet built, in one run over their range.",
 )
 
 # The language x model family (responses, scores, granularity answers) has a single-run backfill

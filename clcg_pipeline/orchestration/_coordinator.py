@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from dagster import DagsterRun, MultiPartitionKey, QueuedRunCoordinator, SubmitRunContext
 
 from clcg_pipeline.calls import COORDINATION_TAG, PROVIDER_TAG, coordination_tags
-from clcg_pipeline.config import default_config_dir, load_config
+from clcg_pipeline.config import default_config_dir
 from clcg_pipeline.orchestration._dagster_internals import PARTITION_NAME_TAG
 from clcg_pipeline.orchestration._jobs import provider_tags
 from clcg_pipeline.partitions import LANGUAGE_DIMENSION, MODEL_DIMENSION
+from clcg_pipeline.resources import load_study_config
 
 _log = logging.getLogger(__name__)
 
@@ -30,30 +31,20 @@ class ProviderTaggingRunCoordinator(QueuedRunCoordinator):
 
     def submit_run(self, context: SubmitRunContext) -> DagsterRun:
         run = context.dagster_run
-        partition = partition_tag(run.tags)
-        if partition:
-            self._instance.add_run_tags(run.run_id, partition)
-            run = run.with_tags({**run.tags, **partition})
-            context = context._replace(dagster_run=run)
+        added = partition_tag(run.tags)
         if PROVIDER_TAG not in run.tags:
             try:
-                tags = provider_tags(load_config(default_config_dir()), run.tags)
+                added |= provider_tags(load_study_config(default_config_dir()), {**run.tags, **added})
             except Exception as error:  # a bad models.yaml must not block every run
                 _log.warning(f"run {run.run_id}: no {PROVIDER_TAG} tag added ({error})")
-                tags = {}
-            if tags:
-                self._instance.add_run_tags(run.run_id, tags)
-                context = context._replace(dagster_run=run.with_tags({**run.tags, **tags}))
-        run = context.dagster_run
         if COORDINATION_TAG not in run.tags:
             try:
-                coordination = coordination_tags()  # how this host's runs coordinate their calls
+                added |= coordination_tags()  # how this host's runs coordinate their calls
             except ValueError as error:  # a bad dagster.yaml fails the run's calls, with its message
                 _log.warning(f"run {run.run_id}: no {COORDINATION_TAG} tag added ({error})")
-                coordination = {}
-            if coordination:
-                self._instance.add_run_tags(run.run_id, coordination)
-                context = context._replace(dagster_run=run.with_tags({**run.tags, **coordination}))
+        if added:
+            self._instance.add_run_tags(run.run_id, added)
+            context = context._replace(dagster_run=run.with_tags({**run.tags, **added}))
         return super().submit_run(context)
 
 

@@ -11,13 +11,14 @@ import warnings
 
 import dagster as dg
 
-from clcg_pipeline.config import default_config_dir, default_data_dir, load_config
+from clcg_pipeline.config import default_config_dir, default_data_dir
 from clcg_pipeline.corpus.assets import build_corpus_defs
 from clcg_pipeline.granularity.assets import build_granularity_defs
 from clcg_pipeline.inference.assets import build_inference_defs
 from clcg_pipeline.inference.sensors import inference_automation_defs
 from clcg_pipeline.items.assets import build_items_defs
 from clcg_pipeline.orchestration._automation import (
+    corpus_automation_sensor,
     model_family_automation_sensor,
     study_automation_sensor,
     with_study_automation,
@@ -26,7 +27,7 @@ from clcg_pipeline.orchestration._jobs import build_jobs
 from clcg_pipeline.orchestration._model_calls import build_model_calls_defs
 from clcg_pipeline.orchestration._versions import with_code_versions
 from clcg_pipeline.report.assets import report_defs
-from clcg_pipeline.resources import StudyResource
+from clcg_pipeline.resources import StudyResource, load_study_config
 from clcg_pipeline.results.assets import build_analysis_defs
 from clcg_pipeline.scoring.assets import build_scoring_defs
 from clcg_pipeline.storage import ParquetIOManager
@@ -40,7 +41,7 @@ def build_definitions(
     """Definitions for one config folder and data folder (defaults: env vars, then ./)."""
     config_path = str(config_dir) if config_dir is not None else str(default_config_dir())
     data_path = str(data_dir) if data_dir is not None else default_data_dir()
-    config = load_config(config_path)
+    config = load_study_config(config_path)
     with warnings.catch_warnings():
         # Preview, but the one place to set every asset's condition (the table in automation.py).
         warnings.simplefilter("ignore", dg.PreviewWarning)
@@ -63,7 +64,7 @@ def build_definitions(
         inference_automation_defs,
         dg.Definitions(
             jobs=build_jobs(config),
-            sensors=[study_automation_sensor, model_family_automation_sensor],
+            sensors=[study_automation_sensor, corpus_automation_sensor, model_family_automation_sensor],
             resources={
                 "study": StudyResource(config_dir=config_path, data_dir=data_path),
                 "io_manager": ParquetIOManager(base_path=data_path),

@@ -1,13 +1,10 @@
 """Is a job partition up to date *in this data folder*? Answered from the folder's records alone.
 
-Every asset the job writes must be recorded in this folder (``storage/_records.py``: the IO
-manager writes a record beside each partition, whoever launched the run) with the current
-code version (``clcg_pipeline/orchestration/_versions.py``; a language x model partition: its
-model's version, so another model's edit leaves it current), after everything it reads, and its
-file must still be there. The records are the one source: the Dagster instance is never asked,
-so a copied folder, or one run with another Dagster home, is judged as it is, and a folder
-without records (written before them, or whose records were removed) is not up to date: it is
-redone, and its calls come free from the call cache. The complete-run snapshot
+Every asset the job writes must be recorded in this folder (``storage/_records.py``, written by
+the IO manager whoever launched the run) with the current code version (``_versions``; a
+language x model partition: its model's), after everything it reads, and its file must still be
+there. The Dagster instance is never asked, so a copied folder is judged as it is; a folder
+without records is redone, its calls free from the call cache. The complete-run snapshot
 (``storage/_snapshot.py``) only memoizes this verdict.
 """
 
@@ -86,9 +83,9 @@ class Freshness:
                 return False
         return True
 
-    def forget(self, assets: Sequence[str], partition: str | None) -> None:
-        """Read the records of ``assets`` again next time (a run just wrote them)."""
-        del partition  # an asset's records are read in one listing: all of them are re-read
+    def forget(self, assets: Sequence[str]) -> None:
+        """Read the records of ``assets`` again next time (a run just wrote them): all of an
+        asset's partitions, read in one listing."""
         for asset in assets:
             self._folder.pop(asset, None)
 

@@ -1,9 +1,8 @@
 """A real ``dagster-daemon run`` on a throwaway instance (for the daemon test and benchmark).
 
-Starts the daemon exactly as ``make dev`` does (the project's ``dagster.yaml``, a workspace
-naming the ``clcg_pipeline`` code location), but against its own ``DAGSTER_HOME``, config
-folder and data folder, in its own process group so that stopping it also stops its code
-server and run workers.
+Started as ``make dev`` does (the project's ``dagster.yaml``, a workspace naming the
+``clcg_pipeline`` code location), against its own ``DAGSTER_HOME``, config and data folders,
+in its own process group (``stop_process_group``).
 """
 
 from __future__ import annotations
@@ -27,9 +26,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def stop_process_group(process: subprocess.Popen[Any]) -> None:
-    """Stop the process group ``process`` leads (started with ``start_new_session``): SIGTERM,
-    then SIGKILL if it has not ended within 15 s, so its children (code server, run workers)
-    end with it."""
+    """Stop the process group ``process`` leads (``start_new_session``), its code server and run
+    workers with it: SIGTERM, then SIGKILL after 15 s."""
     try:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=15)

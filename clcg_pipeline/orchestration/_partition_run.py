@@ -55,30 +55,27 @@ class LanguageRange:
     @property
     def name(self) -> str:
         """How a failure names it: ``en|m`` or ``en|m..sw|m``."""
-        keys = self.keys
-        return keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1]}"
+        return span_name(self.keys)
 
     @property
     def label(self) -> str:
         """Its progress line."""
-        isos = self.isos
-        shown = isos[0] if len(isos) == 1 else f"{isos[0]}..{isos[-1]} ({len(isos)} languages)"
-        return f"{self.model_id} / {shown}"
+        count = f" ({len(self.isos)} languages)" if len(self.isos) > 1 else ""
+        return f"{self.model_id} / {span_name(self.isos)}{count}"
 
 
-def corpus_order(defs: dg.Definitions) -> list[str]:
-    """The keys of ``corpus_job``'s partitions definition (languages), in its order."""
-    partitions = defs.resolve_job_def("corpus_job").partitions_def
+def span_name(keys: Sequence[str]) -> str:
+    """A run's keys as a failure or progress line names them: ``en`` or ``en..sw``."""
+    return keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1]}"
+
+
+def partition_order(defs: dg.Definitions, job: str) -> list[str]:
+    """The languages of ``job``'s partitions definition in its order, which a range run spans."""
+    partitions = defs.resolve_job_def(job).partitions_def
+    if isinstance(partitions, dg.MultiPartitionsDefinition):
+        partitions = partitions.get_partitions_def_for_dimension(LANGUAGE_DIMENSION)
     assert partitions is not None
     return list(partitions.get_partition_keys())
-
-
-def language_order(defs: dg.Definitions) -> list[str]:
-    """The language keys of ``responses_job``'s partitions definition, in its order: a range
-    run covers every language between its ends in this order."""
-    partitions = defs.resolve_job_def("responses_job").partitions_def
-    assert isinstance(partitions, dg.MultiPartitionsDefinition)
-    return list(partitions.get_partitions_def_for_dimension(LANGUAGE_DIMENSION).get_partition_keys())
 
 
 def range_tags(keys: Sequence[str]) -> dict[str, str]:
@@ -87,14 +84,9 @@ def range_tags(keys: Sequence[str]) -> dict[str, str]:
 
 
 def stale_ranges(model_id: str, order: Sequence[str], stale: Sequence[str]) -> list[LanguageRange]:
-    """The contiguous stretches of ``stale`` (selected languages to run) in ``order``.
-
-    One run per stretch, not one over the model's whole span: a language left out of the
-    request, or up to date, between two stale ones is not run again. Its calls would come
-    from the cache free, but its items would be prepared and scored again and its files and
-    records rewritten (new run, new materializations), which costs more CPU than the start
-    of one more run, and a selection (``--languages``) must not run what it left out. A new
-    model, a new or wiped language, new items: one stretch, one run per model.
+    """The contiguous stretches of ``stale`` (selected languages to run) in ``order``: one run
+    each, so a language between them that was left out, or is up to date, is not run again
+    (prepared, scored and rewritten for nothing). A new model or new items: one run per model.
     """
     return [LanguageRange(model_id, isos) for isos in stretches(order, stale)]
 

@@ -92,26 +92,21 @@ def plan_study(*, config_dir: str, data_dir: str, models: Sequence[str] | None =
     plan = pd.concat(frames, ignore_index=True)
     numeric = ["calls", "cached_calls", "shared_calls", "input_tokens", "output_tokens", "cost_usd"]
     summary = plan.groupby(["model", "context_scope", "tokenizer"], as_index=False)[numeric].sum()
-    total = summary[numeric].sum().to_frame().T.assign(model="TOTAL", context_scope="", tokenizer="")
-    plan = pd.concat([summary, total], ignore_index=True)[["model", "context_scope", *numeric, "tokenizer"]]
-    counts = ["calls", "cached_calls", "shared_calls", "input_tokens", "output_tokens"]
-    return plan.astype({column: "int64" for column in counts} | {"cost_usd": "float64"})
+    return _with_total(summary, numeric)[["model", "context_scope", *numeric, "tokenizer"]]
 
 
-GRANULARITY_PLAN_COLUMNS = [
-    "model",
-    "task",
-    "context",
-    "calls",
-    "cached_calls",
-    "shared_calls",
-    "too_long_calls",
-    "input_tokens",
-    "input_tokens_per_call",
-    "output_tokens",
-    "cost_usd",
-    "tokenizer",
-]
+def _with_total(summary: pd.DataFrame, numeric: list[str], cost: str = "cost_usd") -> pd.DataFrame:
+    """``summary`` and a ``TOTAL`` row summing its ``numeric`` columns (the others blank):
+    the counts as integers, ``cost`` in dollars."""
+    blank = {column: "" for column in summary.columns if column not in numeric}
+    total = summary[numeric].sum().to_frame().T.assign(**blank | {"model": "TOTAL"})
+    out = pd.concat([summary, total], ignore_index=True)
+    return out.astype({column: "int64" for column in numeric if column != cost} | {cost: "float64"})
+
+
+GRANULARITY_PLAN_COLUMNS = ["model", "task", "context", "calls", "cached_calls", "shared_calls"]
+GRANULARITY_PLAN_COLUMNS += ["too_long_calls", "input_tokens", "input_tokens_per_call", "output_tokens"]
+GRANULARITY_PLAN_COLUMNS += ["cost_usd", "tokenizer"]
 
 
 def plan_granularity(
@@ -142,10 +137,7 @@ def plan_granularity(
     numeric += ["input_tokens", "output_tokens", "cost_usd"]
     groups = plan.groupby(["model", "task", "context", "tokenizer"], as_index=False, sort=False)
     summary = groups[numeric].sum()
-    total = summary[numeric].sum().to_frame().T.assign(model="TOTAL", task="", context="", tokenizer="")
-    counts = ["calls", "cached_calls", "shared_calls", "too_long_calls", "input_tokens", "output_tokens"]
-    out = pd.concat([summary, total], ignore_index=True)
-    out = out.astype({column: "int64" for column in counts} | {"cost_usd": "float64"})
+    out = _with_total(summary, numeric)
     sent = (out["calls"] - out["cached_calls"] - out["shared_calls"] - out["too_long_calls"]).clip(lower=1)
     out["input_tokens_per_call"] = (out["input_tokens"] / sent).round().astype("int64")
     notes.extend(_long_prompt_note(summary))
@@ -310,12 +302,9 @@ def _long_prompt_note(summary: pd.DataFrame) -> list[str]:
 
 
 def plan_spent(*, data_dir: str, models: Sequence[str] | None = None) -> pd.DataFrame:
-    """What was already paid, per model and step, from the spend view (``storage.call_spend``):
-    the actual beside the plan's estimate. Judges and writers are listed under their own model.
-
-    ``models`` (evaluated ids) narrows it to their responses and granularity tasks; the judges and
-    writers stay, since they serve every model. Columns: model, step, paid_calls, paid_usd, and
-    a ``TOTAL`` row; empty when nothing was paid yet.
+    """What was already paid, per model and step (``storage.call_spend``), with a ``TOTAL`` row;
+    empty when nothing was paid yet. ``models`` narrows the responses and granularity tasks to
+    theirs; the judges and writers, listed under their own model, serve every model and stay.
     """
     rows = call_spend(data_dir)
     paid = rows[rows["paid"].astype(bool)] if len(rows) else rows
@@ -324,19 +313,7 @@ def plan_spent(*, data_dir: str, models: Sequence[str] | None = None) -> pd.Data
         paid = paid[~theirs | paid["model"].isin(list(models))]
     if not len(paid):
         return pd.DataFrame(columns=["model", "step", "paid_calls", "paid_usd"])
-    spent = (
-        paid.groupby(["model", "step"], as_index=False)
-        .agg(paid_calls=("paid", "size"), paid_usd=("paid_usd", "sum"))
-        .astype({"paid_calls": "int64", "paid_usd": "float64"})
+    spent = paid.groupby(["model", "step"], as_index=False).agg(
+        paid_calls=("paid", "size"), paid_usd=("paid_usd", "sum")
     )
-    total = pd.DataFrame(
-        [
-            {
-                "model": "TOTAL",
-                "step": "",
-                "paid_calls": int(spent["paid_calls"].sum()),
-                "paid_usd": spent["paid_usd"].sum(),
-            }
-        ]
-    )
-    return pd.concat([spent, total], ignore_index=True)
+    return _with_total(spent, ["paid_calls", "paid_usd"], cost="paid_usd")

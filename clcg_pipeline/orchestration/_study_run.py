@@ -1,13 +1,8 @@
 """Running a whole study through Dagster on the persistent instance (what ``clcg run`` does).
 
 Each job runs in process against ``DAGSTER_HOME``'s instance, so every run, materialization
-and asset check shows in the UI (``make dev``) exactly as if launched from there.
-
-A partition is skipped only when it is up to date *in this data folder* (``_freshness``).
-Each model's stale responses partitions are one Dagster run over their language range (the run
-the daemon's backfill and the UI's Materialize launch); several models' runs go at a time
-(``parallel``), each in a forked worker process (``_workers``). The steps themselves are in
-``_study_steps``.
+and asset check shows in the UI (``make dev``) exactly as if launched from there. The steps
+are in ``_study_steps``; several models' runs go at a time in forked workers (``_workers``).
 """
 
 from __future__ import annotations
@@ -22,12 +17,13 @@ from typing import Any
 
 import dagster as dg
 
-from clcg_pipeline.config import ProjectConfig, ensure_dagster_home, load_config
+from clcg_pipeline.config import ProjectConfig, ensure_dagster_home
 from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.orchestration._partition_run import INTERRUPTS, StudyRunError
 from clcg_pipeline.orchestration._plan import select_models
 from clcg_pipeline.orchestration._study_steps import StudyRequest, StudyRun
 from clcg_pipeline.orchestration._summary import RunSummary
+from clcg_pipeline.resources import load_study_config
 from clcg_pipeline.storage import complete_run_request, write_complete_run
 
 # Models' responses runs go this many at a time (``clcg run --parallel``): two keep one model
@@ -69,18 +65,13 @@ _STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 @contextlib.contextmanager
 def _deferred_interrupts() -> Iterator[Callable[[], bool]]:
-    """Between Dagster runs, note Ctrl-C instead of raising it wherever the program happens to be.
+    """Between Dagster runs, note Ctrl-C instead of raising it wherever the program happens to be
+    (inside a database finalizer it prints a stray traceback); the steps check it at safe points.
 
-    A KeyboardInterrupt raised inside a database finalizer prints a stray traceback; the run
-    loop checks the flag at safe points and stops cleanly. Inside a run Dagster installs its own
-    handler and fails the run, which ``StudyRun.execute`` turns into the same clean stop.
-
-    Dagster's handler raises wherever the main thread happens to be; inside a garbage
-    collector callback (SQLAlchemy has some) Python prints "Exception ignored" and the run goes
-    on as if nothing happened. The signal's wakeup pipe records every signal at C level,
-    whichever Python handler then runs, so such a Ctrl-C still stops the study at the next
-    safe point; the lost exception's "Exception ignored" traceback is not printed (the one
-    line ``clcg run`` prints says it).
+    Inside a run, Dagster's handler raises wherever the main thread is; inside a garbage
+    collector callback (SQLAlchemy has some) Python prints "Exception ignored" and goes on. The
+    signal's wakeup pipe records every signal at C level, whichever handler runs, so such a
+    Ctrl-C still stops the study at the next safe point, and its traceback is not printed.
     """
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False
@@ -141,25 +132,16 @@ def run_study(
     are never repeated either way, thanks to the cache. Ctrl-C stops after cleaning up and
     raises a plain ``KeyboardInterrupt``; what was stored stays, and the next run resumes.
 
-    Each model's stale responses partitions are one Dagster run over their languages (one per
-    contiguous stretch of them). Up to ``parallel`` models' runs go at once, each in a worker
-    process (forked, so nothing is imported again) on the same instance, while the claims,
-    concurrency slots and spend ledger of ``calls/_coord.py`` hold across the workers: no
-    call is paid twice, a model's limit binds its calls. With ``budget_usd`` the runs go one
-    after another, each capped by what the previous ones left (a limit for this command
-    only, which the study-wide ledger does not express). Every paid op gets it, not only the
-    responses: the confusion writer (study inputs), the granularity tasks and their judges
-    (each responses run shares one budget: ``calls.run_budget``), and the
-    error-taxonomy judges and keypoint writer (analysis), which get whatever is left.
-
-    With ``calls_ahead`` (online, no ``budget_usd``), each hosted model's calls of its stale
-    partitions are sent first in one stream: its ``model_calls`` run, the one the daemon and
-    a backfill launch (``_model_calls``), in a worker of its own, every model's at once; the
-    model's runs then find them cached and record them as their own, paid by the stream's run.
+    Each model's stale responses partitions are one Dagster run per contiguous stretch of
+    languages; up to ``parallel`` models' runs go at once in forked workers, while
+    ``calls/_coord.py`` keeps any call from being paid twice. With ``budget_usd`` the runs go
+    one after another, every paid op capped by what the previous ones left. With
+    ``calls_ahead`` (online, no budget), each hosted model's calls are first sent in one stream,
+    its ``model_calls`` run, whose answers its runs then find cached.
     """
     if parallel < 1:
         raise StudyRunError(f"parallel must be at least 1, got {parallel}")
-    config = load_config(config_dir)
+    config = load_study_config(config_dir)
     try:
         model_ids = select_models(config, models)
     except ValueError as exc:
@@ -181,7 +163,12 @@ def run_study(
     ensure_dagster_home()
     with _deferred_interrupts() as interrupted, dg.DagsterInstance.get() as instance:
         run = StudyRun(instance, config, request, on_step=on_step, interrupted=interrupted)
-        summary = _run_steps(run)
+        run.check_keys()  # what is stale decides which models need a key
+        run.run_corpus()
+        run.run_study_inputs()
+        run.run_responses()  # planned after the inputs: new items make every partition stale
+        run.run_analysis()
+        summary = run.summary
         summary.uncovered_languages = uncovered
         if run.everything_current():
             # The next run asked the same finds the folder as it is and needs no Dagster at all.
@@ -196,14 +183,3 @@ def run_study(
             )
             write_complete_run(data_dir, asked, run.partition_count)
         return summary
-
-
-def _run_steps(run: StudyRun) -> RunSummary:
-    """The study, step by step: what is stale, corpus and inputs, the models' streams and
-    responses runs, the analysis and report; the summary of what ran and was paid."""
-    run.check_keys()  # what is stale decides which models need a key
-    run.run_corpus()
-    run.run_study_inputs()
-    run.run_responses()  # planned after the inputs: new items make every partition stale
-    run.run_analysis()
-    return run.summary

@@ -1,11 +1,8 @@
-"""The steps of one ``clcg run``, in the order they run, over the state they share.
-
-corpus (one run over the stale languages, parsing the source once) -> study inputs -> each
-hosted model's stream of calls (its ``model_calls`` run) -> responses (one run per model over
-the range of its stale languages, in process or in forked workers) -> analysis.
-Each step runs a job partition only when it is not up to date in the data folder
-(``_freshness``), counts the new calls it paid for (``_summary``) and passes on what the
-budget left.
+"""The steps of one ``clcg run``, in order: corpus (one run over the stale languages), study
+inputs, each hosted model's stream of calls (``model_calls``), responses (one run per model over
+its stale languages, in process or in forked workers), analysis. Each step runs only what is not
+up to date in the data folder (``_freshness``), counts the calls it paid (``_summary``) and
+passes on what the budget left.
 """
 
 from __future__ import annotations
@@ -36,11 +33,11 @@ from clcg_pipeline.orchestration._model_calls import OFFLINE, record_stream, uns
 from clcg_pipeline.orchestration._partition_run import (
     LanguageRange,
     StudyRunError,
-    corpus_order,
     execute_job,
     failure_of,
-    language_order,
+    partition_order,
     range_tags,
+    span_name,
     stale_ranges,
     stretches,
 )
@@ -59,8 +56,8 @@ from clcg_pipeline.orchestration._versions import code_versions, version_for
 from clcg_pipeline.orchestration._workers import (
     StreamRun,
     WorkerHooks,
+    WorkerPool,
     ctrl_c_for_this_process_only,
-    run_responses_in_workers,
 )
 from clcg_pipeline.partitions import MODEL_CALLS, response_key
 from clcg_pipeline.validation.human import INBOX_METADATA, inbox_fingerprint
@@ -127,7 +124,6 @@ class StudyRun:
         self.partition_count = isos + 1 + isos * models + 1
         self.step = 0
         self.remaining = request.budget_usd  # what the budget left for the next paid run
-        self.partitions = [(model_id, iso) for model_id in request.model_ids for iso in request.isos]
         self.coordination = coordination_tags(str(UPath(request.data_dir) / "cache" / "calls"))
 
     # -- what is stale -------------------------------------------------------------------
@@ -143,8 +139,7 @@ class StudyRun:
         return self.request.force or self.request.regenerate_items
 
     def check_keys(self) -> None:
-        """A missing key fails before anything runs, but only for models with work left: a
-        fully materialized model (re-scoring, re-estimating) needs no key at all."""
+        """A missing key fails before anything runs, for the models with work left only."""
         for model_id in self.request.model_ids:
             pending = self._reruns_responses() or not all(
                 self.responses_done(iso, model_id) for iso in self.request.isos
@@ -155,8 +150,7 @@ class StudyRun:
     # -- running one job partition -------------------------------------------------------
 
     def _range_tags(self, run_range: LanguageRange) -> dict[str, str]:
-        """A responses run's tags: its range's, and its model's provider as the coordinator
-        gives a backfill's range run (``provider_tags``)."""
+        """A responses run's tags: its range's, and its model's provider (as the coordinator's)."""
         return {
             **self._tags(run_range.partition, run_range.tags),
             **provider_tags(self.config, run_range.tags),
@@ -174,60 +168,49 @@ class StudyRun:
         self,
         job: str,
         label: str,
-        partition: str | None,
-        assets: Sequence[str] | None,
+        assets: Sequence[str],
         run_config: dict[str, Any],
         *,
         rerun: bool = False,
         done: Callable[[], bool] | None = None,
-        tags: dict[str, str] | None = None,
     ) -> dg.ExecuteInProcessResult | None:
-        """Run one job partition unless it is up to date; its result when it ran, else None."""
+        """Run an unpartitioned job unless it is up to date; its result when it ran, else None."""
         if self.interrupted():
             raise KeyboardInterrupt
         self.step += 1
         if self.on_step:
             self.on_step(label, self.step, self.total)
-        skippable = bool(assets) and not (self.request.force or rerun)
-        if skippable and (
-            done() if done else self.fresh.up_to_date(assets or (), partition, self.request.isos)
-        ):
+        current = done or (lambda: self.fresh.up_to_date(assets, None, self.request.isos))
+        if not (self.request.force or rerun) and current():
             self.summary.skipped += 1
             return None
-        return self._launch(job, partition, [partition], assets, run_config, self._tags(partition, tags))
+        return self._launch(job, None, assets, run_config, self._tags(None))
 
     def _launch(
         self,
         job: str,
         partition: str | None,
-        written: Sequence[str | None],
-        assets: Sequence[str] | None,
+        assets: Sequence[str],
         run_config: dict[str, Any],
         tags: dict[str, str],
         name: str | None = None,
     ) -> dg.ExecuteInProcessResult:
-        """One Dagster run in process; ``written``: the partitions it writes (a range's several)."""
+        """One Dagster run in process (``name``: the range it runs, for a failure's line)."""
         with ctrl_c_for_this_process_only():  # no traceback from Dagster's helper processes
             result = execute_job(self.instance, self.defs, job, partition, run_config, tags)
         self.summary.ran(result.run_id)  # the calls it paid for are this command's
         self.summary.runs += 1
-        for key in written:
-            self.fresh.forget(assets or (), key)
-        if not result.success:
-            self._raise_failure(job, name or partition, result)
-        if self.interrupted():
-            raise KeyboardInterrupt
-        return result
-
-    def _raise_failure(self, job: str, partition: str | None, result: dg.ExecuteInProcessResult) -> None:
-        message, ours, was_interrupt = failure_of(result)
+        self.fresh.forget(assets)
+        message, ours, was_interrupt = ("", False, False) if result.success else failure_of(result)
         if was_interrupt or self.interrupted():
             raise KeyboardInterrupt
+        if result.success:
+            return result
         if job == "corpus_job" and ours:
             # Every corpus partition reads the whole source; the message names the bad
             # file and language, and the partition that happened to run first would mislead.
             raise StudyRunError(f"loading the corpus failed: {message}")
-        raise StudyRunError(f"{job} [{partition or 'unpartitioned'}] failed: {message}")
+        raise StudyRunError(f"{job} [{name or partition or 'unpartitioned'}] failed: {message}")
 
     def paid_ops(
         self, job: str, remaining: float | None, extra: dict[str, dict[str, Any]] | None = None
@@ -259,14 +242,6 @@ class StudyRun:
             self.summary, self.request.data_dir, PARTITION_CALL_TABLES, partition, self.started_at
         )
 
-    def account_range(self, run_range: LanguageRange) -> tuple[float, bool]:
-        """Count each partition of a finished range run, as if each had run alone."""
-        spent, stopped = 0.0, False
-        for iso in run_range.isos:
-            cost, hit = self.account(iso, run_range.model_id)
-            spent, stopped = spent + cost, stopped or hit
-        return spent, stopped
-
     # -- the steps -----------------------------------------------------------------------
 
     def run_corpus(self) -> None:
@@ -281,18 +256,16 @@ class StudyRun:
             iso for iso in isos if self.request.force or not self.fresh.up_to_date(CORPUS_ASSETS, iso, isos)
         ]
         self.summary.skipped += len(isos) - len(stale)
-        runs = stretches(corpus_order(self.defs), stale)
+        runs = stretches(partition_order(self.defs, "corpus_job"), stale)
         if not runs and self.on_step:
             self.on_step("corpus up to date", self.step, self.total)
         for keys in runs:
             one = keys[0] if len(keys) == 1 else None  # a stretch of one: that partition's run
-            name = keys[0] if one else f"{keys[0]}..{keys[-1]}"
             if self.on_step:
-                self.on_step(
-                    f"corpus {name if one else f'{name} ({len(keys)} languages)'}", self.step, self.total
-                )
+                count = "" if one else f" ({len(keys)} languages)"
+                self.on_step(f"corpus {span_name(keys)}{count}", self.step, self.total)
             tags = self._tags(one, range_tags(keys))
-            self._launch("corpus_job", one, keys, CORPUS_ASSETS, {}, tags, name=name)
+            self._launch("corpus_job", one, CORPUS_ASSETS, {}, tags, name=span_name(keys))
 
     def run_study_inputs(self) -> None:
         regenerate = self.request.regenerate_items
@@ -303,12 +276,7 @@ class StudyRun:
             {"item_bank": {"regenerate": regenerate}, "granularity_task_bank": {"regenerate": regenerate}},
         )
         inputs = self.execute(
-            "study_inputs_job",
-            "sample, items, fertility",
-            None,
-            STUDY_INPUT_ASSETS,
-            items_config,
-            rerun=regenerate,
+            "study_inputs_job", "sample, items, fertility", STUDY_INPUT_ASSETS, items_config, rerun=regenerate
         )
         if inputs is not None:
             # The item generator's and the writers' calls, from their tables (a writer stopped by
@@ -332,18 +300,12 @@ class StudyRun:
     def response_ranges(self, stale: dict[str, list[str]]) -> list[LanguageRange]:
         """Each model's runs: the stretches of its stale languages (``stale_ranges``); the
         partitions up to date are counted as skipped here."""
-        order = language_order(self.defs)
+        order = partition_order(self.defs, "responses_job")
         ranges: list[LanguageRange] = []
         for model_id, isos in stale.items():
             self.summary.skipped += len(self.request.isos) - len(isos)
             ranges += stale_ranges(model_id, order, isos)
         return ranges
-
-    def in_workers(self, ranges: Sequence[LanguageRange]) -> bool:
-        """The models' runs go to forked workers: several at once, and no ``budget_usd``
-        (each in-process run gets what the previous ones left). One run needs no worker."""
-        request = self.request
-        return request.budget_usd is None and request.parallel > 1 and len(ranges) > 1
 
     def plan_streams(self, stale: dict[str, list[str]]) -> dict[str, list[str]]:
         """The hosted models whose stale languages' calls go in one stream each (``model_calls``
@@ -357,19 +319,13 @@ class StudyRun:
 
     def record_streams(self, streams: dict[str, list[str]], stale: dict[str, list[str]]) -> None:
         """Record ``model_calls`` of each model not streamed now and never recorded on this
-        instance, with why (the streamed ones are recorded by their own runs).
-
-        Without the record, the daemon of ``make dev`` would find the stream missing and
-        launch it, for nothing (``_model_calls.record_stream``).
-        """
+        instance, with why: else ``make dev``'s daemon would launch it, for nothing."""
         version = version_for(MODEL_CALLS, self.versions)
-        for model_id in unstreamed_models(self.instance, self.request.model_ids):
-            if model_id in streams:
-                continue
+        unstreamed = unstreamed_models(self.instance, self.request.model_ids)
+        for model_id in [m for m in unstreamed if m not in streams]:
+            why = _NOT_AHEAD if stale[model_id] else _NOTHING_PENDING
             if self.config.models.get(model_id).provider == "offline":
                 why = OFFLINE
-            else:
-                why = _NOT_AHEAD if stale[model_id] else _NOTHING_PENDING
             record_stream(self.instance, model_id, version, {"streamed": False, "why": why})
 
     def run_responses(self) -> None:
@@ -380,7 +336,10 @@ class StudyRun:
         streams = self.plan_streams(stale)
         self.record_streams(streams, stale)  # before the partitions: never older than their stream
         ranges = self.response_ranges(stale)
-        if streams or self.in_workers(ranges):
+        # Several runs at once go to forked workers; with a budget they go one after another,
+        # each getting what the previous ones left.
+        request = self.request
+        if streams or (request.budget_usd is None and request.parallel > 1 and len(ranges) > 1):
             self._responses_in_workers(ranges, streams)
             return
         for model_id in self.request.model_ids:  # one progress step per model
@@ -404,14 +363,14 @@ class StudyRun:
         self._launch(
             "responses_job",
             run_range.partition,
-            run_range.keys,
             RESPONSE_ASSETS,
             # The budget left caps the whole run: one Budget per Dagster run (calls.run_budget).
             self.paid_ops("responses_job", self.remaining),
             self._range_tags(run_range),
             name=run_range.name,
         )
-        self.spend(*self.account_range(run_range))
+        counted = [self.account(iso, run_range.model_id) for iso in run_range.isos]  # each as if alone
+        self.spend(sum(spent for spent, _ in counted), any(stopped for _, stopped in counted))
 
     def _stream_runs(self, streams: dict[str, list[str]]) -> list[StreamRun]:
         """Each model's ``model_calls_job`` run, over the languages this command runs."""
@@ -456,21 +415,15 @@ class StudyRun:
             tags=self._range_tags,
             step_of=step_of,
             account=self.account,
-            on_forget=lambda key: self.fresh.forget(RESPONSE_ASSETS, key),
+            on_forget=lambda: self.fresh.forget(RESPONSE_ASSETS),
             on_step=self.on_step,
             interrupted=self.interrupted,
             streams=self._stream_runs(streams),
             on_stream=self._stream_ended(self.summary.calls_ahead or Streams(), time.monotonic()),
         )
-        run_responses_in_workers(
-            self.instance,
-            self.defs,
-            ranges,
-            parallel=self.request.parallel,
-            hooks=hooks,
-            summary=self.summary,
-            total=self.total,
-        )
+        WorkerPool(
+            self.instance, self.defs, ranges, self.request.parallel, hooks, self.summary, self.total
+        ).run()
         for model_id in self.request.model_ids:  # the models with nothing to run, last
             if model_id not in steps and self.on_step:
                 self.on_step(f"{model_id} up to date", step_of(model_id), self.total)
@@ -483,14 +436,13 @@ class StudyRun:
         return (
             all(fresh.up_to_date(CORPUS_ASSETS, iso, isos) for iso in isos)
             and fresh.up_to_date(STUDY_INPUT_ASSETS, None, isos)
-            and all(self.responses_done(iso, model_id) for model_id, iso in self.partitions)
+            and all(self.responses_done(iso, m) for m in self.request.model_ids for iso in isos)
             and self.analysis_done()
         )
 
     def analysis_done(self) -> bool:
-        """The analysis is current, stored here, newer than every partition of what it reads
-        (other sessions' models included), none of its judges stopped short, and the
-        annotation inbox holds what it imported last."""
+        """The analysis is current, newer than every partition it reads (other sessions' models
+        included), none of its judges stopped short, and the inbox holds what it imported last."""
         fresh = self.fresh
         if not (
             fresh.up_to_date(ANALYSIS_ASSETS, None, self.request.isos)
@@ -504,13 +456,9 @@ class StudyRun:
 
     def run_analysis(self) -> None:
         # Its judges get what the budget left (zero: only free calls are made, the rest skipped).
+        run_config = self.paid_ops("analysis_job", self.remaining)
         analysis = self.execute(
-            "analysis_job",
-            "estimates and report",
-            None,
-            ANALYSIS_ASSETS,
-            self.paid_ops("analysis_job", self.remaining),
-            done=self.analysis_done,
+            "analysis_job", "estimates and report", ANALYSIS_ASSETS, run_config, done=self.analysis_done
         )
         written = materialized(analysis) if analysis is not None else {}
         tables = {t: k for t, k in ANALYSIS_CALL_TABLES.items() if t in written}

@@ -19,7 +19,9 @@ from typing import Any
 
 import dagster as dg
 import pandas as pd
+from upath import UPath
 
+from clcg_pipeline.calls import died_mid_call, study_charged
 from clcg_pipeline.storage import RunSpend, partition_dir, read_frame, run_spend, study_spend
 from clcg_pipeline.validation.human import REFUSED_STATUSES, import_lines
 
@@ -77,6 +79,9 @@ class RunSummary:
     budget_left: dict[str, int] = field(default_factory=dict)
     #: What every calls table records as paid, whoever paid it (the study's total).
     study_paid_usd: float | None = None
+    #: What the study budget's ledger charged for reservations of processes that died mid-call
+    #: (their requests may still be billed): the budget counts it like spend, so its line says it.
+    study_charged_usd: float = 0.0
     #: The new calls by (kind, model): the closing line says the offline models' apart.
     model_calls: dict[tuple[str, str], int] = field(default_factory=dict)
     #: What earlier runs paid that no closing line said (killed, or not started by ``clcg
@@ -113,7 +118,8 @@ class RunSummary:
             spent = f"${self.study_paid_usd:.4f}" if self.study_paid_usd is not None else "its limit"
             return (
                 f"budget reached: the study budget (study.yaml budget_usd{limit}) stopped calls: "
-                f"{spent} spent by the study in all, {calls} (and any partition past them); "
+                f"{spent} spent by the study in all{died_mid_call(self.study_charged_usd)}, {calls} "
+                "(and any partition past them); "
                 "raise budget_usd in study.yaml and run `clcg run` again to resume (paid calls are kept)"
             )
         limit = f" ${self.run_budget_usd:.4f}" if self.run_budget_usd is not None else ""
@@ -157,6 +163,9 @@ def study_total(summary: RunSummary, data_dir: str) -> None:
     summary.study_paid_usd = study.paid_usd
     summary.unsaid_by_model = dict(study.unsaid_by_model)
     summary.unsaid_runs = len(study.unsaid_runs)
+    if summary.study_budget_usd is not None:
+        # Only a study budget reserves in the ledger (and a run without one opens none).
+        summary.study_charged_usd = study_charged(str(UPath(data_dir) / "cache" / "calls"))
 
 
 def record_imports(summary: RunSummary, data_dir: str, since: pd.Timestamp) -> None:

@@ -1,11 +1,8 @@
 """Code versions of the study's assets: package version, config and source files, by content.
 
-Every asset gets a Dagster ``code_version`` derived from what its result depends on besides
-its upstream assets. Dagster records it on each materialization (the ``dagster/code_version``
-tag), whoever launched the run (``clcg run``, the UI, a backfill or the daemon), so the
-up-to-date test of ``clcg run`` compares against that record instead of a tag only its own
-runs carry. Versions are built from file *contents*, never modification times, so a wheel
-install or a second checkout of the same code and data agrees with the first.
+Every asset gets a Dagster ``code_version`` from what its result depends on besides its
+upstream assets, recorded on each materialization whoever launched the run. Versions are built
+from file *contents*, never modification times, so a second checkout of the same code agrees.
 
 Which version an asset takes follows from the graph (``version_kinds``), so that adding a
 model reruns only what reads it:
@@ -38,15 +35,6 @@ CORPUS_ASSETS = frozenset({"articles", "paragraphs", "corpus_audit", "item_trans
 CORPUS, INPUTS, FAMILY, STUDY = "corpus", "inputs", "family", "study"
 # What is known without the graph (``version_for`` called with no kinds).
 _NAMED_KINDS: dict[str, str] = {**dict.fromkeys(CORPUS_ASSETS, CORPUS), MODEL_CALLS: FAMILY}
-
-__all__ = [
-    "CORPUS_ASSETS",
-    "code_versions",
-    "partition_version",
-    "version_for",
-    "version_kinds",
-    "with_code_versions",
-]
 
 
 def _per_model(partitions_def: dg.PartitionsDefinition | None) -> bool:

@@ -47,13 +47,11 @@ _PARENT_POLL_S = 0.5
 def ctrl_c_for_this_process_only() -> Iterator[None]:
     """While open, processes started from this thread miss the terminal's Ctrl-C; this one gets it.
 
-    A terminal sends Ctrl-C to its whole foreground process group. During every run, Dagster's
-    log capture starts helper processes there (``tail`` and two ``watch_orphans.py``
-    interpreters); interrupted, each helper interpreter prints a KeyboardInterrupt traceback
-    under the one line ``clcg run`` prints, though Dagster stops them itself when the run ends.
+    Dagster's log capture starts helper processes (``tail``, ``watch_orphans.py``) in the
+    terminal's process group; interrupted, each prints a traceback under ``clcg run``'s one line.
     A blocked signal stays blocked across fork and exec, so this thread blocks SIGINT and a
-    helper thread that leaves it unblocked receives it for the process: Python still runs the
-    handler (Dagster's, which stops the run) in the main thread, at its next instruction.
+    helper thread that leaves it unblocked receives it: Python still runs the handler
+    (Dagster's, which stops the run) in the main thread.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -71,11 +69,9 @@ def ctrl_c_for_this_process_only() -> Iterator[None]:
 
 
 def _worker_start(ref: Any, pids: Any) -> None:
-    """A worker process of the responses pool: its own instance, and Ctrl-C from its parent only.
-
-    In a process group of its own, so a Ctrl-C at the terminal reaches only ``clcg run``,
-    which forwards it exactly once (twice could break into Dagster's own interrupt clean-up).
-    Between runs an interrupt has nothing to stop; it is noted so no new run starts.
+    """A worker process of the responses pool: its own instance, and Ctrl-C from its parent only
+    (in a process group of its own: ``clcg run`` forwards the terminal's Ctrl-C exactly once,
+    as twice could break into Dagster's clean-up). Between runs it is noted: no new run starts.
     """
     _WORKER["interrupted"] = False
 
@@ -99,13 +95,11 @@ def _worker_start(ref: Any, pids: Any) -> None:
 
 
 def _die_with_parent(parent: int) -> None:
-    """End this worker when ``clcg run`` (pid ``parent``) dies without cleaning up (kill -9).
+    """End this worker when ``clcg run`` (pid ``parent``) dies without cleaning up (kill -9):
+    out of the run's process group, it would wait forever on the pool's queue (issue 18).
 
-    Out of the run's process group, nothing else stops it, and a worker must not outlive its
-    run (issue 18): it would wait forever on the pool's queue. SIGKILL, not SIGTERM: after its
-    first partition Dagster points SIGTERM at the SIGINT handler (``setup_interrupt_handlers``),
-    which here only takes note. Killing is safe: the claims, slots and spend ledger
-    (``calls/_coord.py``) are kernel locks and appended lines that a dead process gives up.
+    SIGKILL, not SIGTERM: Dagster points SIGTERM at the SIGINT handler, which here only takes
+    note. Killing is safe: ``calls/_coord.py``'s claims, slots and ledger survive a dead process.
     """
     _set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != parent:
@@ -116,11 +110,8 @@ def _die_with_parent(parent: int) -> None:
 
 def _set_parent_death_signal(signum: int) -> None:
     """Linux's PR_SET_PDEATHSIG through ctypes (the standard library has no binding for prctl).
-
-    The signal comes when the thread that forked this process ends: the pool forks its
-    workers from the thread that first submits to it (fork context), here ``clcg run``'s main
-    thread, which ends only with the process.
-    """
+    It fires when the forking thread ends: here ``clcg run``'s main thread, the pool's first
+    submitter, which ends only with the process."""
     try:
         import ctypes
 
@@ -139,13 +130,9 @@ def _watch_parent(parent: int) -> None:
 
 
 def _parent_ends(pool: futures.ProcessPoolExecutor, pids: Any) -> list[Any]:
-    """The pipe ends only the parent uses, which every worker closes once forked.
-
-    A worker blocked reading the pool's call queue would otherwise hold a write end of that
-    pipe itself and never see end-of-file when the parent dies; a worker writing a result
-    would fill a pipe that nobody reads instead of failing with EPIPE. The attribute names are
-    the standard library's (``concurrent/futures/process.py``, ``multiprocessing/queues.py``);
-    ``test_worker_orphans.py`` fails if they change.
+    """The pipe ends only the parent uses, which every worker closes once forked: else a worker
+    holding them would never see end-of-file (or EPIPE) when the parent dies. The attribute
+    names are the standard library's; ``test_worker_orphans.py`` fails if they change.
     """
     ends = [
         (getattr(pool, "_call_queue", None), "_writer"),
@@ -189,7 +176,7 @@ class WorkerHooks:
     tags: Callable[[LanguageRange], dict[str, str]]  # a run's tags
     step_of: Callable[[str], int]  # a model's progress step (one per model, whatever its runs)
     account: Callable[[str, str], tuple[float, bool]]  # (language, model) finished: count its calls
-    on_forget: Callable[[str], None]  # a partition key whose stored records changed
+    on_forget: Callable[[], None]  # a run ended: the responses' stored records changed
     on_step: Callable[[str, int, int], None] | None
     interrupted: Callable[[], bool]
     streams: Sequence[StreamRun] = ()  # run first; a model's ranges wait for its stream
@@ -205,36 +192,18 @@ class StreamRun:
     tags: dict[str, str]
 
 
-def run_responses_in_workers(
-    instance: dg.DagsterInstance,
-    defs: dg.Definitions,
-    ranges: Sequence[LanguageRange],
-    *,
-    parallel: int,
-    hooks: WorkerHooks,
-    summary: RunSummary,
-    total: int,
-) -> None:
-    """Run the models' responses runs ``parallel`` at a time in forked workers.
+class WorkerPool:
+    """The models' responses runs, ``parallel`` at a time in forked workers (``run``).
 
-    The ``streams`` start first, each in a worker of its own beside the ``parallel`` ones
-    (``_STREAMS_AT_ONCE`` at most); a model's runs start once its stream has ended (they
-    find its calls answered), while other models' streams go on, and run at a lower CPU
-    priority while streams are calling.
-
-    A failure lets the runs in progress finish (their calls are paid for) and starts no
-    other; Ctrl-C is forwarded to the workers, whose Dagster runs stop as they do in process.
+    The ``streams`` start first, each in a worker of its own (``_STREAMS_AT_ONCE`` at most); a
+    model's runs start once its stream has ended (they find its calls answered) and run at a
+    lower CPU priority while streams are calling. A failure lets the runs in progress finish
+    (their calls are paid for) and starts no other; Ctrl-C is forwarded to the workers.
 
     The first ``parallel`` runs start one after another, each once the previous one has
     finished its ``responses`` step: started together they would prepare, call and score in
-    lockstep, every worker busy with the CPU at the same moments and nobody calling.
-    Staggered, one worker calls while another prepares or scores.
+    lockstep, nobody calling while every worker is busy with the CPU.
     """
-    _WorkerPool(instance, defs, ranges, parallel, hooks, summary, total).run()
-
-
-class _WorkerPool:
-    """The state of one pool of workers while the responses partitions run (see above)."""
 
     def __init__(
         self,
@@ -332,11 +301,7 @@ class _WorkerPool:
 
     def _stream_ended(self, future: futures.Future[Outcome]) -> None:
         model_id, run_id = self.streaming.pop(future)
-        self.summary.runs += 1
-        try:
-            ok, message, _ours, was_interrupt = future.result()
-        except futures.process.BrokenProcessPool:
-            ok, message, was_interrupt = False, "its worker process died (out of memory?)", False
+        ok, message, was_interrupt = self._outcome(future)
         if was_interrupt or self.hooks.interrupted():
             self.stopped = True
         elif self.hooks.on_stream is not None:
@@ -376,16 +341,20 @@ class _WorkerPool:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGINT)
 
-    def _finish(self, future: futures.Future[Outcome]) -> None:
-        run_range = self.running.pop(future)
+    def _outcome(self, future: futures.Future[Outcome]) -> tuple[bool, str, bool]:
+        """(success, root-cause line, was an interrupt) of a run that ended."""
         self.summary.runs += 1
-        for key in run_range.keys:
-            self.hooks.on_forget(key)
         try:
             ok, message, _ours, was_interrupt = future.result()
         except futures.process.BrokenProcessPool:
             # Killed from outside (out of memory, kill -9): its run stays as Dagster last saw it.
-            ok, message, was_interrupt = False, "its worker process died (out of memory?)", False
+            return False, "its worker process died (out of memory?)", False
+        return ok, message, was_interrupt
+
+    def _finish(self, future: futures.Future[Outcome]) -> None:
+        run_range = self.running.pop(future)
+        self.hooks.on_forget()
+        ok, message, was_interrupt = self._outcome(future)
         if ok:
             for iso in run_range.isos:  # each partition counted as if it had run alone
                 self.hooks.account(iso, run_range.model_id)

@@ -16,13 +16,21 @@ from clcg_pipeline.report._format import (
     fmt_num,
     fmt_p,
     fmt_value,
-    mapping_at,
 )
 from clcg_pipeline.report._page import Row, flags_of
-from clcg_pipeline.storage import Definitions, DefinitionView, DrilldownItemView, StudyResultsDocument
+from clcg_pipeline.storage import (
+    Definitions,
+    DefinitionView,
+    DrilldownItemView,
+    EstimateModel,
+    MixedEffectsResults,
+    MixedFit,
+)
 
 _ESTIMATES_COLUMNS = ("estimand", "group", "estimate", "ci_low", "ci_high", "p", "p_adj", "n")
 _MAX_ESTIMATE_ROWS = 5000
+# Columns of the estimates table that say why a row may not be trusted (read by ``flags_of``).
+_FLAG_COLUMNS = ("identifiable", "reason", "converged", "flags", "p_bound", "status", "valid_replicates")
 
 
 def drilldown_panels(
@@ -61,9 +69,13 @@ def drilldown_panels(
 
 def estimates_table_rows(
     estimates: pd.DataFrame | None,
-    results: StudyResultsDocument | Mapping[str, Any],
+    estimands: Mapping[str, EstimateModel] | None,
+    mixed: MixedEffectsResults | None,
     definitions: Definitions,
 ) -> tuple[list[Row], int, bool]:
+    """The appendix's rows: every row of the estimates table, with the flags the typed document
+    adds to it (``estimands``, keyed ``"<estimand>/<group>"`` as the suite writes it, and the
+    mixed fits behind the ``mixed_<name>`` rows: convergence, warnings)."""
     if estimates is None or estimates.empty:
         return [], 0, False
     extra = [c for c in ("n_articles",) if c in estimates.columns]
@@ -71,40 +83,25 @@ def estimates_table_rows(
         columns=[
             *_ESTIMATES_COLUMNS,
             *extra,
-            *(
-                c
-                for c in (
-                    "identifiable",
-                    "reason",
-                    "converged",
-                    "flags",
-                    "p_bound",
-                    "status",
-                    "valid_replicates",
-                )
-                if c in estimates.columns
-            ),
+            *(c for c in _FLAG_COLUMNS if c in estimates.columns),
         ]
     )
-    by_estimand = mapping_at(results, "estimands")
-    mixed = mapping_at(results, "mixed_effects")
     shown = frame.head(_MAX_ESTIMATE_ROWS)
     rows = []
     for record in shown.to_dict(orient="records"):
         record = {k: (None if _is_na(v) else v) for k, v in record.items()}
         estimand, group = str(record["estimand"]), record["group"]
         flags = flags_of(record)
-        # The results document may know more about a row than the table does (e.g. convergence).
-        groups = by_estimand.get(estimand) if isinstance(by_estimand, Mapping) else None
-        extra_block = groups.get(str(group)) if isinstance(groups, Mapping) and group is not None else None
-        sources: list[object] = [extra_block]
-        if estimand.startswith("mixed_") and isinstance(mixed, Mapping):
-            sources.append(mixed.get(estimand.removeprefix("mixed_")))
         p_bound = bool(record.get("p_bound"))
-        for source in sources:
-            if isinstance(source, Mapping):
-                flags += [f for f in flags_of(source) if f not in flags]
-                p_bound = p_bound or bool(source.get("p_bound"))
+        # The document may know more about a row than the table does (e.g. why it is withheld).
+        known: list[EstimateModel | MixedFit | None] = [
+            _indexed(estimands, estimand, group),
+            _mixed_fit(mixed, estimand),
+        ]
+        for block in known:
+            if block is not None:
+                flags += [f for f in flags_of(block.record()) if f not in flags]
+                p_bound = p_bound or block.p_bound is True
         cells = [
             estimand,
             "" if group is None else str(group),
@@ -115,10 +112,35 @@ def estimates_table_rows(
             fmt_int(record["n"]),
         ]
         if extra:
-            cells.append(fmt_int(record.get("n_articles")))
+            cells.append(fmt_int(record["n_articles"]))  # a column of the frame when ``extra``
         cells.append("")
-        rows.append(Row(cells=cells, flags=flags, title=definition_text(definitions, estimand)))
+        rows.append(
+            Row(cells=cells, flags=_without_bare(flags), title=definition_text(definitions, estimand))
+        )
     return rows, max(len(frame) - _MAX_ESTIMATE_ROWS, 0), bool(extra)
+
+
+def _indexed(
+    estimands: Mapping[str, EstimateModel] | None, estimand: str, group: object
+) -> EstimateModel | None:
+    """The document's ``estimands`` entry of one table row: the suite keys it flat,
+    ``f"{estimand}/{group}"`` (analysis/_index.py ``estimand_index``)."""
+    if not estimands or group is None:
+        return None
+    return estimands.get(f"{estimand}/{group}")
+
+
+def _without_bare(flags: list[str]) -> list[str]:
+    """A bare flag ("not identifiable") dropped where the same flag with its reason
+    ("not identifiable: 1 article (< 10)") is there too: said once, the longer way."""
+    return [f for f in flags if not any(other.startswith(f"{f}: ") for other in flags)]
+
+
+def _mixed_fit(mixed: MixedEffectsResults | None, estimand: str) -> MixedFit | None:
+    """The fit behind an estimates row ``mixed_<name>`` (it knows more: convergence, warnings)."""
+    if mixed is None or not estimand.startswith("mixed_"):
+        return None
+    return mixed.fit(estimand.removeprefix("mixed_"))
 
 
 def _is_na(value: object) -> bool:

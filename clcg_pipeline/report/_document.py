@@ -13,6 +13,7 @@ from clcg_pipeline.report._format import (
 )
 from clcg_pipeline.storage import (
     BandView,
+    CodeVersion,
     LanguageWithoutData,
     SettingsModel,
     StudyResults,
@@ -162,17 +163,13 @@ def header_facts(
     return facts, missing
 
 
-def _version(value: object) -> str:
-    """``"0.1.0"`` or ``{"package": "0.1.0", "git_commit": "03f3..."}`` as one line."""
-    if isinstance(value, Mapping):
-        package = value.get("package") or value.get("version")
-        commit = value.get("git_commit") or value.get("commit")
-        dirty = " (uncommitted changes)" if value.get("dirty") else ""
-        text = " ".join(
-            part for part in (str(package or ""), f"git {str(commit)[:12]}" if commit else "") if part
-        )
-        return (text + dirty) or "not recorded"
-    return str(value) if value else "not recorded"
+def _version(value: CodeVersion | str | None) -> str:
+    """``settings.code_version``, typed: ``"0.1.0"`` (older documents) or its package and commit
+    (``CodeVersion``) as one line."""
+    if isinstance(value, CodeVersion):
+        commit = f"git {value.git_commit[:12]}" if value.git_commit else ""
+        return " ".join(part for part in (value.package or "", commit) if part) or "not recorded"
+    return value or "not recorded"
 
 
 def warnings_of(results: StudyResultsDocument | Mapping[str, Any]) -> list[str]:

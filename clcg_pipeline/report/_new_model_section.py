@@ -1,7 +1,8 @@
 """The report opens with the model just added to the study (``new_model`` of the results).
 
-Read through the typed view (``NewModelView`` of clcg_pipeline.storage); the table rows stay the
-document's own estimate records, whose every field the row builder shows.
+Read through the typed view (``NewModelView`` of clcg_pipeline.storage); the ``differences``
+rows stay the document's own records (open mappings in the shape), whose every field the row
+builder shows.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from clcg_pipeline.report._builder import SectionBuilder
-from clcg_pipeline.report._format import fmt_num, mapping_at
+from clcg_pipeline.report._format import fmt_num
 from clcg_pipeline.report._page import Part, Section, _pruned
 from clcg_pipeline.storage import EstimateModel, NewModelView, study_results_view
 
@@ -26,20 +27,18 @@ def _rank_text(rank: EstimateModel | None, n_models: int) -> str:
     return text
 
 
-def new_model_section(
-    block: NewModelView | None, raw: Mapping[str, Any], builder: SectionBuilder
-) -> Section | None:
+def new_model_section(block: NewModelView | None, builder: SectionBuilder) -> Section | None:
     """Its CLCG and interval, its rank of N, and its difference from each other model.
 
-    ``block`` is the typed ``new_model``; ``raw`` the same section as the document holds it, for
-    the estimate rows (every field of a record is shown, in the document's order).
+    ``block`` is the typed ``new_model``: its ``clcg`` row reads every field of the ``Estimate``
+    (``record``), so each reason not to trust it is shown.
     """
     if block is None or not block.model:
         return None
     model, n_models = block.model, block.n_models or 0
     section = Section(key="new-model", title=f"New model: {model}", caption=block.note or "")
     section.parts.append(Part("text", text=_rank_text(block.rank, n_models) + " (1 = smallest gap)"))
-    rows = [builder.estimate_row(f"{model}: H1 micro CLCG", mapping_at(raw, "clcg"))]
+    rows = [builder.estimate_row(f"{model}: H1 micro CLCG", (block.clcg or EstimateModel()).record())]
     rows += [builder.estimate_row(f"{model} minus {d.get('other')}", d) for d in block.differences or []]
     section.parts.append(_pruned(Part("table", columns=builder.estimate_columns, rows=rows)))
     return section

@@ -34,9 +34,7 @@ from clcg_pipeline.report._document import (
 from clcg_pipeline.report._empty_tables import collapse_empty_tables
 from clcg_pipeline.report._flag_notes import flags_once, shared_flags_note
 from clcg_pipeline.report._format import (
-    estimate_of,
     fmt_value,
-    mapping_at,
 )
 from clcg_pipeline.report._granularity_section import granularity_section
 from clcg_pipeline.report._human_section import human_section
@@ -48,7 +46,7 @@ from clcg_pipeline.report._studies import clean, tidy
 from clcg_pipeline.report._taxonomy_section import taxonomy_section
 from clcg_pipeline.storage import (
     Definitions,
-    H1Results,
+    H1Model,
     SettingsModel,
     StudyResults,
     StudyResultsDocument,
@@ -117,8 +115,7 @@ def render_report(
     studies = _cleaned_studies(results)
     view = study_results_view({**results, **studies})
     simulated = view.human_validation is not None and view.human_validation.is_simulated
-    raw_h1 = results.get("h1")
-    h1: H1Results = raw_h1 if isinstance(raw_h1, Mapping) else {}  # type: ignore[assignment]
+    h1 = view.h1 or H1Model()
     langs = languages_of(results, languages)
     typed_settings = view.merged_settings()
     definitions = view.definitions or {}
@@ -129,12 +126,14 @@ def render_report(
     summary = _summary(h1, builder, definitions)
     counts = (view.h1.n if view.h1 is not None else None) or {}
     language_section = _by_language(h1, langs, builder, definitions, metric)
-    model_section = models_section(view.h1, h1, builder, ci_label)
+    model_section = models_section(view.h1, builder, ci_label)
     # The studies cap their own long tables (each table separately), so no table starves another.
     sections = result_sections(results, langs, builder, missing, metric, view) + _study_sections(
         studies, view, langs, builder
     )
-    estimate_rows, estimates_truncated, with_articles = estimates_table_rows(estimates, results, definitions)
+    estimate_rows, estimates_truncated, with_articles = estimates_table_rows(
+        estimates, view.estimands, view.mixed_effects, definitions
+    )
     estimate_columns = ["estimand", "group", "estimate", ci_label, "p", "p (adjusted)", "n"]
     if with_articles:
         estimate_columns.append("articles")
@@ -145,7 +144,7 @@ def render_report(
     said = first_screen.global_reason
     summary_flags = shared_flags_note([summary], said)
     estimates_flags = shared_flags_note([Part("table", rows=estimate_rows)], said)
-    new_model = new_model_section(view.new_model, mapping_at(results, "new_model"), builder)
+    new_model = new_model_section(view.new_model, builder)
     new_model = flags_once(new_model, said) if new_model is not None else None
     # Flags shortened before an empty table becomes one line, so that line keeps the short mark
     # and the reason stays said once for the section.
@@ -206,31 +205,34 @@ def _builder(
     return SectionBuilder(Labeller(langs), definitions, ci_label, planned)
 
 
-def _summary(h1: H1Results, builder: SectionBuilder, definitions: Definitions) -> Part:
+def _summary(h1: H1Model, builder: SectionBuilder, definitions: Definitions) -> Part:
     """The H1 summary table: the five estimands present, each with what it is."""
-    present = [(key, label) for key, label in H1_SUMMARY if key in h1]
-    rows = [builder.estimate_row(label, estimate_of(h1.get(key)), key=key) for key, label in present]
-    for row, (key, _) in zip(rows, present, strict=True):
+    present = h1.summary()
+    rows = [
+        builder.estimate_row(label, present[key].record(), key=key)
+        for key, label in H1_SUMMARY
+        if key in present
+    ]
+    for row, key in zip(rows, [key for key, _ in H1_SUMMARY if key in present], strict=True):
         row.cells.append(definition_text(definitions, key))
     columns = [*builder.estimate_columns[:-1], "flags and notes", "what it is"]
     return _pruned(Part("table", columns=columns, rows=rows))
 
 
 def _by_language(
-    h1: H1Results,
+    h1: H1Model,
     langs: Mapping[str, Mapping[str, Any]],
     builder: SectionBuilder,
     definitions: Definitions,
     metric: str,
 ) -> Section | None:
     """The CLCG per target language (chart and table), when the document has it."""
-    by_language = h1.get("by_language")
-    if not isinstance(by_language, Mapping) or not by_language:
+    if not h1.by_language:
         return None
     return languages_section(
         "by-language",
         "CLCG per target language",
-        by_language,
+        h1.by_language,
         langs,
         builder,
         chart_title="CLCG per target language (English minus language), with intervals",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,8 +12,6 @@ from clcg_pipeline.report._builder import (
     SectionBuilder,
     definition_text,
     fact_text,
-    is_scalar,
-    is_scalar_list,
     title_words,
 )
 from clcg_pipeline.report._contrast_section import contrast_section
@@ -25,21 +23,29 @@ from clcg_pipeline.report._format import (
     fmt_ci,
     fmt_int,
     fmt_num,
-    mapping_at,
 )
 from clcg_pipeline.report._labels import H1_SUMMARY, KNOWN_SECTIONS, METRIC_NAMES, MODEL_COLUMNS, NOT_SECTIONS
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.report._studies import chart
 from clcg_pipeline.report._svg import Bar, bar_chart_svg
-from clcg_pipeline.report._typed_sections import context_gain_section, h2_section, repetitions_section
+from clcg_pipeline.report._typed_sections import (
+    context_gain_section,
+    equivalence_section,
+    h2_section,
+    h4_section,
+    nomological_section,
+    parse_rule_section,
+    repetitions_section,
+    replication_section,
+)
 from clcg_pipeline.storage import (
-    Estimate,
+    ClassMean,
     EstimateModel,
     EstimateRecord,
     H1Model,
-    H1Results,
     H3Results,
-    MetricSensitivityView,
+    JoshiClassResults,
+    MetricSensitivityResults,
     StudyResults,
 )
 
@@ -71,11 +77,12 @@ def result_sections(
             if name == "excluded_versions":
                 sections.append(_excluded_section(value, missing, langs))
             elif name in ("language_net", "net_by_language") and isinstance(value, Mapping):
+                typed_net = view.language_net if name == "language_net" else None
                 sections.append(
                     languages_section(
                         name,
                         title,
-                        value,
+                        typed_net if typed_net is not None else untyped_estimates(value),
                         langs,
                         builder,
                         chart_title="Net CLCG per language (its gap minus the PT gap), with intervals",
@@ -85,22 +92,13 @@ def result_sections(
                         "non-English language.",
                     )
                 )
-            elif name in ("joshi_class", "by_class", "per_class", "classes") and isinstance(value, Mapping):
-                sections.append(_class_section(name, title, value, builder, caption))
-            elif name == "metric_sensitivity" and view.metric_sensitivity is not None:
-                typed = view.metric_sensitivity
-                sections.append(_metric_section(name, title, value, builder, caption, typed))
+            elif name in TYPED_SECTIONS and getattr(view, name) is not None:
+                sections.append(TYPED_SECTIONS[name](name, title, getattr(view, name), builder, caption))
             elif name == "model_contrasts" and view.model_contrasts is not None:
                 new = view.new_model.model if view.new_model else None  # its pairs are always shown
                 sections.append(
                     contrast_section(name, title, value, builder, caption, view.model_contrasts, new or None)
                 )
-            elif name == "h2" and view.h2 is not None:
-                sections.append(h2_section(name, title, view.h2, builder, caption))
-            elif name == "context_gain" and view.context_gain is not None:
-                sections.append(context_gain_section(name, title, view.context_gain, builder, caption))
-            elif name == "repetitions" and view.repetitions is not None:
-                sections.append(repetitions_section(name, title, view.repetitions, builder, caption))
             elif name in ("h3", "level_profile") and isinstance(value, Mapping):
                 typed_h3 = view.h3 if name == "h3" else None
                 sections.append(_level_section(name, title, value, builder, caption, typed_h3))
@@ -143,21 +141,20 @@ def _bar_label(iso: str, langs: Mapping[str, Mapping[str, Any]], *, with_class: 
 
 
 def _language_rows(
-    by_language: Mapping[str, Any], langs: Mapping[str, Mapping[str, Any]]
+    by_language: Mapping[str, EstimateModel], langs: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for iso, block in by_language.items():
-        est = estimate_of(block)
+    for iso, est in by_language.items():
         meta = langs.get(str(iso), {})
         rows.append(
             {
                 "iso": str(iso),
                 "name": str(meta.get("name") or ""),
                 "joshi_class": joshi_of(meta.get("joshi_class")),
-                "value": as_float(est.get("estimate")),
-                "low": as_float(est.get("ci_low")),
-                "high": as_float(est.get("ci_high")),
-                "block": est,
+                "value": est.estimate,
+                "low": est.ci_low,
+                "high": est.ci_high,
+                "block": est.record(),
             }
         )
     # Largest gap first; languages whose CLCG could not be computed go last.
@@ -165,10 +162,24 @@ def _language_rows(
     return rows
 
 
+def untyped_estimates(value: Mapping[str, Any]) -> dict[str, EstimateModel]:
+    """A section no shape declares (an older document's ``net_by_language``) read into the same
+    model per entry, so its table reads typed fields; an entry that is no estimate is an empty one
+    (a row of dashes, as before)."""
+    out = {}
+    for name, block in value.items():
+        fields = {k: v for k, v in estimate_of(block).items() if k in EstimateModel.model_fields}
+        try:
+            out[str(name)] = EstimateModel.model_validate(fields, strict=False)
+        except ValidationError:
+            out[str(name)] = EstimateModel()
+    return out
+
+
 def languages_section(
     key: str,
     title: str,
-    by_language: Mapping[str, Estimate],
+    by_language: Mapping[str, EstimateModel],
     langs: Mapping[str, Mapping[str, Any]],
     builder: SectionBuilder,
     *,
@@ -211,129 +222,113 @@ def languages_section(
 
 
 def _class_section(
-    key: str, title: str, value: Mapping[str, Any], builder: SectionBuilder, caption: str
+    key: str, title: str, typed: JoshiClassResults, builder: SectionBuilder, caption: str
 ) -> Section:
+    """The primary mapping's class means as a chart, each mapping as a table, then the rule."""
     section = Section(key=key, title=title, caption=caption)
-    primary = value.get("primary") if isinstance(value.get("primary"), Mapping) else None
-    if primary:
-        bars = []
-        for cls, block in sorted(
-            primary.items(), key=lambda kv: (as_float(kv[0]) is None, as_float(kv[0]) or 0)
-        ):
-            raw = estimate_of(block.get("raw") if isinstance(block, Mapping) else None)
-            number = as_float(raw.get("estimate"))
-            if number is None:
-                continue
-            languages = block.get("languages") if isinstance(block, Mapping) else None
-            label = f"class {cls}"
-            if isinstance(languages, list) and languages:
-                label += f" ({', '.join(str(v) for v in languages)})"
-            bars.append(
-                Bar(
-                    label=label,
-                    value=number,
-                    low=as_float(raw.get("ci_low")),
-                    high=as_float(raw.get("ci_high")),
-                    joshi_class=joshi_of(cls),
-                    flagged=bool(flags_of(raw)),
-                )
-            )
-        svg = bar_chart_svg(
-            bars,
-            title="Mean raw CLCG per Joshi class (primary mapping), with intervals",
-            x_label="Class mean CLCG: English minus language",
-            legend=False,
-            chart_id=f"chart-{key}",
-        )
-        section.parts += chart(svg)
-    rest: dict[str, Any] = {}
-    for mapping, classes in value.items():
-        if not _class_table_like(classes):
-            rest[mapping] = classes
-            continue
-        section.parts.append(Part("heading", text=builder.label(mapping, key)))
-        section.parts.append(_class_table(classes, builder))
-    builder.walk(rest, [], section.parts, key, key)
-    return section
-
-
-def _metric_section(
-    key: str,
-    title: str,
-    value: Mapping[str, Any],
-    builder: SectionBuilder,
-    caption: str,
-    typed: MetricSensitivityView,
-) -> Section:
-    """H1 summary estimands under each metric, side by side (one column pair per metric): the
-    cells from the typed section (``typed``), each estimate's flags from its record in ``value``."""
-    section = Section(key=key, title=title, caption=caption)
-    metrics = typed.metrics
-    if not metrics:
-        builder.walk(value, [], section.parts, key, key)
-        return section
-    band_metric = typed.band_metric
-    names = sorted(metrics, key=lambda m: (m != band_metric, m))  # the band's metric first
-    columns = ["estimand"]
-    for name in names:
-        label = METRIC_NAMES.get(name, name) + (" (band)" if name == band_metric else "")
-        columns += [label, builder.ci_label]
-    columns.append("flags")
-    records = mapping_at(value, "metrics")
-    rows = []
-    for estimand, label in H1_SUMMARY:
-        cells, flags = [label], []
-        for name in names:
-            est = metrics[name].estimate(estimand)
-            cells += [fmt_num(est.estimate), fmt_ci(est.ci_low, est.ci_high)]
-            record = estimate_of(mapping_at(records, name).get(estimand))
-            flags += [f"{METRIC_NAMES.get(name, name)}: {f}" for f in flags_of(record)]
-        cells.append("")
-        rows.append(Row(cells=cells, flags=flags))
-    section.parts.append(Part("table", columns=columns, rows=rows))
-    not_computed = [
-        f"{METRIC_NAMES.get(name, name)}: {entry.reason or entry.status}"
-        for name, entry in metrics.items()
-        if entry.computed is False
-    ]
-    if not_computed:
-        section.parts.append(Part("flags", rows=[Row(cells=[], flags=not_computed)]))
+    if typed.primary:
+        section.parts += chart(_class_chart(key, typed.primary))
+    for mapping, classes in typed.mappings().items():
+        if classes:
+            section.parts.append(Part("heading", text=builder.label(mapping, key)))
+            section.parts.append(_class_table(classes, builder))
     facts = [
-        (builder.label(k, key), fact_text(v)) for k, v in value.items() if is_scalar(v) or is_scalar_list(v)
+        (builder.label(name, key), fact_text(getattr(typed, name)))
+        for name in ("unclassified", "rule")
+        if getattr(typed, name) is not None
     ]
     if facts:
         section.parts.append(Part("facts", facts=facts))
     return section
 
 
-def _class_table_like(value: object) -> bool:
-    """``{class: {languages, raw: {...}, net: {...}}}``, the shape of each class mapping."""
-    return (
-        isinstance(value, Mapping)
-        and bool(value)
-        and all(isinstance(v, Mapping) and ("raw" in v or "net" in v) for v in value.values())
+def _class_chart(key: str, classes: dict[str, ClassMean]) -> str:
+    """Each class's mean raw CLCG with its interval, in class order (classes without one left out)."""
+    bars = []
+    for cls, entry in sorted(classes.items(), key=lambda kv: (as_float(kv[0]) is None, as_float(kv[0]) or 0)):
+        raw = entry.raw or EstimateRecord()
+        if raw.estimate is None:
+            continue
+        label = f"class {cls}"
+        if entry.languages:
+            label += f" ({', '.join(entry.languages)})"
+        bars.append(
+            Bar(
+                label=label,
+                value=raw.estimate,
+                low=raw.ci_low,
+                high=raw.ci_high,
+                joshi_class=joshi_of(cls),
+                flagged=bool(flags_of(raw.record())),
+            )
+        )
+    return bar_chart_svg(
+        bars,
+        title="Mean raw CLCG per Joshi class (primary mapping), with intervals",
+        x_label="Class mean CLCG: English minus language",
+        legend=False,
+        chart_id=f"chart-{key}",
     )
 
 
-def _class_table(classes: Mapping[str, Any], builder: SectionBuilder) -> Part:
+def _metric_section(
+    key: str, title: str, typed: MetricSensitivityResults, builder: SectionBuilder, caption: str
+) -> Section:
+    """H1 summary estimands under each metric, side by side (one column pair per metric)."""
+    section = Section(key=key, title=title, caption=caption)
+    metrics = typed.metrics
+    if metrics:
+        band_metric = typed.band_metric
+        names = sorted(metrics, key=lambda m: (m != band_metric, m))  # the band's metric first
+        columns = ["estimand"]
+        for name in names:
+            label = METRIC_NAMES.get(name, name) + (" (band)" if name == band_metric else "")
+            columns += [label, builder.ci_label]
+        columns.append("flags")
+        rows = []
+        for estimand, label in H1_SUMMARY:
+            cells, flags = [label], []
+            for name in names:
+                est = metrics[name].estimate(estimand)
+                cells += [fmt_num(est.estimate), fmt_ci(est.ci_low, est.ci_high)]
+                flags += [f"{METRIC_NAMES.get(name, name)}: {f}" for f in flags_of(est.record())]
+            cells.append("")
+            rows.append(Row(cells=cells, flags=flags))
+        section.parts.append(Part("table", columns=columns, rows=rows))
+        not_computed = [
+            f"{METRIC_NAMES.get(name, name)}: {entry.reason or entry.status}"
+            for name, entry in metrics.items()
+            if entry.computed is False
+        ]
+        if not_computed:
+            section.parts.append(Part("flags", rows=[Row(cells=[], flags=not_computed)]))
+    facts = [
+        (builder.label(name, key), fact_text(getattr(typed, name)))
+        for name in ("band_metric", "rule", "note")
+        if getattr(typed, name) is not None
+    ]
+    if facts:
+        section.parts.append(Part("facts", facts=facts))
+    return section
+
+
+def _class_table(classes: dict[str, ClassMean], builder: SectionBuilder) -> Part:
     """One row per class: languages, raw and net class means with intervals."""
     columns = ["class", "languages", "raw CLCG", builder.ci_label, "net CLCG", builder.ci_label, "n", "flags"]
     rows = []
-    for cls, block in classes.items():
-        raw, net = estimate_of(block.get("raw")), estimate_of(block.get("net"))
-        languages = block.get("languages")
-        flags = [f"raw: {f}" for f in flags_of(raw)] + [f"net: {f}" for f in flags_of(net)]
-        flags += [f for f in flags_of(block) if f not in flags]
+    for cls, entry in classes.items():
+        raw, net = entry.raw or EstimateRecord(), entry.net or EstimateRecord()
+        flags = [f"raw: {f}" for f in flags_of(raw.record())] + [f"net: {f}" for f in flags_of(net.record())]
         rows.append(
             Row(
                 cells=[
                     f"class {cls}",
-                    fact_text(languages) if isinstance(languages, list | tuple) else MISSING,
-                    fmt_num(raw.get("estimate")),
-                    fmt_ci(raw.get("ci_low"), raw.get("ci_high")),
-                    fmt_num(net.get("estimate")),
-                    fmt_ci(net.get("ci_low"), net.get("ci_high")),
-                    fmt_int(raw.get("n", net.get("n"))),
+                    fact_text(entry.languages) if entry.languages is not None else MISSING,
+                    fmt_num(raw.estimate),
+                    fmt_ci(raw.ci_low, raw.ci_high),
+                    fmt_num(net.estimate),
+                    fmt_ci(net.ci_low, net.ci_high),
+                    fmt_int(raw.n if raw.n is not None else net.n),
                     "",
                 ],
                 flags=flags,
@@ -409,15 +404,11 @@ def _untyped_levels(value: Mapping[str, Any], sub: str) -> dict[str, EstimateRec
     return out
 
 
-def models_section(
-    view: H1Model | None, h1: H1Results | Mapping[str, Any], builder: SectionBuilder, ci_label: str
-) -> Section | None:
-    """Each model's summary estimands: the cells from the typed ``h1`` (``view``), the flags from
-    the records of ``h1`` (every field of which may say why not to trust a value)."""
+def models_section(view: H1Model | None, builder: SectionBuilder, ci_label: str) -> Section | None:
+    """Each model's summary estimands from the typed ``h1`` (``view``): cells and flags alike."""
     by_model = view.by_model if view is not None else None
     if not by_model:
         return None
-    records = mapping_at(h1, "by_model")
     section = Section(
         key="by-model",
         title="Per model",
@@ -426,17 +417,17 @@ def models_section(
     entries = []
     for model, block in by_model.items():
         micro = block.get("h1_micro") or EstimateModel()
-        entries.append((as_float(micro.estimate), str(model), block, micro))
+        entries.append((micro.estimate, str(model), block, micro))
     entries.sort(key=lambda e: (e[0] is None, -(e[0] or 0.0), e[1]))
     svg = bar_chart_svg(
         [
             Bar(
                 label=m,
                 value=v,
-                low=as_float(mi.ci_low),
-                high=as_float(mi.ci_high),
+                low=mi.ci_low,
+                high=mi.ci_high,
                 colour="#3182bd",
-                flagged=bool(flags_of(mapping_at(mapping_at(records, m), "h1_micro"))),
+                flagged=bool(flags_of(mi.record())),
             )
             for v, m, _, mi in entries
             if v is not None
@@ -456,9 +447,9 @@ def models_section(
         cells = [model]
         flags: list[str] = []
         for key, _ in MODEL_COLUMNS:
-            est = block.get(key) or EstimateModel()
+            est = block.get(key) or EstimateModel()  # keyed by estimand name: present or not
             cells += [fmt_num(est.estimate), fmt_ci(est.ci_low, est.ci_high)]
-            flags += [f"{key}: {f}" for f in flags_of(mapping_at(mapping_at(records, model), key))]
+            flags += [f"{key}: {f}" for f in flags_of(est.record())]
         cells.append("")
         rows.append(Row(cells=cells, flags=flags))
     section.parts.append(_pruned(Part("table", columns=columns, rows=rows)))
@@ -495,3 +486,19 @@ def _excluded_section(
             )
         )
     return section
+
+
+# The sections drawn from their typed section model, by the document's key (the view's field of
+# the same name): ``section(name, title, model, builder, caption)``.
+TYPED_SECTIONS: dict[str, Callable[[str, str, Any, SectionBuilder, str], Section]] = {
+    "joshi_class": _class_section,
+    "metric_sensitivity": _metric_section,
+    "nomological": nomological_section,
+    "replication": replication_section,
+    "h2": h2_section,
+    "context_gain": context_gain_section,
+    "repetitions": repetitions_section,
+    "h4": h4_section,
+    "equivalence": equivalence_section,
+    "parse_rule": parse_rule_section,
+}

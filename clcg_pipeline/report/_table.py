@@ -15,7 +15,7 @@ from clcg_pipeline.report._document import (
     languages_of,
     languages_without_data,
 )
-from clcg_pipeline.report._format import MISSING, as_float, fmt_ci, fmt_int, fmt_num, mapping_at
+from clcg_pipeline.report._format import MISSING, as_float, fmt_ci, fmt_int, fmt_num
 from clcg_pipeline.report._labels import H1_SUMMARY
 from clcg_pipeline.report._page import flags_of
 from clcg_pipeline.storage import EstimateModel, H1Model, ModelSetting, study_results_view
@@ -108,10 +108,9 @@ def format_h1_table(
         reasons.extend(f for f in found if f not in reasons)
         return ", ".join(f.split(":")[0] for f in found)
 
-    # The cells from the typed h1 (a field of another type: a DocumentError naming it); the flags
-    # from the records, every field of which may say why not to trust a row.
+    # The cells and flags from the typed h1 (a field of another type: a DocumentError naming it):
+    # ``record`` holds every field of an estimate that may say why not to trust a row.
     typed = study_results_view({"h1": h1}).h1 or H1Model()
-    raw_by_language = mapping_at(h1, "by_language")
     for iso, est in (typed.by_language or {}).items():
         info = meta.get(str(iso), {})
         joshi = as_float(info.get("joshi_class"))
@@ -125,7 +124,7 @@ def format_h1_table(
                     fmt_num(est.estimate),
                     fmt_ci(est.ci_low, est.ci_high),
                     fmt_int(est.n),
-                    flag(mapping_at(raw_by_language, iso)),
+                    flag(est.record()),
                 ],
             )
         )
@@ -141,7 +140,7 @@ def format_h1_table(
                 fmt_num(est.estimate),
                 fmt_ci(est.ci_low, est.ci_high),
                 "",
-                flag(mapping_at(h1, key)),
+                flag(est.record()),
             ]
         )
     flagged = bool(reasons)

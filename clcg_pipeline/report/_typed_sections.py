@@ -1,7 +1,8 @@
-"""The ``h2``, ``context_gain`` and ``repetitions`` sections, read from their typed models (issue 34).
+"""The ``h2``, ``context_gain``, ``repetitions``, ``nomological``, ``replication``, ``h4``,
+``equivalence`` and ``parse_rule`` sections, read from their typed models (issue 34).
 
-``storage.H2Results``, ``storage.ContextGainResults`` and ``storage.RepetitionsResults`` are the
-sections' shapes, validated
+``storage.H2Results``, ``storage.ContextGainResults``, ``storage.RepetitionsResults``,
+``storage.NomologicalResults`` and ``storage.ReplicationResults`` are the sections' shapes, validated
 when the document is written and when the report reads it (``study_results_view``): a field of
 another type is a ``DocumentError`` naming it, never a blank cell. Each row here reads a typed
 field; the estimate rows are drawn by the builder every estimate of the report shares.
@@ -13,17 +14,31 @@ from pydantic import BaseModel
 
 from clcg_pipeline.report._builder import SectionBuilder, fact_text
 from clcg_pipeline.report._format import MISSING, fmt_int
-from clcg_pipeline.report._labels import LABELS
+from clcg_pipeline.report._labels import H1_SUMMARY, LABELS
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.storage import (
     ContextGainEntry,
     ContextGainResults,
+    EquivalenceResults,
     EstimateRecord,
     H2Contrast,
     H2Results,
+    H4Results,
+    NomologicalResults,
+    ParseRuleResults,
     RepetitionsResults,
+    ReplicationH1,
+    ReplicationResults,
+    StandardizedOls,
 )
 
+# The replication section's own row and heading (its keys' generic labels mean other things).
+_RANKINGS = "Spearman of the two corpora's language rankings"
+_REPLICATION_H1 = "H1 on the replication corpus"
+# An OLS with no r\u00b2 and no coefficient that was not withheld: standardized_ols could not fit it.
+_OLS_NOT_FITTED = (
+    "not fitted: no more languages with data than predictors + 1, or no predictor or CLCG varies"
+)
 # The three parts of a memorability contrast, in the order the section shows them.
 _CONTRAST_PARTS = ("memorizable", "new", "difference")
 
@@ -199,4 +214,194 @@ def repetitions_section(
         section.parts.append(Part("heading", text=builder.label("summary", key)))
         _facts(section, builder, f"{key}/summary", typed.summary, ("mean", "sd", "min", "max"))
     section.parts.extend(_spread_rows(key, typed, builder))
+    return section
+
+
+def nomological_section(
+    key: str, title: str, typed: NomologicalResults, builder: SectionBuilder, caption: str
+) -> Section:
+    """Nomological network: each predictor's Spearman with the language CLCG, the sensitivity
+    mapping's, the partial Spearman on the Joshi class and the standardized OLS."""
+    section = Section(key=key, title=title, caption=caption)
+    _facts(section, builder, key, typed, ("languages", "note"))
+    rows = [
+        builder.estimate_row(builder.label(var, f"{key}/spearman"), est.record(), key=var)
+        for var, est in (typed.spearman or {}).items()
+    ]
+    if rows:
+        section.parts.append(Part("heading", text=builder.label("spearman", key)))
+        section.parts.append(builder.estimate_table(rows))
+    if typed.spearman_joshi_sensitivity is not None:
+        # A table of its own: a table whose rows all lack a value is said in one line instead.
+        label = builder.label("spearman_joshi_sensitivity", key)
+        row = builder.estimate_row(label, typed.spearman_joshi_sensitivity.record(), context=key)
+        section.parts.append(builder.estimate_table([row]))
+    if typed.partial_spearman_on_joshi:
+        context = f"{key}/partial_spearman_on_joshi"
+        partial = [
+            builder.estimate_row(builder.label(var, context), entry.model_dump(exclude_unset=True))
+            for var, entry in typed.partial_spearman_on_joshi.items()
+        ]
+        section.parts.append(Part("heading", text=builder.label("partial_spearman_on_joshi", key)))
+        section.parts.append(builder.estimate_table(partial))
+    if typed.standardized_ols is not None:
+        section.parts.extend(_ols_parts(key, typed.standardized_ols, builder))
+    return section
+
+
+def _ols_parts(key: str, ols: StandardizedOls, builder: SectionBuilder) -> list[Part]:
+    """The standardized OLS: why its r\u00b2 is withheld or why it was not fitted, its counts and
+    coefficients."""
+    parts = [Part("heading", text=builder.label("standardized_ols", key))]
+    if ols.identifiable is False:
+        parts.append(_why_not(ols))  # its r\u00b2 is withheld: say why, once
+    elif ols.r2 is None and not ols.coefficients:
+        parts.append(Part("flags", rows=[Row(cells=[], flags=[_OLS_NOT_FITTED])]))
+    context = f"{key}/standardized_ols"
+    facts = [
+        (builder.label(name, context), fact_text(getattr(ols, name)))
+        for name in ("r2", "n", "n_articles", "note")
+        if getattr(ols, name) is not None
+    ]
+    facts += [
+        (builder.label(name, f"{key}/coefficients"), fact_text(value))
+        for name, value in (ols.coefficients or {}).items()
+    ]
+    if facts:
+        parts.append(Part("facts", facts=facts))
+    return parts
+
+
+def _replication_h1_rows(key: str, h1: ReplicationH1, builder: SectionBuilder) -> list[Part]:
+    """The H1 summary on the replication corpus, then each language's and each model's CLCG."""
+    # No band rows on the replication corpus at all: H1 says why once, with no estimate.
+    parts: list[Part] = [_why_not(h1)] if h1.identifiable is False and not h1.summary() else []
+    summary = [
+        builder.estimate_row(builder.label(name, key), est.record(), key=name)
+        for name, est in h1.summary().items()
+    ]
+    if summary:
+        parts += [Part("heading", text=_REPLICATION_H1), builder.estimate_table(summary)]
+    if h1.by_language:
+        rows = [
+            builder.estimate_row(builder.label(iso, f"{key}/by_language"), est.record())
+            for iso, est in h1.by_language.items()
+        ]
+        parts += [Part("heading", text=LABELS["by_language"]), builder.estimate_table(rows)]
+    if h1.by_model:
+        rows = [
+            builder.estimate_row(f"{model} \u00b7 {builder.label(name, key)}", est.record(), key=name)
+            for model, estimates in h1.by_model.items()
+            for name, est in estimates.items()
+        ]
+        parts += [Part("heading", text=LABELS["by_model"]), builder.estimate_table(rows)]
+    if h1.n:
+        counts = [(builder.label(name, f"{key}/n"), fmt_int(count)) for name, count in h1.n.items()]
+        parts += [Part("heading", text="rows counted"), Part("facts", facts=counts)]
+    return parts
+
+
+def replication_section(
+    key: str, title: str, typed: ReplicationResults, builder: SectionBuilder, caption: str
+) -> Section:
+    """Cross-corpus replication: the band it used, the Spearman of the two language rankings and
+    H1 on the second corpus; or why there is none (no replication scores)."""
+    section = Section(key=key, title=title, caption=caption)
+    if typed.h1 is None and typed.spearman is None:
+        section.parts.append(_why_not(typed))
+        return section
+    _facts(section, builder, key, typed, ("status", "rows", "n_rows", "languages"))
+    if typed.band is not None:
+        section.parts.append(Part("heading", text=builder.label("band", key)))
+        names = ("rule", "item_source", "levels", "context_scope", "metric")
+        _facts(section, builder, f"{key}/band", typed.band, names)
+    if typed.spearman is not None:
+        row = builder.estimate_row(_RANKINGS, typed.spearman.record(), key="replication_spearman")
+        section.parts.append(builder.estimate_table([row]))
+    if typed.h1 is not None:
+        # Its ``settings`` are the study's (seed, replicates, band): shown once, in the settings.
+        section.parts.extend(_replication_h1_rows(key, typed.h1, builder))
+    return section
+
+
+# The parts of ``h4``, in the order the section shows them (the difference last, as in H2).
+_H4_PARTS = ("human", "llm", "difference")
+# The bootstrap TOST's facts, in the order the section shows them.
+_BOOTSTRAP_FACTS = ("bounds", "ci_90", "equivalent", "p", "p_lower", "p_upper")
+
+
+def _estimate_rows(
+    builder: SectionBuilder, key: str, parts: list[tuple[str, EstimateRecord | None]]
+) -> list[Row]:
+    """One estimate row per part present, labelled and described as the generic walker does."""
+    return [
+        builder.estimate_row(builder.label(name, key), estimate.record(), key=name, context=f"{key}/{name}")
+        for name, estimate in parts
+        if estimate is not None
+    ]
+
+
+def h4_section(key: str, title: str, typed: H4Results, builder: SectionBuilder, caption: str) -> Section:
+    """H4: CLCG on human items, on LLM items and their difference; or why there is none."""
+    section = Section(key=key, title=title, caption=caption)
+    rows = _estimate_rows(builder, key, [(name, getattr(typed, name)) for name in _H4_PARTS])
+    if not rows:
+        section.parts.append(_why_not(typed))
+        _facts(section, builder, key, typed, ("alternative", "note"))
+        return section
+    _facts(section, builder, key, typed, ("status", "reason", "alternative", "note"))
+    section.parts.append(builder.estimate_table(rows))
+    return section
+
+
+def equivalence_section(
+    key: str, title: str, typed: EquivalenceResults, builder: SectionBuilder, caption: str
+) -> Section:
+    """The EN-PT TOST: the gap with its verdict, the bootstrap TOST's facts, the paired t-based TOST."""
+    section = Section(key=key, title=title, caption=caption)
+    head = typed.model_dump(exclude_unset=True, exclude={"bootstrap", "paired_article_means"})
+    if typed.estimate is None and typed.bootstrap is None and typed.paired_article_means is None:
+        section.parts.append(_why_not(typed))
+        return section
+    # The scalar fields (contrast, verdict, note) are the row's notes, as for any estimate.
+    section.parts.append(
+        builder.estimate_table([builder.estimate_row(builder.label(key), head, key=key, context=key)])
+    )
+    if typed.bootstrap is not None:
+        section.parts.append(Part("heading", text=builder.label("bootstrap", key)))
+        if typed.bootstrap.identifiable is False:
+            # Withheld by the estimates table (tost_en_pt): its reason, no p values or interval.
+            section.parts.append(_why_not(typed.bootstrap))
+        else:
+            _facts(section, builder, f"{key}/bootstrap", typed.bootstrap, _BOOTSTRAP_FACTS)
+    if typed.paired_article_means is not None:
+        label = builder.label("paired_article_means", key)
+        record = typed.paired_article_means.model_dump(exclude_unset=True)
+        row = builder.estimate_row(
+            label, record, key="paired_article_means", context=f"{key}/paired_article_means"
+        )
+        section.parts += [Part("heading", text=label), builder.estimate_table([row])]
+    return section
+
+
+def parse_rule_section(
+    key: str, title: str, typed: ParseRuleResults, builder: SectionBuilder, caption: str
+) -> Section:
+    """Rule A against rule B: their difference in H1 micro, each rule's H1 summary and row counts."""
+    section = Section(key=key, title=title, caption=caption)
+    difference = _estimate_rows(builder, key, [("difference_h1_micro", typed.difference_h1_micro)])
+    if difference:
+        section.parts.append(builder.estimate_table(difference))
+    for name, rule in (("A", typed.A), ("B", typed.B)):
+        if rule is None:
+            continue
+        context = f"{key}/{name}"
+        heading = builder.label(name, key)
+        rows = _estimate_rows(builder, context, [(est, getattr(rule, est)) for est, _ in H1_SUMMARY])
+        if rows:
+            section.parts += [Part("heading", text=heading), builder.estimate_table(rows)]
+        if rule.n is not None:
+            # The walker's heading for a rule's counts: "<rule> › rows counted".
+            section.parts.append(Part("heading", text=f"{heading} \u203a rows counted"))
+            _facts(section, builder, f"{context}/n", rule.n, ("english", "target", "baseline", "articles"))
     return section

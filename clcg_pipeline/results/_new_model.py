@@ -22,13 +22,13 @@ paired difference from each other model (``model_contrasts``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import dagster as dg
 import pandas as pd
 from upath import UPath
 
-from clcg_pipeline.storage import NewModel, partition_dir
+from clcg_pipeline.storage import NewModel, NewModelDifference, partition_dir
 
 _GAP = "h1_micro"
 # What a call record that was not paid says in ``outcome`` (sql/views/call_spend.sql).
@@ -89,7 +89,7 @@ def analysis_times(instance: dg.DagsterInstance, data_dir: str) -> list[pd.Times
     return times
 
 
-def _difference(pair: Mapping[str, Any], model: str) -> dict[str, Any]:
+def _difference(pair: Mapping[str, Any], model: str) -> NewModelDifference:
     """The pair's gap difference read as ``model`` minus the other model."""
     block = dict(pair.get(_GAP) or {})
     flip = pair.get("model_b") == model
@@ -99,7 +99,8 @@ def _difference(pair: Mapping[str, Any], model: str) -> dict[str, Any]:
                 block[key] = -block[key]
         block["ci_low"], block["ci_high"] = block.get("ci_high"), block.get("ci_low")
     other = pair.get("model_a") if flip else pair.get("model_b")
-    return {"other": other, **block}
+    # cast: the pair's estimate fields, copied key by key; the document validation checks them.
+    return cast(NewModelDifference, {"other": other, **block})
 
 
 def new_model_block(results: Mapping[str, Any], model: str) -> NewModel:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, with_config
+from typing_extensions import TypedDict
 
 
 class _Section(BaseModel):
@@ -46,6 +47,10 @@ class EstimateRecord(_Section):
     warnings: list[str] | str | None = None
     metric: str | None = None
     sided: str | None = None
+
+    @property
+    def has_interval(self) -> bool:
+        return self.ci_low is not None and self.ci_high is not None
 
     def record(self) -> dict[str, object]:
         """The fields the document has, as the report's estimate rows take them."""
@@ -184,6 +189,31 @@ class LanguageWithoutData(_Section):
 LanguagesWithoutData = list[LanguageWithoutData | str]
 
 
+@with_config(ConfigDict(extra="allow", strict=True))
+class SourceEntry(TypedDict, total=False):
+    """One entry of ``settings.sources``: a corpus source as analysis/_settings.py writes it (a
+    URL's credentials already removed there). Its fields are typed and strict; like a
+    ``settings.models`` entry it stays open to further keys: the config's ``SourceSpec`` declares
+    exactly these five, but a document may come from elsewhere, and the report must render a
+    source entry carrying a credential (``api_key``) without showing it (report/_document.py
+    ``describe``, tested in report/test_report.py); refusing the key would print the credential
+    in the error message. A ``TypedDict``, not a model: the report describes each entry as the
+    mapping it is in the document."""
+
+    name: str | None
+    kind: str | None
+    role: str | None
+    path: str | None  # None: the source has no path (a named data set)
+    split: str | None  # a FLORES split (dev or devtest); None for other sources
+
+
+class CodeVersion(_Section):
+    """``settings.code_version``: the package version and, from a git checkout, its commit."""
+
+    package: str | None = None  # None: the package is not installed
+    git_commit: str | None = None  # None: not run from a git checkout
+
+
 class StudySettings(_Section):
     """``settings`` (and ``h1.settings``): how the estimates were computed (never a credential)."""
 
@@ -200,11 +230,12 @@ class StudySettings(_Section):
     n_rows: int | None = None
     n_band_rows: int | None = None
     models: list[ModelEntry] | None = None
-    sources: list[dict[str, Any]] | None = None  # open mappings: each source's own fields
+    sources: list[SourceEntry] | None = None
     languages_without_data: LanguagesWithoutData | None = None
     languages_with_data: list[str] | None = None
     generated_at: str | None = None
-    code_version: str | dict[str, Any] | None = None
+    # A string in documents written before the code version became package and commit.
+    code_version: CodeVersion | str | None = None
 
 
 class RepetitionSummary(_Section):

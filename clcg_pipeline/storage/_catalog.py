@@ -76,6 +76,16 @@ def stored_tables(data_dir: Location) -> list[str]:
     return names
 
 
+def _has_partitions(data_dir: Location, table: str) -> bool:
+    """Whether ``table`` has at least one Parquet file (``stored_tables`` for one table): one glob,
+    not one per table of the folder, since an analysis run reads some twenty tables this way."""
+    root = data_root(data_dir)
+    if not root.exists():
+        return False
+    fs, _ = fsspec.core.url_to_fs(str(root))
+    return bool(fs.glob(table_glob(data_dir, table)))
+
+
 def build_catalog(data_dir: str | os.PathLike[str], catalog_path: Location | None = None) -> dict[str, int]:
     """(Re)create the catalog's views; returns ``{view: row count}``.
 
@@ -246,7 +256,7 @@ def read_all_partitions(data_dir: str | os.PathLike[str], table: str) -> pd.Data
     never materialized are simply absent, rather than an error as in the IO manager. Works for
     local and remote data folders alike (``connect_duckdb``).
     """
-    if table not in stored_tables(data_dir):
+    if not _has_partitions(data_dir, table):
         return pd.DataFrame()
     con = connect_duckdb(data_dir)
     try:

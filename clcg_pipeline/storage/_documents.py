@@ -13,18 +13,23 @@ document against them (``_document_validation.validate_document``, a ``TypeAdapt
 that want attributes instead of ``.get()`` validate into the pydantic views of ``_result_models``.
 Sections converted since are pydantic models of their own, checked by the same call:
 ``settings`` (and ``h1.settings``), ``h2``, ``h3``, ``context_gain`` and ``repetitions``
-(``_analysis_sections``),
-read by the report through the same models.
+(``_analysis_sections``); ``equivalence``, ``parse_rule``, ``h4`` and ``mixed_effects``
+(``_inference_sections``); ``nomological``, ``replication``, ``joshi_class`` and
+``metric_sensitivity`` (``_validity_sections``); ``context_scope`` (``_context_sections``); read
+by the report through the same models. No field is ``Any`` or an open mapping: the last ones
+(``model_contrasts.pairs`` and ``multiplicity``, ``multiplicity``, ``new_model.differences``,
+``warnings``, ``excluded_versions``, ``code_version``, the keypoint and consensus counts of
+``human_validation``) have shapes of their own here or in ``_shared_shapes``. Only a
+``settings.models`` or ``settings.sources`` entry takes keys beyond its declared, typed fields.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from pydantic import with_config
 from typing_extensions import TypedDict
 
 from clcg_pipeline.storage._analysis_sections import (
+    CodeVersion,
     ContextGainResults,
     H2Results,
     H3Results,
@@ -32,8 +37,21 @@ from clcg_pipeline.storage._analysis_sections import (
     RepetitionsResults,
     StudySettings,
 )
+from clcg_pipeline.storage._context_sections import ContextScopeResults
 from clcg_pipeline.storage._granularity_documents import GranularityResults
-from clcg_pipeline.storage._shared_shapes import DOCUMENT_CONFIG, Estimate, Interval
+from clcg_pipeline.storage._inference_sections import (
+    EquivalenceResults,
+    H4Results,
+    MixedEffectsResults,
+    ParseRuleResults,
+)
+from clcg_pipeline.storage._shared_shapes import DOCUMENT_CONFIG, BhFamily, Estimate, Interval
+from clcg_pipeline.storage._validity_sections import (
+    JoshiClassResults,
+    MetricSensitivityResults,
+    NomologicalResults,
+    ReplicationResults,
+)
 
 # ---------------------------------------------------------------------------------------------
 # The analysis stage: the estimates and the merged document
@@ -77,13 +95,25 @@ class ModelContrastsResults(TypedDict, total=False):
     models: list[str]
     contrast: str
     ranking: str
-    pairs: dict[str, dict[str, Any]]
+    pairs: dict[str, ModelPair]  # "A vs B" -> the pair
     ranks: dict[str, dict[str, Estimate]]
     english_score: dict[str, Estimate]
-    multiplicity: dict[str, Any]
+    multiplicity: dict[str, BhFamily]  # one family per gap (h1_micro, macro, macro_net)
     tie_groups: TieGroups
     # Issue 37: ``pairs`` holds the pairs a reader needs; this names the table with every pair.
     pairs_table: PairsTable
+
+
+class ModelPair(TypedDict, total=False):
+    """One pair of ``model_contrasts.pairs`` (analysis/sections/model_contrasts.py ``_pair``):
+    model A minus model B on the items both answered, one estimate per gap."""
+
+    model_a: str
+    model_b: str
+    n_common_items: int
+    h1_micro: Estimate
+    macro: Estimate
+    macro_net: Estimate
 
 
 class PairsTable(TypedDict, total=False):
@@ -128,8 +158,31 @@ class NewModel(TypedDict, total=False):
     clcg: Estimate | None
     rank: Estimate | None
     n_models: int
-    differences: list[dict[str, Any]]
+    differences: list[NewModelDifference]
     note: str
+
+
+class NewModelDifference(Estimate, total=False):
+    """One entry of ``new_model.differences``: a pair's gap read as the new model minus
+    ``other`` (results/_new_model.py), the pair's estimate fields otherwise."""
+
+    other: str | None
+
+
+class ExcludedVersion(TypedDict, total=False):
+    """One entry of ``excluded_versions``: an article x language version the corpus audit judged
+    incomplete, left out of every estimate (results/_inputs.py ``drop_incomplete_versions``).
+    The coverages are ``None`` for a document without a reference version (NaN in the audit);
+    the counts are whole numbers (corpus/_audit.py fills them) and absent from an older audit."""
+
+    doc_id: str
+    language: str
+    coverage: float | None
+    usable_coverage: float | None
+    n_invalid_utf8: int
+    n_empty: int
+    n_duplicated: int
+    reason: str
 
 
 class Definition(TypedDict, total=False):
@@ -342,6 +395,28 @@ class ClassAdequacy(TypedDict, total=False):
     languages: list[str]
 
 
+class IncompleteKeypoints(TypedDict, total=False):
+    """``human_validation.max_adequacy_incomplete_keypoints``: ratings of maximum adequacy whose
+    keypoint recall is below 1 (validation/human/_estimands.py ``max_adequacy_incomplete``)."""
+
+    ratings: int
+    eligible_ratings: int  # ratings with both adequacy and keypoint recall
+    share: float | None  # None without eligible ratings
+    items: int
+    eligible_items: int
+
+
+class JudgeConsensus(TypedDict, total=False):
+    """``human_validation.judge_consensus``: where every judge gave a response the same label,
+    how often the human agreed (validation/human/_joins.py ``judge_consensus``)."""
+
+    judges: int
+    ratings: int
+    judges_agree: int
+    human_confirms: int
+    share: float | None  # None when the judges never all agreed
+
+
 class PreferenceModel(TypedDict, total=False):
     """The mixed model of the paired preference (crossed random intercepts)."""
 
@@ -442,13 +517,13 @@ class HumanValidationResults(TypedDict, total=False):
     alpha: list[AlphaRow]
     spearman: list[SpearmanRow]
     class_adequacy: list[ClassAdequacy]
-    max_adequacy_incomplete_keypoints: dict[str, Any] | None
+    max_adequacy_incomplete_keypoints: IncompleteKeypoints | None
     preference: Preference | None
     ceiling: Ceiling | None
     judge_agreement: list[HumanJudgeAgreement]
     judge_kappa_by_language: list[HumanJudgeAgreement]
     judge_kappa_by_script: list[HumanJudgeAgreement]
-    judge_consensus: dict[str, Any] | None
+    judge_consensus: JudgeConsensus | None
     judge_error_correlation: list[JudgeErrorCorrelation]
     judge_effective_number: list[EffectiveJudges]
     caveats: list[str]
@@ -456,29 +531,6 @@ class HumanValidationResults(TypedDict, total=False):
 
 # ---------------------------------------------------------------------------------------------
 # The whole document
-
-
-class MetricSensitivityEntry(TypedDict, total=False):
-    """One metric of ``metric_sensitivity.metrics``: the H1 summary estimands under it, or why
-    they were not computed (analysis/sections/sensitivity.py)."""
-
-    status: str
-    computed: bool
-    reason: str | None
-    h1_micro: Estimate
-    macro: Estimate
-    pt_gap: Estimate
-    macro_net: Estimate
-    micro_net: Estimate
-
-
-class MetricSensitivity(TypedDict, total=False):
-    """``metric_sensitivity``: the H1 summary estimands under each metric, on the same band."""
-
-    band_metric: str
-    rule: str
-    note: str
-    metrics: dict[str, MetricSensitivityEntry]
 
 
 @with_config(DOCUMENT_CONFIG)
@@ -494,36 +546,36 @@ class StudyResultsDocument(TypedDict, total=False):
     languages: list[LanguageEntry]
     languages_without_data: LanguagesWithoutData
     languages_with_data: list[str]
-    warnings: list[str | dict[str, Any]]
+    warnings: list[str]
     definitions: dict[str, Definition | str]
     estimands: dict[str, Estimate]
     # Issue 37: ``estimands`` leaves out the entries of one model or pair; this names the table with all.
     estimands_table: EstimandsTable
     drilldown: dict[str, list[DrilldownItem]] | None
-    excluded_versions: list[dict[str, Any]]
+    excluded_versions: list[ExcludedVersion]
     language_net: dict[str, Estimate]
     model_contrasts: ModelContrastsResults
     new_model: NewModel
-    joshi_class: dict[str, Any]
+    joshi_class: JoshiClassResults
     h2: H2Results
     h3: H3Results
-    h4: dict[str, Any]
-    parse_rule: dict[str, Any]
-    equivalence: dict[str, Any]
-    mixed_effects: dict[str, Any]
-    multiplicity: Any
+    h4: H4Results
+    parse_rule: ParseRuleResults
+    equivalence: EquivalenceResults
+    mixed_effects: MixedEffectsResults
+    multiplicity: BhFamily
     repetitions: RepetitionsResults
     context_gain: ContextGainResults
-    nomological: dict[str, Any]
-    context_scope: dict[str, Any]
-    replication: dict[str, Any]
-    metric_sensitivity: MetricSensitivity
+    nomological: NomologicalResults
+    context_scope: ContextScopeResults
+    replication: ReplicationResults
+    metric_sensitivity: MetricSensitivityResults
     error_taxonomy: ErrorTaxonomyResults
     human_validation: HumanValidationResults
     granularity: GranularityResults
     config_hash: str
     generated_at: str
-    code_version: str | dict[str, Any]
+    code_version: CodeVersion | str
     title: str
 
 

@@ -6,8 +6,6 @@ shapes; the same rules hold: every class is ``total=False``, field names are the
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import with_config
 from typing_extensions import TypedDict
 
@@ -251,6 +249,21 @@ class ByRole(TypedDict, total=False):
     note: str | None
 
 
+class GranularitySettings(TypedDict, total=False):
+    """``granularity.settings``: how its estimates were computed (granularity/_analysis/_results.py)."""
+
+    replicates: int
+    seed: int
+    confidence: float
+    min_documents: int
+    documents: int  # the documents the bootstrap resamples
+    reference: str  # the reference language
+    language_groups: dict[str, list[int]]  # high / mid / low -> their Joshi classes
+    rows: int
+    rows_no_reference: int
+    paragraphs_left_out: int
+
+
 @with_config(DOCUMENT_CONFIG)
 class GranularityResults(TypedDict, total=False):
     """``granularity`` (the ``granularity_results`` asset)."""
@@ -268,7 +281,7 @@ class GranularityResults(TypedDict, total=False):
     judge_agreement: ParagraphJudgeAgreement | None
     human_judge_correlation: HumanJudgeCorrelation | None
     human_judge_correlation_reason: str | None
-    prompt_tokens_by_task: list[PromptTokens] | dict[str, Any]
+    prompt_tokens_by_task: list[PromptTokens]
     unpaired: list[UnpairedRows]
     no_reference: list[NoReferenceRows]
     alignment: list[AlignedParagraph]
@@ -277,5 +290,5 @@ class GranularityResults(TypedDict, total=False):
     gap_trends: list[GapTrend]
     sentence_position: BySentencePosition
     roles: ByRole
-    settings: dict[str, Any]
+    settings: GranularitySettings
     caveats: list[str]

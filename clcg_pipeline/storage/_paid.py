@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 from collections.abc import Iterable, Mapping
@@ -448,6 +449,12 @@ def _stored_sources(
     return sources
 
 
+def usd_sum(usd: pd.Series) -> float:
+    """The exact sum of ``usd`` (``math.fsum``): the same figure whatever order the record's rows
+    come in (DuckDB does not keep one), so two views of one spend never differ in a rounded digit."""
+    return math.fsum(usd.astype(float))
+
+
 def spend(
     data_dir: str | os.PathLike[str],
     *,
@@ -463,14 +470,14 @@ def spend(
     skipped = rows[rows["outcome"] == "skipped_budget"]
     budgets = skipped["error"].map(lambda e: "study" if e == STUDY_BUDGET_ERROR else "run")
     return Spend(
-        paid_usd=float(paid["paid_usd"].sum()),
+        paid_usd=usd_sum(paid["paid_usd"]),
         paid_calls=len(paid),
         by_step={str(k): int(v) for k, v in paid.groupby("step").size().items()},
         by_table={
-            str(k): (len(group), float(group["paid_usd"].sum())) for k, group in paid.groupby("calls_table")
+            str(k): (len(group), usd_sum(group["paid_usd"])) for k, group in paid.groupby("calls_table")
         },
         by_host={
-            str(k): (len(group), float(group["paid_usd"].sum()))
+            str(k): (len(group), usd_sum(group["paid_usd"]))
             for k, group in paid.groupby(paid["host"].fillna(UNKNOWN_HOST))
         },
         skipped_budget={str(k): int(v) for k, v in budgets.value_counts().items()},

@@ -22,13 +22,30 @@ from pydantic import BaseModel, ConfigDict
 
 from clcg_pipeline.storage._analysis_sections import (
     Band,
+    CodeVersion,
     ContextGainResults,
+    EstimateRecord,
     H2Results,
     H3Results,
     LanguagesWithoutData,
     ModelEntry,
     RepetitionsResults,
     StudySettings,
+)
+from clcg_pipeline.storage._documents import NewModelDifference
+from clcg_pipeline.storage._granularity_documents import GranularitySettings
+from clcg_pipeline.storage._inference_sections import (
+    EquivalenceResults,
+    H4Results,
+    MixedEffectsResults,
+    ParseRuleResults,
+)
+from clcg_pipeline.storage._validity_sections import (
+    JoshiClassResults,
+    MetricSensitivityEntry,
+    MetricSensitivityResults,
+    NomologicalResults,
+    ReplicationResults,
 )
 
 
@@ -37,21 +54,12 @@ class _View(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
 
-class EstimateModel(_View):
-    """An ``Estimate``: a value, its interval and why it may not be trusted."""
+class EstimateModel(EstimateRecord):
+    """An ``Estimate`` as the report reads it: the fields of ``EstimateRecord`` (their one owner),
+    read like every view, so a record with more (a new model's difference names its ``other``)
+    reads as its estimate."""
 
-    estimate: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    p_adj: float | None = None
-    n: int | None = None
-    identifiable: bool | None = None  # None: not said (neither withheld nor vouched for)
-    reason: str | None = None
-    status: str | None = None
-
-    @property
-    def has_interval(self) -> bool:
-        return self.ci_low is not None and self.ci_high is not None
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
 
 # The settings section is its own pydantic model (``_analysis_sections``, closed like ``h2``):
@@ -136,7 +144,7 @@ class NewModelView(_View):
     clcg: EstimateModel | None = None
     rank: EstimateModel | None = None
     n_models: int | None = None
-    differences: list[dict[str, Any]] | None = None  # free-form in the shape: rows of estimate fields
+    differences: list[NewModelDifference] | None = None  # rows of estimate fields and ``other``
     note: str | None = None
 
 
@@ -351,7 +359,7 @@ class GranularityView(StudyView):
 
     heatmap: list[HeatmapCellView] | None = None
     position_curve: list[CurvePointView] | None = None
-    settings: dict[str, Any] | None = None
+    settings: GranularitySettings | None = None
     judge_agreement: ParagraphJudgeAgreementView | None = None
     human_judge_correlation: HumanJudgeCorrelationView | None = None
     human_judge_correlation_reason: str | None = None
@@ -376,37 +384,10 @@ class DrilldownItemView(_View):
     reps: int | list[int] | None = None
 
 
-class MetricSensitivityEntryView(_View):
-    """One metric of ``metric_sensitivity.metrics``: the H1 summary estimands, or why not computed."""
-
-    status: str | None = None
-    computed: bool | None = None
-    reason: str | None = None
-    h1_micro: EstimateModel | None = None
-    macro: EstimateModel | None = None
-    pt_gap: EstimateModel | None = None
-    macro_net: EstimateModel | None = None
-    micro_net: EstimateModel | None = None
-
-    def estimate(self, key: str) -> EstimateModel:
-        """The estimand ``key`` (``h1_micro`` ... ``micro_net``); empty when absent."""
-        found = {
-            "h1_micro": self.h1_micro,
-            "macro": self.macro,
-            "pt_gap": self.pt_gap,
-            "macro_net": self.macro_net,
-            "micro_net": self.micro_net,
-        }.get(key)
-        return found or EstimateModel()
-
-
-class MetricSensitivityView(_View):
-    """``metric_sensitivity``: the band's metric and each metric's entry."""
-
-    band_metric: str | None = None
-    rule: str | None = None
-    note: str | None = None
-    metrics: dict[str, MetricSensitivityEntryView] | None = None
+# ``metric_sensitivity`` is its own pydantic model (``_validity_sections``, closed like ``h2``):
+# the shape validated on write and read is the view the report reads, under the old names too.
+MetricSensitivityEntryView = MetricSensitivityEntry
+MetricSensitivityView = MetricSensitivityResults
 
 
 class DefinitionView(_View):
@@ -427,6 +408,7 @@ class StudyResults(_View):
     """``study_results.json`` as the report reads it (report/_decision.py and the sections)."""
 
     h1: H1Model | None = None
+    language_net: dict[str, EstimateModel] | None = None
     model_contrasts: ModelContrastsModel | None = None
     settings: SettingsModel | None = None
     languages_with_data: list[str] | None = None
@@ -437,17 +419,27 @@ class StudyResults(_View):
     granularity: GranularityView | None = None
     drilldown: dict[str, list[DrilldownItemView]] | None = None
     definitions: dict[str, DefinitionView | str] | None = None
-    metric_sensitivity: MetricSensitivityView | None = None
     # Sections whose shape is their pydantic model (closed: the view and the shape are one; so is
     # ``settings`` above).
     h2: H2Results | None = None
     h3: H3Results | None = None
     context_gain: ContextGainResults | None = None
     repetitions: RepetitionsResults | None = None
+    nomological: NomologicalResults | None = None
+    replication: ReplicationResults | None = None
+    joshi_class: JoshiClassResults | None = None
+    metric_sensitivity: MetricSensitivityResults | None = None
+    h4: H4Results | None = None
+    parse_rule: ParseRuleResults | None = None
+    equivalence: EquivalenceResults | None = None
+    mixed_effects: MixedEffectsResults | None = None
+    # The flat index of every estimand, keyed ``"<estimand>/<group>"`` as the suite writes it
+    # (analysis/_index.py ``estimand_index``), each entry an ``Estimate``.
+    estimands: dict[str, EstimateModel] | None = None
     # Older documents put these beside ``settings`` instead of in it.
     config_hash: str | None = None
     generated_at: str | None = None
-    code_version: str | dict[str, Any] | None = None
+    code_version: CodeVersion | str | None = None
 
     def merged_settings(self) -> SettingsModel:
         """``h1.settings`` with ``settings`` over it, key by key (the top-level settings win); the

@@ -18,25 +18,39 @@ A folder with no ledger yet (from before it was kept) starts one that holds ever
 so far, reported by no line: their spend was in the study totals of their time. ``clcg run``
 starts it before its first run pays (:func:`start_ledger`), so a first run killed in a new
 folder is reported by the next one.
+
+Only a run that has ended is an earlier one (:func:`ended_runs`): one the Dagster instance
+says finished, or this host's whose process is gone (kill -9), and not one of a ``clcg run``
+still under way (``closing_lines/under_way/``: one mark per command, from its start to its
+closing line). Another host's run still going is said by that host's own closing line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from upath import UPath
 
+if TYPE_CHECKING:
+    import dagster as dg
+
 from clcg_pipeline.storage._files import data_root, write_json
-from clcg_pipeline.storage._paid import CALL_TABLE_STEPS, STUDY_BUDGET_ERROR, call_spend, this_host
+from clcg_pipeline.storage._paid import CALL_TABLE_STEPS, STUDY_BUDGET_ERROR, call_spend, this_host, usd_sum
 
 LEDGER = "closing_lines"
+COMMANDS = "under_way"  # in the ledger's folder: one mark per ``clcg run`` under way
 UNKNOWN_MODEL = "unknown model"  # a cache entry from before entries named their model id
+# DagsterRunStatus values of a run that can pay no more.
+_FINISHED = frozenset({"SUCCESS", "FAILURE", "CANCELED"})
 
 
 @dataclass(frozen=True)
@@ -93,16 +107,23 @@ def run_spend(
 
 def start_ledger(data_dir: str | os.PathLike[str]) -> None:
     """Start the ledger of a folder that has none, with every run paid so far (said by the
-    study totals of their time); nothing when it has one (one listing)."""
+    study totals of their time), and mark this command as under way (:func:`_mark_command`)."""
     if _said(data_dir) is None:
         _write_entry(data_dir, before=_paid_runs(_paid(call_spend(data_dir))))
+    _mark_command(data_dir)
 
 
-def study_spend(data_dir: str | os.PathLike[str], own_runs: Iterable[str]) -> StudySpend:
+def study_spend(
+    data_dir: str | os.PathLike[str], own_runs: Iterable[str], instance: dg.DagsterInstance | None = None
+) -> StudySpend:
     """The study's spend, and what earlier runs (not ``own_runs``) paid that no closing line
     said; those and the ``own_runs`` that paid are written to the ledger as said, so the next
     closing line does not say them again. Nothing is written when there is nothing new to say
-    (a rerun with nothing to do leaves the folder as it was)."""
+    (a rerun with nothing to do leaves the folder as it was).
+
+    An earlier run is one that has ended (:func:`ended_runs`, asking ``instance`` or the one
+    ``DAGSTER_HOME`` names): a run still going, on another host say, is left to its own
+    closing line, which says it as its own."""
     paid = _paid(call_spend(data_dir))
     runs, own = _paid_runs(paid), set(own_runs)
     said = _said(data_dir)
@@ -111,14 +132,172 @@ def study_spend(data_dir: str | os.PathLike[str], own_runs: Iterable[str]) -> St
             _write_entry(data_dir, own=runs & own, before=runs - own)
         unsaid: set[str] = set()
     else:
-        unsaid = runs - said - own
+        unsaid = ended_runs(paid, runs - said - own, instance, _commands_under_way(data_dir))
         if unsaid or (runs & own) - said:
             _write_entry(data_dir, own=(runs & own) - said, unsaid=unsaid)
+    _unmark_command()  # after the entry: another host finds this command's runs said or under way
     earlier = paid[paid["run"].isin(unsaid)]
     by_model = {model: calls for (model,), calls in _paid_by(earlier, ["model"]).items()}
     return StudySpend(
-        paid_usd=float(paid["paid_usd"].sum()), unsaid_runs=tuple(sorted(unsaid)), unsaid_by_model=by_model
+        paid_usd=usd_sum(paid["paid_usd"]), unsaid_runs=tuple(sorted(unsaid)), unsaid_by_model=by_model
     )
+
+
+def ended_runs(
+    paid: pd.DataFrame,
+    candidates: set[str],
+    instance: dg.DagsterInstance | None = None,
+    commands: Iterable[Command] = (),
+) -> set[str]:
+    """The ``candidates`` (runs that paid ``paid``'s rows) that can pay no more.
+
+    A run has ended when the Dagster instance says it finished (succeeded, failed, canceled),
+    or when it is still ``STARTED`` there but its process is gone: a run of this host (every
+    payment names this host) whose process is not running (kill -9 leaves a run ``STARTED``
+    for ever; it is marked failed here, as Dagster's run monitoring would). Another host's
+    run still ``STARTED`` is that host's to say: its own closing line, or its rerun after a
+    kill. A run the instance does not know (another Dagster home, a copied data folder) is
+    taken as ended: nothing tells otherwise. Without an instance (no ``DAGSTER_HOME``, the
+    up-to-date path of a project that never ran Dagster) every candidate is taken as ended.
+
+    A run that ended while the ``clcg run`` that started it goes on (one of ``commands``, of
+    the run's host, started before it) is that command's: its closing line says it.
+    """
+    if not candidates:
+        return set()
+    commands = tuple(commands)
+    with _opened(instance) as found:
+        if found is None:
+            return set(candidates)
+        ended = set()
+        for run in candidates:
+            hosts = _hosts(paid, run)
+            created = _has_ended(found, run, hosts)
+            if created is not None and not any(c.host in hosts and c.started_at <= created for c in commands):
+                ended.add(run)
+        return ended
+
+
+@contextlib.contextmanager
+def _opened(instance: dg.DagsterInstance | None) -> Iterator[dg.DagsterInstance | None]:
+    """``instance``, or the one ``DAGSTER_HOME`` names (None when it names no folder)."""
+    if instance is not None:
+        yield instance
+        return
+    home = os.environ.get("DAGSTER_HOME")
+    if not home or not os.path.isdir(home):
+        yield None
+        return
+    import dagster as dg  # here: a closing line with no earlier run to tell apart imports no Dagster
+
+    with dg.DagsterInstance.get() as opened:
+        yield opened
+
+
+def _hosts(paid: pd.DataFrame, run: str) -> set[str]:
+    return {str(host) for host in paid.loc[paid["run"] == run, "host"].dropna()}
+
+
+def _has_ended(instance: dg.DagsterInstance, run_id: str, hosts: set[str]) -> float | None:
+    """When Dagster run ``run_id``, whose payments name ``hosts``, was created, if it can pay
+    no more (0.0 for a run the instance does not know); None while it may."""
+    import dagster as dg
+
+    record = instance.get_run_record_by_id(run_id)
+    if record is None:
+        return 0.0
+    created = record.create_timestamp.timestamp()
+    if record.dagster_run.status.value in _FINISHED:
+        return created
+    if hosts != {this_host()}:
+        return None  # another host's (or nobody's) process: this host cannot see it
+    starts = instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_START)
+    started = [(e.dagster_event.pid, e.timestamp) for e in starts if e.dagster_event and e.dagster_event.pid]
+    if not started or any(_running(pid, since) for pid, since in started):
+        return None
+    pid = started[-1][0]
+    instance.report_run_failed(
+        record.dagster_run,
+        message=f"its process ({pid} on {this_host()}) is gone: killed (kill -9?) or crashed",
+    )
+    return created
+
+
+def _running(pid: int, since: float) -> bool:
+    """Whether process ``pid``, started by ``since`` (not a later one given the same id), runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    try:  # Linux: a zombie has ended, and a process started after ``since`` is another one
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime")
+        )
+    except (OSError, IndexError, StopIteration, ValueError):
+        return True
+    started = boot + int(stat[19]) / os.sysconf("SC_CLK_TCK")
+    return stat[0] != "Z" and started <= since + 2.0  # btime and the clock ticks are coarse
+
+
+@dataclass(frozen=True)
+class Command:
+    """A ``clcg run`` under way on ``host`` (process ``pid``) since ``started_at`` (Unix time)."""
+
+    host: str
+    pid: int
+    started_at: float
+
+
+_OWN_MARKS: list[UPath] = []  # this process's marks (one per ``clcg run`` it started)
+
+
+def _commands_dir(data_dir: str | os.PathLike[str]) -> UPath:
+    return ledger_dir(data_dir) / COMMANDS
+
+
+def _mark_command(data_dir: str | os.PathLike[str]) -> None:
+    """Say this ``clcg run`` is under way, before its first run pays: its runs that end
+    before its closing line are its own, not earlier runs for another host's line to say."""
+    mark = Command(this_host(), os.getpid(), time.time())
+    path = _commands_dir(data_dir) / f"{mark.host}-{mark.pid}-{uuid.uuid4().hex[:12]}.json"
+    write_json(path, {"host": mark.host, "pid": mark.pid, "started_at": mark.started_at})
+    _OWN_MARKS.append(path)
+
+
+def _unmark_command() -> None:
+    while _OWN_MARKS:
+        with contextlib.suppress(FileNotFoundError):
+            _OWN_MARKS.pop().unlink()
+
+
+def _commands_under_way(data_dir: str | os.PathLike[str]) -> list[Command]:
+    """Other ``clcg run`` commands under way on the data folder. This host's whose process is
+    gone (killed) are removed; another host's are kept (this host cannot see its processes:
+    that host's next run removes them)."""
+    root = _commands_dir(data_dir)
+    if not root.exists():
+        return []
+    found = []
+    for path in root.iterdir():
+        if not path.name.endswith(".json"):
+            continue  # a file being written
+        try:
+            mark = Command(**json.loads(path.read_text(encoding="utf-8")))
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+            raise ValueError(f"{path}: not a mark of a clcg run under way ({exc}); remove it") from None
+        if mark.host == this_host() and mark.pid == os.getpid():
+            continue  # this command
+        if mark.host == this_host() and not _running(mark.pid, mark.started_at):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            continue
+        found.append(mark)
+    return found
 
 
 def _paid(rows: pd.DataFrame) -> pd.DataFrame:
@@ -136,7 +315,7 @@ def _paid_by(rows: pd.DataFrame, keys: list[str]) -> dict[Any, tuple[int, float]
     return {
         tuple(str(k) for k in (key if isinstance(key, tuple) else (key,))): (
             len(group),
-            float(group["paid_usd"].sum()),
+            usd_sum(group["paid_usd"]),
         )
         for key, group in paid.groupby(keys)
     }

@@ -1,4 +1,5 @@
-"""The pieces every section of ``study_results.json`` is built from: an estimate, an interval."""
+"""The pieces every section of ``study_results.json`` is built from: an estimate, an interval,
+a Benjamini-Hochberg family."""
 
 from __future__ import annotations
 
@@ -55,3 +56,29 @@ class Interval(TypedDict, total=False):
     reason: str | None
     flags: list[str]
     status: str
+
+
+class BhTest(TypedDict, total=False):
+    """One test of a Benjamini-Hochberg family; ``None`` where its p is not available."""
+
+    test: str
+    p: float | None
+    p_adj: float | None
+    reject: bool | None
+
+
+class BhFamily(TypedDict, total=False):
+    """A Benjamini-Hochberg family (analysis/_stats.py ``benjamini_hochberg``): the top-level
+    ``multiplicity`` and each gap's family in ``model_contrasts.multiplicity``. There, once the
+    pairs move to their table, ``tests`` and ``not_available`` become the counts ``rejected`` and
+    ``n_not_available`` and ``tests_in`` names the table (results/_merge.py)."""
+
+    method: str
+    alpha: float
+    m: int  # the tests with a p
+    planned: int  # every test of the family
+    not_available: list[str]
+    tests: list[BhTest]
+    rejected: int
+    n_not_available: int
+    tests_in: str

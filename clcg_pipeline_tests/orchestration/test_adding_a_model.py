@@ -1,15 +1,15 @@
 """Adding a model to models.yaml runs that model only; editing one model reruns that model only.
 
-One module fixture runs a small study (two languages, two offline readers), then adds a third
-reader, then edits the second's settings, each followed by ``run_study`` on the same folder
-and instance. Every language x model partition of a model that did not change must keep its
+One module fixture takes the small study (two languages, one offline reader:
+``conftest.small_study``, built once per worker) and adds a second reader, then a third, then
+edits the second's settings, each followed by ``run_study`` on a copy of its folder and
+instance. Every language x model partition of a model that did not change must keep its
 file and record byte for byte (``Freshness`` judges a family partition by its model's version:
 ``orchestration/_versions.py``), while the analysis, which reads every model, runs again.
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,9 @@ from clcg_pipeline.orchestration._jobs import RESPONSE_ASSETS, STUDY_INPUT_ASSET
 from clcg_pipeline.orchestration._versions import INPUTS, version_kinds
 from clcg_pipeline.partitions import MODEL_DIMENSION, model_of_partition, response_partitions
 from clcg_pipeline.storage import MODEL_VERSIONS, RECORDS, ParquetIOManager, read_records
-from clcg_pipeline_tests.conftest import DEFAULT_CONFIG
+from clcg_pipeline_tests.conftest import SMALL_PANEL, SmallStudy
 
-LANGUAGES = ["en", "pt"]
+LANGUAGES = list(SMALL_PANEL)
 A, B, C = "lexical-reader", "reader-b", "reader-c"
 RANGE_TAGS = ("dagster/asset_partition_range_start", "dagster/asset_partition_range_end")
 
@@ -88,16 +88,16 @@ def _models_run(runs: list[dg.DagsterRun]) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    root = tmp_path_factory.mktemp("adding-a-model")
+def story(small_study: SmallStudy, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    # Reader A on LANGUAGES, built: the small study, copied with its instance, instead of a
+    # study of this module's own (corpus, inputs, A). Adding B is the first run.
+    root = small_study.copy_to(tmp_path_factory.mktemp("adding-a-model"))
     config_dir = root / "config"
-    shutil.copytree(DEFAULT_CONFIG, config_dir)
-    _edit_yaml(config_dir / "study.yaml", lambda doc: doc.update(bootstrap_replicates=50))
+    assert list(load_config(config_dir).languages.isos) == LANGUAGES
     _reader(config_dir, B, 0.3)
     data = root / "data"
     mp = pytest.MonkeyPatch()
-    (root / "home").mkdir()
-    mp.setenv("DAGSTER_HOME", str(root / "home"))
+    mp.setenv("DAGSTER_HOME", str(root / "dagster_home"))
     out: dict[str, Any] = {"data": data}
 
     def run() -> dict[str, list[dg.DagsterRun]]:

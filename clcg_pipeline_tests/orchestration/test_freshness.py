@@ -117,5 +117,5 @@ def test_forget_reads_the_records_again(written: tuple[Path, dg.DagsterInstance]
     assert fresh.up_to_date(ASSETS, None, [])
     shutil.rmtree(data / RECORDS / "reader")
     assert fresh.up_to_date(ASSETS, None, [])  # read once per asset, kept for the run's steps
-    fresh.forget(["reader"], None)
+    fresh.forget(["reader"])
     assert not fresh.up_to_date(ASSETS, None, [])

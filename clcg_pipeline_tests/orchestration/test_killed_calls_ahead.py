@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import dagster as dg
 import pandas as pd
 import pytest
 from starlette.responses import JSONResponse
@@ -102,10 +103,11 @@ def test_a_run_killed_after_its_stream_paid_keeps_the_record_of_payment(
             process.wait(timeout=60)
         # Killed after paying, before any partition recorded a call.
         assert not (data / "calls").exists() and len(provider.charges) == ANSWERED
+        killed_bill = sum(usd for _, usd in provider.charges)
         server.set_faults(Faults(latency_s=0.0))
         provider.gated = False
         config, models = str(demo_config_dir), ["fake-gpt"]
-        run_study(config_dir=config, data_dir=str(data), models=models, languages=LANGUAGES)
+        rerun = run_study(config_dir=config, data_dir=str(data), models=models, languages=LANGUAGES)
         first = _paid_in_tables(data).query("model == 'fake-gpt'")
         # A later rerun of the partitions finds every call cached and keeps the record as it was.
         run_study(config_dir=config, data_dir=str(data), models=models, languages=LANGUAGES, force=True)
@@ -124,3 +126,9 @@ def test_a_run_killed_after_its_stream_paid_keeps_the_record_of_payment(
     figures = {"spend view": spend(data).paid_usd, "calls tables": float(paid["cost_usd"].sum())}
     assert {name: _cents(usd) for name, usd in figures.items()} == dict.fromkeys(figures, _cents(bill))
     assert figures["spend view"] == pytest.approx(bill)
+    # The killed stream's run is left STARTED on the instance (kill -9): the rerun on this host
+    # sees its process is gone, says what it paid once, apart from its own figure, and marks it.
+    assert rerun.unsaid_by_model["fake-gpt"] == (ANSWERED, pytest.approx(killed_bill))
+    with dg.DagsterInstance.get() as instance:
+        killed = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+    assert killed == []

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from clcg_pipeline.report import render_report, write_report
+from clcg_pipeline.storage import DocumentError
 from clcg_pipeline.storage._tables import TABLES
 
 EVIL = '<script>alert("x")</script>'
@@ -79,13 +80,13 @@ def _full() -> dict:
             "by_model": {"gpt-x": {"status": "not identifiable", "identifiable": False, "n_new": 0}},
         },
         "h3": {"slope": _est(0.004, 0.001, 0.007, p=0.004)},
-        "h4": _est(-0.01, -0.02, 0.0, p=0.5),
+        "h4": {"difference": _est(-0.01, -0.02, 0.0, p=0.5)},
         "bh": [{"estimand": "h1", "p": 0.0001, "p_adj": 0.001}, {"estimand": "h4", "p": 0.5, "p_adj": 0.55}],
         "tost": {"p": 0.31, "equivalent": False, "bounds": [-0.02, 0.02]},
         "mixed_models": {"h1": {"converged": False, "estimate": 0.07}},
         "repetitions": {"kendalls_w": 0.93},
         "context_gain": {"by_language": {"sw": {"gain": 0.2, "n": 36, "n_pairs": 6, "n_articles": 1}}},
-        "nomological": {"joshi_spearman": _est(-0.594, -0.85, -0.2, n=16)},
+        "nomological": {"spearman": {"joshi_class": _est(-0.594, -0.85, -0.2, n=16)}},
         # A section the report does not know, with a list of records (rendered as a table).
         "future_analysis": {"thing": 1.5, "levels": [{"name": "L3", "estimate": 0.07}]},
     }
@@ -164,7 +165,8 @@ def test_full_report_numbers_sections_and_figure() -> None:
     assert "Levels Name Estimate L3 0.070" in text  # a list of records is a table with a header
     assert "Estimand p p (adj.) h1 <0.001 0.001 h4 0.500 0.550" in text  # BH: raw and adjusted p
     assert "H1 model 0.070 \u2014 \u26a0 not converged" in text
-    assert "h4 -0.010 [-0.020, 0.000] 0.500" in text  # a section whose value is one estimate
+    # H4 as its producer writes it (human, llm, difference), drawn from its typed model.
+    assert "H4: item source estimate 95% CI p Difference -0.010 [-0.020, 0.000] 0.500" in text
     assert "Per model: no value for gpt-x (not identifiable)" in text
     assert "Kendall's W 0.930" in text
     # The long estimates table is always there.
@@ -284,7 +286,7 @@ def test_flagged_estimates_are_marked_in_every_table() -> None:
     results["h1"]["pt_gap"] = _est(
         0.1, 0.1, 0.1, identifiable=False, reason="1 article (< 10)", p=0.0005, p_bound=True
     )
-    results["estimands"] = {"pt_gap": {"all": {"identifiable": False, "reason": "1 article (< 10)"}}}
+    results["estimands"] = {"pt_gap/all": {"identifiable": False, "reason": "1 article (< 10)"}}
     estimates = pd.concat(
         [
             _estimates(),
@@ -480,3 +482,27 @@ def test_write_report_failure_keeps_old_file(tmp_path: Path) -> None:
         write_report(None, target)  # type: ignore[arg-type]
     assert target.read_text(encoding="utf-8") == "old"
     assert os.listdir(tmp_path) == ["report.html"]
+
+
+def test_a_typed_code_version_is_one_line_not_the_models_repr() -> None:
+    # ``settings.code_version`` is a ``CodeVersion`` model in the typed settings: read its fields.
+    results = _full()
+    results["settings"]["code_version"] = {"package": "0.1.0", "git_commit": "03f342a1abf6709f00d6"}
+    text = _text(render_report(results, None))
+    assert "code version 0.1.0 git 03f342a1abf6" in text and "package=" not in text
+    results["settings"]["code_version"] = {"package": None, "git_commit": None}
+    assert "code version not recorded" in _text(render_report(results, None))
+
+
+def test_language_net_is_read_typed_and_a_wrong_type_is_refused_naming_it() -> None:
+    results = _full()
+    results["language_net"] = {
+        "sw": _est(0.004, -0.01, 0.02, flags=["few items"]),
+        "fon": _est(0.043, 0.03, 0.06),
+    }
+    section = _text(_section_html(render_report(results, None), "result-language_net"))
+    assert section.index("Fon (fon)") < section.index("Swahili (sw)")  # largest gap first
+    assert "few items" in section
+    results["language_net"] = {"sw": _est("0.004", -0.01, 0.02)}
+    with pytest.raises(DocumentError, match=r"section 'language_net', field language_net\.sw\.estimate"):
+        render_report(results, None)

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from clcg_pipeline.storage import DocumentError, study_results_view, validate_document
+from clcg_pipeline.storage import study_results_view, validate_document
+from clcg_pipeline_tests.storage.conftest import refused
 
 
 def _estimate(value: float, n: int) -> dict[str, Any]:
@@ -56,12 +57,6 @@ def _document() -> dict[str, Any]:
     }
 
 
-def _refused(call: Any, document: dict[str, Any]) -> str:
-    with pytest.raises(DocumentError) as raised:
-        call(document, source="run/study_results.json")
-    return str(raised.value)
-
-
 def test_the_producers_sections_fit_and_read_as_typed_fields() -> None:
     document = _document()
     validate_document(document, source="run/study_results.json")
@@ -77,7 +72,7 @@ def test_the_producers_sections_fit_and_read_as_typed_fields() -> None:
 def test_a_wrong_typed_h2_field_is_refused_naming_it(call: Any) -> None:
     document = _document()
     document["h2"]["pooled"]["difference"]["n"] = "700"
-    message = _refused(call, document)
+    message = refused(call, document)
     assert message.startswith("run/study_results.json: section 'h2', field h2.pooled.difference.n:")
     assert "valid integer" in message
 
@@ -86,7 +81,7 @@ def test_a_wrong_typed_h2_field_is_refused_naming_it(call: Any) -> None:
 def test_a_wrong_typed_context_gain_field_is_refused_naming_it(call: Any) -> None:
     document = _document()
     document["context_gain"]["by_language"]["sw"]["gain"] = "0.2"
-    message = _refused(call, document)
+    message = refused(call, document)
     assert "section 'context_gain', field context_gain.by_language.sw.gain:" in message
     assert "valid number" in message
 
@@ -95,7 +90,7 @@ def test_a_wrong_typed_context_gain_field_is_refused_naming_it(call: Any) -> Non
 def test_an_unknown_key_in_h2_is_refused_naming_it(call: Any) -> None:
     document = _document()
     document["h2"]["by_model"]["m1"]["diference"] = _estimate(0.0, 1)
-    message = _refused(call, document)
+    message = refused(call, document)
     assert "field h2.by_model.m1.diference: a key its shape does not declare" in message
 
 
@@ -108,7 +103,7 @@ def test_a_wrong_typed_h3_field_is_refused_naming_it(call: Any) -> None:
             "slope": {**_estimate(0.01, 100), "alternative": "greater (one-sided)", "levels": ["L3", "L4"]},
         }
     }
-    message = _refused(call, document)
+    message = refused(call, document)
     assert "section 'h3', field h3.standardization.L3.sd:" in message and "valid number" in message
     document["h3"]["standardization"]["L3"]["sd"] = 0.1
     h3 = study_results_view(document).h3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from clcg_pipeline.storage._paid import keep_paid_record
+from clcg_pipeline.storage._paid import keep_paid_record, usd_sum
 
 T1 = pd.Timestamp("2026-11-30 10:00", tz="UTC")
 T2 = pd.Timestamp("2026-12-01 10:00", tz="UTC")
@@ -92,3 +92,12 @@ def test_a_cache_hit_of_a_recorded_payment_keeps_that_record() -> None:
     again = keep_paid_record(_found_cached(("a", "run-1")), first, "run-2", T2)
     assert (~again["cached"]).sum() == 1 and again.loc[0, "paid_at"] == T1
     assert again.loc[0, "paid_host"] == first.loc[0, "paid_host"]
+
+
+def test_a_spend_figure_is_the_same_whatever_order_the_rows_come_in() -> None:
+    """DuckDB keeps no row order: a float sum in two orders differed in the last bit, and at a
+    half-cent-of-a-cent boundary the budget line and the spend view then rounded apart."""
+    costs = [0.1, 0.2, 0.3, 0.000175, 1e-17] * 40
+    orders = [pd.Series(costs), pd.Series(sorted(costs)), pd.Series(list(reversed(costs)))]
+    assert len({float(order.sum()) for order in orders}) > 1  # what pandas gives
+    assert len({usd_sum(order) for order in orders}) == 1

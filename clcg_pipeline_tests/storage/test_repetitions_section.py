@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from clcg_pipeline.storage import DocumentError, study_results_view, validate_document
+from clcg_pipeline.storage import study_results_view, validate_document
+from clcg_pipeline_tests.storage.conftest import refused
 
 
 def _repetitions() -> dict[str, Any]:
@@ -23,12 +24,6 @@ def _repetitions() -> dict[str, Any]:
         "pairwise_spearman": {"0-1": {"rho": 0.8, "p": 0.2, "n": 4}},
         "mean_pairwise_spearman": 0.8,
     }
-
-
-def _refused(call: Any, document: dict[str, Any]) -> str:
-    with pytest.raises(DocumentError) as raised:
-        call(document, source="run/study_results.json")
-    return str(raised.value)
 
 
 def test_the_producers_repetitions_fit_and_read_as_typed_fields() -> None:
@@ -46,11 +41,11 @@ def test_the_producers_repetitions_fit_and_read_as_typed_fields() -> None:
 def test_a_wrong_typed_repetitions_field_is_refused_naming_it(call: Any) -> None:
     document = {"repetitions": _repetitions()}
     document["repetitions"]["pairwise_spearman"]["0-1"]["n"] = "4"
-    message = _refused(call, document)
+    message = refused(call, document)
     assert "section 'repetitions', field repetitions.pairwise_spearman.0-1.n" in message, message
 
 
 @pytest.mark.parametrize("call", [validate_document, study_results_view], ids=["written", "read"])
 def test_an_unknown_repetitions_key_is_refused_naming_it(call: Any) -> None:
     document = {"repetitions": {**_repetitions(), "kendall_w": 0.8}}
-    assert "field repetitions.kendall_w: a key its shape does not declare" in _refused(call, document)
+    assert "field repetitions.kendall_w: a key its shape does not declare" in refused(call, document)

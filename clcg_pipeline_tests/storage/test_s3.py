@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from upath import UPath
 
+from clcg_pipeline.cli import main
 from clcg_pipeline.storage import (
     CatalogError,
     build_catalog,
@@ -73,7 +74,13 @@ def test_catalog_and_reads_on_s3(bucket: str, tmp_path: Path, monkeypatch: pytes
 
 @pytest.mark.slow
 def test_every_command_on_s3(
-    bucket: str, s3_env: dict[str, str], config_dir: Path, edit_yaml: Callable, tmp_path: Path
+    bucket: str,
+    s3_env: dict[str, str],
+    config_dir: Path,
+    edit_yaml: Callable,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     edit_yaml(
         config_dir / "languages.yaml",
@@ -94,32 +101,41 @@ def test_every_command_on_s3(
         assert UPath(f"{data}/{name}").exists(), name
     assert not list(work.iterdir())  # nothing landed in the current directory
 
-    counted = run_clcg(
+    # The reading commands in this process (``main``, what the ``clcg`` script calls), with the
+    # same variables and working folder: the run above is the fresh interpreter a user starts,
+    # and an interpreter per command only added its start (a few seconds each).
+    monkeypatch.chdir(work)
+    for name in ("DAGSTER_HOME", "COLUMNS"):
+        monkeypatch.setenv(name, env[name])
+
+    def clcg(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = clcg(
         "query", "--data", data, "--format", "json",
         "SELECT language, count(*) AS n FROM scores GROUP BY ALL ORDER BY language",
-        env=env, cwd=work,
     )  # fmt: skip
-    assert counted.returncode == 0, counted.stderr
-    assert [row["language"] for row in json.loads(counted.stdout)] == ["en", "ka", "pt"]
+    assert code == 0, err
+    assert [row["language"] for row in json.loads(out)] == ["en", "ka", "pt"]
 
-    named = run_clcg(
-        "query", "--config", str(config_dir), "--data", data, "--format", "csv",
-        "--named", "clcg_by_language", env=env, cwd=work,
-    )  # fmt: skip
-    assert named.returncode == 0, named.stderr
-    assert len(named.stdout.splitlines()) == 4
+    code, out, err = clcg(
+        "query", "--config", str(config_dir), "--data", data, "--format", "csv", "--named", "clcg_by_language"
+    )
+    assert code == 0, err
+    assert len(out.splitlines()) == 4
 
     UPath(f"{data}/report.html").unlink()
-    report = run_clcg("report", "--data", data, env=env, cwd=work)
-    assert report.returncode == 0, report.stderr
+    code, _, err = clcg("report", "--data", data)
+    assert code == 0, err
     assert "H1" in UPath(f"{data}/report.html").read_text(encoding="utf-8")
 
-    out = tmp_path / "estimate.json"
-    estimated = run_clcg(
-        "estimate", "--config", str(config_dir), "--scores", data, "--out", str(out), env=env, cwd=work
-    )
-    assert estimated.returncode == 0, estimated.stderr
+    estimate = tmp_path / "estimate.json"
+    code, _, err = clcg("estimate", "--config", str(config_dir), "--scores", data, "--out", str(estimate))
+    assert code == 0, err
     results = json.loads(UPath(f"{data}/study_results.json").read_text(encoding="utf-8"))
-    again = json.loads(out.read_text(encoding="utf-8"))
+    again = json.loads(estimate.read_text(encoding="utf-8"))
     # The same scores and seed as the run's analysis give the same H1 micro estimate.
     assert again["h1_micro"]["estimate"] == pytest.approx(results["h1"]["h1_micro"]["estimate"], abs=1e-12)

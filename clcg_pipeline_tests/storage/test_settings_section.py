@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from clcg_pipeline.storage import DocumentError, StudySettings, study_results_view, validate_document
+from clcg_pipeline.storage import StudySettings, study_results_view, validate_document
+from clcg_pipeline_tests.storage.conftest import refused
 
 
 def _settings() -> dict[str, Any]:
@@ -37,12 +38,6 @@ def _settings() -> dict[str, Any]:
     }
 
 
-def _refused(call: Any, document: dict[str, Any]) -> str:
-    with pytest.raises(DocumentError) as raised:
-        call(document, source="run/study_results.json")
-    return str(raised.value)
-
-
 def test_the_producers_settings_fit_and_read_as_typed_fields() -> None:
     document = {"settings": _settings(), "h1": {"settings": {"bootstrap_replicates": 500}}}
     validate_document(document, source="run/study_results.json")
@@ -66,7 +61,7 @@ def test_the_producers_settings_fit_and_read_as_typed_fields() -> None:
 )
 def test_a_wrong_typed_settings_field_is_refused_naming_it(call: Any, field: str, value: Any) -> None:
     document = {"settings": {**_settings(), field: value}}
-    message = _refused(call, document)
+    message = refused(call, document)
     assert message.startswith(f"run/study_results.json: section 'settings', field settings.{field}[0]"), (
         message
     )
@@ -74,7 +69,7 @@ def test_a_wrong_typed_settings_field_is_refused_naming_it(call: Any, field: str
 
 @pytest.mark.parametrize("call", [validate_document, study_results_view], ids=["written", "read"])
 def test_an_unknown_settings_key_is_refused_naming_it(call: Any) -> None:
-    message = _refused(call, {"h1": {"settings": {**_settings(), "seeed": 7}}})
+    message = refused(call, {"h1": {"settings": {**_settings(), "seeed": 7}}})
     assert "section 'h1', field h1.settings.seeed: a key its shape does not declare" in message
 
 

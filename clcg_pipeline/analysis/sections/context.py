@@ -144,7 +144,9 @@ def context_scope(ctx: SuiteContext, rows: pd.DataFrame, primary: str) -> dict[s
         & _isin(rows["doc_id"], sorted(docs))
     ]
     sub = sub.assign(context_scope=as_str(sub["context_scope"]))
-    panel, arts = ctx.panel(sub, ["model", "language", "context_scope"])
+    # Every estimand here pools all models' rows: cells without the model (issue 37), so the
+    # replicate arrays are languages x scopes wide, not models x languages x scopes.
+    panel, arts = ctx.panel(sub, ["language", "context_scope"])
     fb = panel.micro(context_scope=primary)
     igv = panel.micro(context_scope="item_grounded")
     langs = [ctx.roles.reference, *ctx.roles.targets]

@@ -44,7 +44,10 @@ def h3(ctx: SuiteContext, rows: pd.DataFrame) -> dict[str, Any]:
     )
     del codes
     finite = np.isfinite(z)
-    cell_cols = ["model", "language", "level"]
+    # Every H3 estimand pools all models' rows (micro gaps per level): cells without the model
+    # (issue 37), so each panel's replicate arrays are languages x levels wide at any number of
+    # models rather than models x languages x levels (760 MB a panel at 500 models).
+    cell_cols = ["language", "level"]
     if finite.all():
         # Every row in both panels: the rows are reduced to codes once for the two (issue 37).
         panels = ctx.panels(_frame(rows.index, narrow, level=labels), cell_cols, [z, y])

@@ -22,8 +22,8 @@ from clcg_pipeline.analysis._bootstrap import (
 )
 from clcg_pipeline.analysis._context import SuiteContext
 from clcg_pipeline.analysis._gaps import GapPanel
+from clcg_pipeline.analysis._index import finite_values, paused_collection
 from clcg_pipeline.analysis._pair_store import (
-    STAT_COLUMNS,
     PairReuse,
     model_prints,
     pair_store,
@@ -71,10 +71,11 @@ def model_contrasts(
     out["ranking"] = RANK_RULE
     pairs = _pairs(ctx, band, models, reuse) if len(models) >= 2 else {}
     out["pairs"] = pairs
-    out["multiplicity"] = _adjust(pairs)
-    out["ranks"] = _ranks(ctx, core, models)
-    out["english_score"] = _english(ctx, core, models)
-    _add_rows(ctx, out)
+    with paused_collection():  # BH's rows and the estimates rows: a dict per pair and gap
+        out["multiplicity"] = _adjust(pairs)
+        out["ranks"] = _ranks(ctx, core, models)
+        out["english_score"] = _english(ctx, core, models)
+        _add_rows(ctx, out)
     # Last, so the blocks above keep their place in the document (issue 37).
     out["tie_groups"] = tie_groups(out, round(1 - ctx.confidence, 12))
     return out
@@ -155,11 +156,8 @@ def _pairs(
     )
     if reuse is not None:
         reuse.current = store
-    stats = {c: store.frame[c].to_numpy() for c in STAT_COLUMNS}
-    return {
-        pair_label(a, b): _pair(ctx, stats, k, a, b)
-        for k, (a, b) in enumerate(zip(store.frame["model_a"], store.frame["model_b"], strict=True))
-    }
+    with paused_collection():  # a dict per pair and gap: see paused_collection
+        return pair_entries(ctx, store.frame)
 
 
 # The band columns the pairs read.
@@ -175,24 +173,54 @@ def _empty_pair(ctx: SuiteContext, first: str, second: str) -> dict[str, Any]:
     return entry
 
 
-def _pair(ctx: SuiteContext, stats: dict[str, np.ndarray], k: int, first: str, second: str) -> dict[str, Any]:
-    """One pair's three paired differences on its common rows (``ContextSuite.stats``'s fields).
+def pair_entries(ctx: SuiteContext, frame: pd.DataFrame) -> dict[str, Any]:
+    """Every pair's entry, in ``frame``'s order, from the pair store's table (``STAT_COLUMNS``).
 
-    ``stats``: the pair store's columns (``_pair_store.STAT_COLUMNS``), ``k`` the pair's row.
+    Column by column into Python values first (one ``tolist`` each): at 500 models the
+    124,750 pairs' values read one by one from NumPy were a third of this step (issue 37).
     """
-    units = int(stats["common"][k])
+    common = frame["common"].to_numpy(dtype=np.int64).tolist()
+    gaps = {key: _gap_fields(frame, key) for key in KEYS}
+    firsts, seconds = frame["model_a"].tolist(), frame["model_b"].tolist()
+    return {
+        pair_label(a, b): _pair(ctx, gaps, k, a, b, common[k])
+        for k, (a, b) in enumerate(zip(firsts, seconds, strict=True))
+    }
+
+
+#: A pair's fields in its entry, from the pair store's ``<gap>.<field>`` columns, in entry order.
+_ENTRY_FIELDS = {
+    "estimate": "estimate",
+    "ci_low": "low",
+    "ci_high": "high",
+    "p": "p",
+    "n": "n",
+    "n_articles": "n_articles",
+    "valid_replicates": "valid",
+}
+_FLOAT_FIELDS = ("estimate", "ci_low", "ci_high", "p")
+#: A gap's entry fields, each with the list of its values over the pairs.
+_Fields = list[tuple[str, list[Any]]]
+
+
+def _gap_fields(frame: pd.DataFrame, key: str) -> _Fields:
+    """One gap's entry fields, each as the Python list of its values (``finite``'s None for NaN)."""
+    out = []
+    for name, column in _ENTRY_FIELDS.items():
+        values = frame[f"{key}.{column}"].to_numpy()
+        listed = finite_values(values) if name in _FLOAT_FIELDS else values.astype(np.int64).tolist()
+        out.append((name, listed))
+    return out
+
+
+def _pair(
+    ctx: SuiteContext, gaps: dict[str, _Fields], k: int, first: str, second: str, units: int
+) -> dict[str, Any]:
+    """One pair's three paired differences on its ``units`` common rows (``ContextSuite.stats``'s
+    fields); ``gaps``: each gap's fields as lists (``_gap_fields``), ``k`` the pair's row."""
     entry: dict[str, Any] = {"model_a": first, "model_b": second, "n_common_items": units}
-    for key in KEYS:
-        fields = {
-            "estimate": finite(stats[f"{key}.estimate"][k]),
-            "ci_low": finite(stats[f"{key}.low"][k]),
-            "ci_high": finite(stats[f"{key}.high"][k]),
-            "p": finite(stats[f"{key}.p"][k]),
-            "n": int(stats[f"{key}.n"][k]),
-            "n_articles": int(stats[f"{key}.n_articles"][k]),
-            "valid_replicates": int(stats[f"{key}.valid"][k]),
-        }
-        entry[key] = ctx.qualify(fields, sided="two-sided")
+    for key, fields in gaps.items():
+        entry[key] = ctx.qualify({name: values[k] for name, values in fields}, sided="two-sided")
         if units == 0:
             entry[key]["reason"] = "no item answered by both models"
     return entry

@@ -289,7 +289,11 @@ def _annotation_exports_asset() -> dg.AssetsDefinition:
         inbox = data_path(study.data_dir, cfg.study.human_validation.inbox)
         create_inbox(inbox, inbox_readme(str(folder)))
         demo = simulated_inbox_files(
-            cfg.sources.primary.kind, annotation_sample, keypoints, seed=cfg.study.human_validation.seed
+            cfg.sources.primary.kind,
+            annotation_sample,
+            keypoints,
+            seed=cfg.study.human_validation.seed,
+            present=lambda name: (inbox / name).exists(),
         )
         for name, payload in demo.items():
             if not (inbox / name).exists():  # never overwrite what is there (it may be imported)

@@ -12,6 +12,7 @@ import io
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -297,10 +298,27 @@ def _ls_result(
     }
 
 
+def simulated_file_names(sample: pd.DataFrame) -> tuple[str, ...]:
+    """Every file ``simulate_annotations`` may give for ``sample`` (the fill pair only with a fill arm)."""
+    has_fill = bool(len(sample)) and bool((sample["kind"] == "fill").any())
+    return (LS_SINGLE_FILE, LS_PAIR_FILE, CSV_FILE, *((LS_FILL_FILE, CSV_FILL_FILE) if has_fill else ()))
+
+
 def simulated_inbox_files(
-    source_kind: str, sample: pd.DataFrame, keypoints: pd.DataFrame, *, seed: int
+    source_kind: str,
+    sample: pd.DataFrame,
+    keypoints: pd.DataFrame,
+    *,
+    seed: int,
+    present: Callable[[str], bool] | None = None,
 ) -> dict[str, bytes]:
-    """The SIMULATED files for the inbox: only for the bundled demo source, never a real study."""
+    """The SIMULATED files for the inbox: only for the bundled demo source, never a real study.
+
+    ``present(name)``: whether the inbox holds that file already. The inbox's files are never
+    overwritten, so when it holds every one the sample gives, none is simulated (a second
+    analysis run of the demo skips the ~1 s of simulating and JSON indenting)."""
     if source_kind != "demo" or sample.empty:
+        return {}
+    if present is not None and all(present(name) for name in simulated_file_names(sample)):
         return {}
     return simulate_annotations(sample, keypoints, seed=seed)
