@@ -501,11 +501,25 @@ def _take_columns(holder: list[pd.DataFrame], order: np.ndarray) -> pd.DataFrame
     taken = {}
     pool = pa.default_memory_pool()
     for c in names:
-        taken[c] = sources.pop(c).take(order)
+        taken[c] = _take(sources.pop(c), order)
         # A numeric source column is an Arrow buffer (read_scores converts without copying):
         # its pages go back now, not after every column is taken (the suite's peak, issue 37).
         pool.release_unused()
     return pd.DataFrame(taken, index=pd.RangeIndex(len(order)), copy=False)
+
+
+def _take(column: Any, order: np.ndarray) -> Any:
+    """``column.take(order)``; a constant column held as one value stays one value.
+
+    ``read_scores`` gives an all-null score column (``semsim`` with study.semsim off) as a
+    zero-stride read-only view: every row is the same value, so a view of the new length is
+    that column reordered, without eight bytes per scored row (issue 37).
+    """
+    if isinstance(column, pd.arrays.NumpyExtensionArray):
+        values = column.to_numpy()
+        if values.ndim == 1 and len(values) and values.strides == (0,):
+            return np.broadcast_to(values[:1], (len(order),))
+    return column.take(order)
 
 
 def _narrow(codes: np.ndarray) -> np.ndarray:

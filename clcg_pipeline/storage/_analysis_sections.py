@@ -5,9 +5,9 @@ One model per section, owned here: ``StudyResultsDocument`` (``_documents``) dec
 sections with them, so :func:`validate_document` checks them where the document is written
 (results/assets.py) and read (the report, ``clcg`` commands); ``StudyResults``
 (``_result_models``) reads them through the same models, so the report's sections read typed
-fields. Closed (``extra="forbid"``: a renamed or misspelt key is refused; only a
-``settings.models`` entry stays open), strict (no ``"12"`` for an int, no ``True`` for a
-number), frozen. Every field may be absent: a section that could
+fields. Closed (``extra="forbid"``: a renamed or misspelt key is refused, in a
+``settings.sources`` entry too; only a ``settings.models`` entry stays open), strict (no
+``"12"`` for an int, no ``True`` for a number), frozen. Every field may be absent: a section that could
 not be computed says its status and reason only; ``model_fields_set`` is the keys it has.
 The producers are analysis/_settings.py (``settings``, also under ``h1.settings``; the lists
 of languages with and without data also at the top level of the document) and
@@ -189,16 +189,14 @@ class LanguageWithoutData(_Section):
 LanguagesWithoutData = list[LanguageWithoutData | str]
 
 
-@with_config(ConfigDict(extra="allow", strict=True))
+@with_config(ConfigDict(extra="forbid", strict=True))
 class SourceEntry(TypedDict, total=False):
     """One entry of ``settings.sources``: a corpus source as analysis/_settings.py writes it (a
-    URL's credentials already removed there). Its fields are typed and strict; like a
-    ``settings.models`` entry it stays open to further keys: the config's ``SourceSpec`` declares
-    exactly these five, but a document may come from elsewhere, and the report must render a
-    source entry carrying a credential (``api_key``) without showing it (report/_document.py
-    ``describe``, tested in report/test_report.py); refusing the key would print the credential
-    in the error message. A ``TypedDict``, not a model: the report describes each entry as the
-    mapping it is in the document."""
+    URL's credentials already removed there). Closed and strict: the config's ``SourceSpec``
+    declares exactly these five fields, so any other key (an ``api_key`` from a document made
+    elsewhere) is refused; the error names the field, never its value (``DocumentError``). A
+    ``TypedDict``, not a model: the report describes each entry as the mapping it is in the
+    document."""
 
     name: str | None
     kind: str | None

@@ -6,7 +6,9 @@ validates a document against them here with a ``TypeAdapter`` whose config refus
 shapes do not declare (``extra="forbid"``) and any value of another type (``strict``: no
 ``"12"`` for an int, no ``True`` for a number). The config set on the top shape holds for every
 shape nested in it. A document that does not fit raises :class:`DocumentError` naming the file,
-the section and the field (pydantic's ``loc``), before any work is done with it.
+the section and the field (pydantic's ``loc``), before any work is done with it. The message
+never holds a value of the document (an entry may carry a credential): the field, the kind of
+problem and the value's JSON type (``got a string``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 from upath import UPath
 
 from clcg_pipeline.storage._documents import (
@@ -40,6 +43,22 @@ Model = TypeVar("Model", bound=BaseModel)
 
 # How many further problems the message names after the first (the rest are counted).
 _MORE = 3
+
+# A document's values never reach the message (a settings entry may hold a credential): the
+# message names the field, the problem and the JSON type of the value. bool before int (a subclass).
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (dict, "an object"),
+    ((list, tuple), "an array"),
+    (type(None), "null"),
+)
+# pydantic error types whose message is built from the input (or from a validator's own text).
+_MESSAGE_CARRIES_INPUT = frozenset({"value_error", "assertion_error", "union_tag_invalid"})
+# Shorter texts ("1", "ok") are not taken for a quoted value: messages contain such words anyway.
+_ECHO_MIN = 3
 
 
 class DocumentError(ValueError):
@@ -73,6 +92,33 @@ def _document_path(document: object, loc: tuple[int | str, ...]) -> tuple[int | 
     return tuple(path)
 
 
+def _json_type(value: object) -> str:
+    """What a value is in its JSON file (``a string``, ``an object``), never the value itself."""
+    for kind, name in _JSON_TYPES:
+        if isinstance(value, kind):
+            return name
+    return f"a {type(value).__name__}"
+
+
+def _said(error: ErrorDetails) -> str:
+    """The kind of problem, without the value: pydantic's own message for the fixed ones
+    (``Input should be a valid integer``), a plain sentence for those whose message can carry
+    the input (a validator's ``Value error, ...``, a union tag) or does here."""
+    if error["type"] == "extra_forbidden":  # "Extra inputs are not permitted", said for a document
+        return "a key its shape does not declare"
+    if error["type"] in _MESSAGE_CARRIES_INPUT or _echoes(error["msg"], error.get("input")):
+        return "a value its field does not accept"
+    return error["msg"]
+
+
+def _echoes(message: str, value: object) -> bool:
+    """Whether ``message`` quotes ``value`` (or its text, when it is a scalar)."""
+    if isinstance(value, (dict, list)) or value is None or isinstance(value, bool):
+        return False
+    text = str(value)
+    return len(text) >= _ECHO_MIN and text in message
+
+
 def _problems(exc: ValidationError, document: object) -> list[tuple[tuple[int | str, ...], str]]:
     """One problem per field, in pydantic's order: a value that fits none of a union's members
     gives one line saying what each would have needed."""
@@ -82,13 +128,11 @@ def _problems(exc: ValidationError, document: object) -> list[tuple[tuple[int | 
         path = _document_path(document, tuple(error["loc"]))
         if error["type"] == "missing":  # the key the document lacks (an exported shape requires some)
             path += tuple(error["loc"][-1:])
-        # Pydantic's "Extra inputs are not permitted", said as what it means for a document.
-        said = "a key its shape does not declare" if error["type"] == "extra_forbidden" else error["msg"]
+        said = _said(error)
         if said not in found.setdefault(path, []):
             found[path].append(said)
-        got = error.get("input")
-        if error["type"] != "missing":
-            shown.setdefault(path, f" (got {type(got).__name__} {str(got)[:60]!r})")
+        if error["type"] not in ("missing", "extra_forbidden"):
+            shown.setdefault(path, f" (got {_json_type(error.get('input'))})")
     return [(path, " or ".join(said) + shown.get(path, "")) for path, said in found.items()]
 
 

@@ -213,9 +213,15 @@ def _described() -> dict:
     results = _full()
     results["settings"].update(
         {
-            "sources": [{"name": "demo", "kind": "jsonl", "role": "primary", "api_key": "sk-secret-123"}],
-            "models": [
-                {"id": "gpt-x", "provider": "openai", "model": "gpt-x-2025", "knowledge_cutoff": "2024-06"},
+            "sources": [{"name": "demo", "kind": "jsonl", "role": "primary"}],
+            "models": [  # a model entry stays open: its credential-looking key is never shown
+                {
+                    "id": "gpt-x",
+                    "provider": "openai",
+                    "model": "gpt-x-2025",
+                    "knowledge_cutoff": "2024-06",
+                    "api_key": "sk-secret-123",
+                },
                 {"id": "claude-y", "provider": "anthropic", "model": "claude-y-1", "knowledge_cutoff": None},
             ],
             "generated_at": "2026-12-01T09:00:00Z",
@@ -250,6 +256,18 @@ def test_header_names_corpus_models_languages_date_and_version() -> None:
     assert "languages without data Maltese (mt), eu (2 panel languages" in header
     assert "generated 2026-12-01T09:00:00Z" in header and "code version 0.1.0+g1234abc" in header
     assert "sk-secret-123" not in html  # secrets never reach a report
+
+
+def test_a_source_entry_carrying_a_credential_is_refused_without_showing_it() -> None:
+    # settings.sources entries are closed (the config declares five fields): the report refuses
+    # the document, and its message names the key, never the value.
+    results = _described()
+    results["settings"]["sources"][0]["api_key"] = "sk-source-secret-456"
+    with pytest.raises(DocumentError) as raised:
+        render_report(results, _estimates())
+    message = str(raised.value)
+    assert "field settings.sources[0].api_key: a key its shape does not declare" in message, message
+    assert "sk-source" not in message and "456" not in message
 
 
 def test_languages_without_data_are_never_shown_as_all_fine() -> None:

@@ -29,8 +29,16 @@ def _document() -> dict[str, Any]:
             "settings": {"languages_with_data": ["sw"], "config_hash": "0123456789abcdef99"},
         },
         "settings": {
-            "sources": [{"name": "demo", "kind": "folder", "role": "primary", "api_key": "sk-hidden"}],
-            "models": [{"id": "m1", "provider": "offline", "knowledge_cutoff": None, "simulated": "yes"}],
+            "sources": [{"name": "demo", "kind": "folder", "role": "primary"}],
+            "models": [
+                {
+                    "id": "m1",
+                    "provider": "offline",
+                    "knowledge_cutoff": None,
+                    "simulated": "yes",
+                    "api_key": "sk-hidden",
+                }
+            ],
             "languages_with_data": ["en", "sw"],
             "languages_without_data": [{"iso": "eu", "name": "Basque", "reason": "no corpus version"}],
             "band": {"metric": "token_f1", "levels": ["L1"]},
@@ -44,8 +52,8 @@ def test_the_header_renders_from_the_typed_settings() -> None:
     view = study_results_view(_document())
     facts, missing = header_facts(view, LANGS, view.merged_settings())
     said = dict(facts)
-    assert said["corpus"] == "demo (folder, primary)"  # the credential-looking field left out
-    assert said["models"] == "m1 (offline, no knowledge cutoff, simulated: yes)"
+    assert said["corpus"] == "demo (folder, primary)"
+    assert said["models"] == "m1 (offline, no knowledge cutoff, simulated: yes)"  # no credential
     assert said["languages analysed"] == "English (en), Swahili (sw)"
     assert said["languages without data"].startswith("Basque (eu) (1 panel language")
     assert missing == [{"iso": "eu", "reason": "no corpus version"}]
@@ -64,3 +72,14 @@ def test_a_wrong_typed_settings_field_is_refused_by_the_report(field: str, value
     document["settings"][field] = value
     with pytest.raises(DocumentError, match=rf"section 'settings', field settings\.{field}\[0\]"):
         render_report(document, None)
+
+
+def test_a_source_entry_with_a_credential_is_refused_naming_the_key_only() -> None:
+    document = _document()
+    document["settings"]["sources"][0]["api_key"] = "sk-hidden-source"
+    for call in (study_results_view, lambda d: render_report(d, None)):
+        with pytest.raises(DocumentError) as raised:
+            call(document)
+        message = str(raised.value)
+        assert "field settings.sources[0].api_key: a key its shape does not declare" in message
+        assert "sk-hidden" not in message, message

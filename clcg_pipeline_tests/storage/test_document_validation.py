@@ -37,6 +37,7 @@ from clcg_pipeline.storage import (
     TieGroupsModel,
     study_results_view,
     validate_document,
+    validate_model,
 )
 
 WRONG_TYPE = {"h1": {"h1_micro": {"estimate": "0.1", "ci_low": 0.0}}, "estimands": {}}
@@ -52,7 +53,47 @@ def _refused(call: Any, *args: Any, **kwargs: Any) -> str:
 def test_a_wrong_type_is_refused_naming_file_section_and_field() -> None:
     message = _refused(validate_document, WRONG_TYPE, source="run/study_results.json")
     assert message.startswith("run/study_results.json: section 'h1', field h1.h1_micro.estimate:")
-    assert "valid number" in message and "'0.1'" in message and "StudyResultsDocument" in message
+    assert (
+        "valid number (got a string)" in message
+        and "0.1" not in message
+        and "StudyResultsDocument" in message
+    )
+
+
+SECRET = "sk-secret-9f8e7d6c5b4a"
+
+
+def test_a_message_names_the_field_and_never_the_value() -> None:
+    # A settings entry carrying a credential: an undeclared key holding it, and a declared
+    # field of another type holding a secret-looking string; neither value may reach the message.
+    document = {
+        "settings": {
+            "models": [{"id": "m", "provider": {"token": SECRET}}],
+            "seed": SECRET,
+            "sources": [{"name": "demo", "kind": "folder", "api_key": SECRET}],
+        }
+    }
+    message = _refused(validate_document, document, source="study_results.json")
+    assert "field settings.seed: Input should be a valid integer (got a string)" in message, message
+    assert "settings.models[0].provider: Input should be a valid string (got an object)" in message
+    assert all(part not in message for part in ("sk-", "secret", "9f8e7d", "token")), message
+
+
+def test_a_message_does_not_quote_a_value_its_pydantic_message_would() -> None:
+    # A validator's "Value error, ..." text may quote the input: said as a plain sentence instead.
+    from pydantic import BaseModel, field_validator
+
+    class Keyed(BaseModel):
+        key: str
+
+        @field_validator("key")
+        @classmethod
+        def _short(cls, value: str) -> str:
+            raise ValueError(f"{value} is too long")
+
+    message = _refused(validate_model, Keyed, {"key": SECRET}, source="keyed.json")
+    assert message.startswith("keyed.json: field key: a value its field does not accept (got a string)")
+    assert SECRET not in message and "secret" not in message, message
 
 
 def test_an_unknown_key_is_refused_naming_it() -> None:
@@ -67,7 +108,7 @@ def test_a_value_fitting_no_member_of_a_union_is_one_problem_at_its_own_field() 
     message = _refused(validate_document, document, source="study_results.json")
     assert message.startswith(
         "study_results.json: section 'definitions', field definitions.h1_micro: Input should be a "
-        "valid dictionary or Input should be a valid string (got int '3') (the shape"
+        "valid dictionary or Input should be a valid string (got an integer) (the shape"
     ), message
 
 
@@ -163,7 +204,7 @@ def test_a_study_asset_refuses_its_bad_document_before_writing(
         context = dg.build_asset_context(instance=instance)
         message = _refused(lambda: list(asset(context, study=study)))  # type: ignore[operator]
     path = tmp_path / "error_taxonomy_results.json"
-    assert message.startswith(f"{path}: field pairs: Input should be a valid integer (got str '20')")
+    assert message.startswith(f"{path}: field pairs: Input should be a valid integer (got a string)")
     assert not path.exists()
 
 
