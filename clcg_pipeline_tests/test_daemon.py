@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from clcg_pipeline_tests.conftest import (
     add_fake_model,
     cut_to_small_panel,
     partition_call_rows,
+    quick_backfill_daemon,
 )
 
 FIRST, SECOND = "lexical-reader", "hosted-b"
@@ -141,29 +141,6 @@ def _sensors_ticked(instance: dg.DagsterInstance, names: set[str]) -> bool:
     )
 
 
-# Dagster's backfill daemon wakes every 30 s (``DEFAULT_DAEMON_INTERVAL_SECONDS``; dagster.yaml has
-# no setting for it), and a new model waits on it twice: to launch its family's one run, and to
-# mark that backfill done, before which the analysis waits (no run or backfill in flight). That
-# was ~50 s of the test's two minutes of waiting. The daemon the test starts wakes every 2 s
-# instead (every interpreter started with this PYTHONPATH reads the module; only dagster-daemon
-# acts on it); what it launches, and in what order, is the same.
-_QUICK_BACKFILLS = """
-import sys
-
-if sys.argv and sys.argv[0].endswith("dagster-daemon"):
-    import dagster._daemon.controller as controller
-
-    controller.DEFAULT_DAEMON_INTERVAL_SECONDS = 2
-"""
-
-
-def _quick_backfill_daemon(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``dagster-daemon`` processes started from now on tick backfills every 2 s (above)."""
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(_QUICK_BACKFILLS, encoding="utf-8")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, (str(site), os.environ.get("PYTHONPATH")))))
-
-
 @pytest.mark.slow
 def test_the_daemon_follows_a_new_model_of_a_study_built_by_clcg_run(
     small_study: SmallStudy, tmp_path: Path, edit_yaml: Callable, monkeypatch: pytest.MonkeyPatch
@@ -174,7 +151,7 @@ def test_the_daemon_follows_a_new_model_of_a_study_built_by_clcg_run(
     stream (model_calls) ahead of its partitions' run. Building from nothing is the test above
     (the same conditions, tick by tick); the daemon once did both here, ~3 minutes on CI."""
     monkeypatch.setenv(KEY_ENV, "fake-daemon-not-real")
-    _quick_backfill_daemon(tmp_path / "site", monkeypatch)
+    quick_backfill_daemon(tmp_path / "site", monkeypatch)
     # The study `run_study` built (conftest.small_study: the panel of small_config), copied: its
     # config, data folder and Dagster home, where LocalDaemon looks for them.
     root = small_study.copy_to(tmp_path / "run")
