@@ -65,13 +65,15 @@ test: setup
 
 # The UI and the daemon: with nothing else running, the daemon builds the study and follows
 # models.yaml (clcg_pipeline/orchestration/_automation.py). An older copied dagster.yaml lacks the run
-# coordinator (provider tags): say so rather than run without.
+# coordinator (provider tags): say so rather than run without. dagster dev runs behind a launcher
+# (clcg_pipeline/orchestration/dev.py, by path: no Dagster import) in a session of its own: Ctrl-C
+# stops it, the run in flight too, without a traceback; a kill -9 of the launcher stops it too.
 dev: setup
 	@$(CHECK_HOME)
 	@grep -q ProviderTaggingRunCoordinator $(DAGSTER_HOME)/dagster.yaml || echo "warning: \
 	$(DAGSTER_HOME)/dagster.yaml lacks the run_coordinator of ./dagster.yaml; \
 	runs will not get clcg/provider tags. Copy that block over." >&2
-	$(BIN)/dagster dev -w workspace.yaml
+	$(BIN)/python clcg_pipeline/orchestration/dev.py $(BIN)/dagster dev -w workspace.yaml
 
 bench: setup
 	$(BIN)/python bench/run_all.py

@@ -17,10 +17,12 @@ marker) is studied without the granularity tasks:
 
 Printed as one table, each figure beside its baseline measured in the same run, and the ratio:
 
-* calls/s of each ``clcg run`` over its calling phase (first request to last response) against
-  a bare asyncio + httpx2 loop sending as many requests to the same server at the same
-  concurrency (the study's models call side by side, so the same concurrency is N x 32 for the
-  first run and 32 for the refresh, unless ``--bare-concurrency`` says otherwise); target >= 0.9;
+* calls/s of each ``clcg run`` over its calling phase (the fake server's first request to its
+  last response) against a bare asyncio + httpx2 loop sending the run's own calls (the bodies the
+  server received: the same number, the same prompts) to the same server at the same concurrency,
+  over the same phase measured the same way, right after the run (the same machine load; the
+  study's models call side by side, so the same concurrency is N x 32 for the first run and 32
+  for the refresh, unless ``--bare-concurrency`` says otherwise); target >= 0.9;
 * overhead per partition: (wall - calling phase) / responses partitions run, against the bare
   loop's time for a partition's calls;
 * Dagster runs per new model: the instance's run count before and after the refresh;
@@ -35,7 +37,7 @@ Printed as one table, each figure beside its baseline measured in the same run, 
 * the three launchers side by side (``--no-daemon`` keeps ``clcg run`` only): Dagster runs for
   the new model, the wall from the ``models.yaml`` edit to refreshed results (every language
   scored, ``study_results`` and the catalog rebuilt after, no run in flight), calls/s against a
-  bare loop sending as many calls at one model's concurrency, overhead per partition, the
+  bare loop sending its own calls at one model's concurrency, overhead per partition, the
   sensors' tick times (their tick records, through GraphQL) and the daemon's peak memory.
 
 ``--profile`` runs the refresh under cProfile and prints where its main process spends its
@@ -50,7 +52,6 @@ time (freshness, records, the runs); the responses runs' worker processes are no
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import io
 import json
@@ -64,7 +65,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -74,15 +75,17 @@ import httpx2
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fake_model import bare_loop
 from hundred_launchers import (
+    CONCURRENCY,
     Follow,
     GroupMemory,
     Launch,
     backfill_launch,
+    bare_rate,
     daemon_launch,
     launcher_lines,
     launcher_misses,
+    phase_profile,
     settle,
     with_memory,
 )
@@ -93,7 +96,6 @@ from clcg_pipeline.calls.fake_server import Faults, ServerProcess
 from clcg_pipeline.orchestration import LocalDaemon
 
 LATENCY_S = 0.2
-CONCURRENCY = 32
 KEY_ENV = "CLCG_BENCH_FAKE_KEY"
 ROOT = Path(__file__).resolve().parents[1]
 UP_TO_DATE = "everything is up to date"
@@ -200,6 +202,7 @@ class Run:
     calls: int
     span: float  # first request to last response
     output: str
+    bodies: tuple[dict[str, Any], ...] = field(default=(), repr=False)  # its calls, as the server got them
 
     @property
     def rate(self) -> float:
@@ -235,8 +238,11 @@ class Study:
         if done.returncode:
             tail = (done.stdout + done.stderr)[-4000:]
             raise SystemExit(f"clcg {' '.join(args)} exited {done.returncode}:\n{tail}")
-        stats = self.server.stats()
-        return Run(wall, int(stats["total_requests"]), float(stats["calling_span_s"] or 0.0), done.stdout)
+        stats, bodies = self.server.stats(), tuple(self.server.bodies())
+        print(f"clcg {' '.join(extra) or 'run'}: calling phase: {phase_profile(stats)}", flush=True)
+        return Run(
+            wall, int(stats["total_requests"]), float(stats["calling_span_s"] or 0.0), done.stdout, bodies
+        )
 
     def startup(self, repeats: int = 3) -> float:
         """Median wall of ``clcg --help``: the CLI's own start-up."""
@@ -266,15 +272,10 @@ class Study:
             if p.is_file()
         }
 
-    def bare(self, calls: int, concurrency: int) -> float:
-        """Calls/s of a bare asyncio loop sending ``calls`` requests at ``concurrency``."""
-        bodies: list[dict[str, object]] = [
-            {"model": "m", "messages": [{"role": "user", "content": f"1. Question {i}?"}]}
-            for i in range(max(calls, 1))
-        ]
-        self.server.set_faults(Faults(latency_s=LATENCY_S))
+    def bare(self, bodies: tuple[dict[str, Any], ...], concurrency: int) -> float:
+        """Calls/s of a bare asyncio loop sending a run's own calls at ``concurrency`` (bare_rate)."""
         try:
-            return len(bodies) / asyncio.run(bare_loop(self.server.url, bodies, concurrency=concurrency))
+            return bare_rate(self.server, bodies, concurrency, LATENCY_S)
         except httpx2.HTTPError as error:  # seen at 640 in flight: the figure is lost, not the bench
             self.bare_errors.append(f"the bare loop at {concurrency} in flight failed: {error!r}")
             return float("nan")
@@ -475,6 +476,9 @@ def _first_runs(args: argparse.Namespace, study: Study, figures: dict[str, Any])
     write_study_corpus(study.root / "corpus", isos, args.articles)
     write_config(study.config, study.root / "corpus", study.server.url, isos, args.models)
     figures["first"] = study.run()
+    figures["conc_first"] = args.bare_concurrency or CONCURRENCY * args.models
+    # Each baseline right after its run: the same machine load (the CPU is shared).
+    figures["bare_first"] = study.bare(figures["first"].bodies, figures["conc_first"])
     print(f"first run: {figures['first'].wall:.1f} s, {figures['first'].calls} calls", flush=True)
     profile = study.root / "noop.prof" if args.profile else None
     figures["noop"] = study.run(profile=profile)
@@ -492,6 +496,8 @@ def _refresh(args: argparse.Namespace, study: Study, figures: dict[str, Any]) ->
     profile = study.root / "refresh.prof" if args.profile else None
     figures["refresh"] = study.run(profile=profile)
     figures["edit_to_results"] = time.perf_counter() - edited
+    figures["conc_refresh"] = args.bare_concurrency or CONCURRENCY
+    figures["bare_refresh"] = study.bare(figures["refresh"].bodies, figures["conc_refresh"])
     print(f"refresh: {figures['edit_to_results']:.1f} s, {figures['refresh'].calls} calls", flush=True)
     figures["runs_after"] = study.runs_on_instance()
     figures["in_runs"] = study.in_runs(figures["edited_at"])
@@ -506,7 +512,7 @@ def _clcg_launch(args: argparse.Namespace, figures: dict[str, Any]) -> Launch:
     fresh, runs = figures["refresh"], figures["runs_after"] - figures["runs_before"]
     wall, partitions = figures["edit_to_results"], len(figures["isos"])
     found = Launch("clcg run", model_id(args.models), wall, fresh.calls, fresh.span, runs, partitions)
-    return replace(found, in_runs=figures["in_runs"])
+    return replace(found, in_runs=figures["in_runs"], bodies=fresh.bodies, bare=figures["bare_refresh"])
 
 
 def _other_launchers(
@@ -534,16 +540,9 @@ def _other_launchers(
         return [*found, with_memory(backfill, memory)]
 
 
-def _baselines(args: argparse.Namespace, study: Study, figures: dict[str, Any]) -> None:
-    """The bare loop as many calls as each run sent, at its concurrency (last: the CPU is free)."""
-    figures["conc_first"] = args.bare_concurrency or CONCURRENCY * args.models
-    figures["conc_refresh"] = args.bare_concurrency or CONCURRENCY
-    figures["bares"] = [
-        study.bare(launch.calls, figures["conc_refresh"]) if launch.calls else 0.0
-        for launch in figures["launches"]
-    ]
-    figures["bare_refresh"] = study.bare(figures["refresh"].calls, figures["conc_refresh"])
-    figures["bare_first"] = study.bare(figures["first"].calls, figures["conc_first"])
+def _baselines(study: Study, figures: dict[str, Any]) -> None:
+    """The bare loop's rate for each launcher, measured right after it (``Launch.bare``)."""
+    figures["bares"] = [launch.bare for launch in figures["launches"]]
     figures["bare_errors"] = study.bare_errors
 
 
@@ -589,7 +588,7 @@ def main() -> int:
                     figures["web"] = web.latencies(args.repeats)
                     if args.daemon:
                         figures["launches"] += _other_launchers(args, study, web, figures)
-            _baselines(args, study, figures)
+            _baselines(study, figures)
             return report(args, figures)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -17,6 +17,7 @@ tick times and the daemon's memory.
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import threading
 import time
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from fake_model import bare_loop
 from hundred_web import BACKFILL_DONE, Webserver
 
 from clcg_pipeline.calls.fake_server import Faults, ServerProcess
@@ -40,6 +42,7 @@ _FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.Dagste
 _IN_FLIGHT = [status for status in dg.DagsterRunStatus if status not in _FINISHED]
 _MIB = 1024 * 1024
 GRAPHQL_S = 2.0  # the most the UI's asset page or partition matrix may take (issue 32)
+CONCURRENCY = 32  # one model's in the bench's study: the bare loop's for one model's calls
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,8 @@ class Launch:
     peak_rss: dict[str, int] = field(default_factory=dict)  # bytes: "daemon", "daemon group"
     note: str = ""
     in_runs: float = 0.0  # seconds some Dagster run of it was running (the union of their spans)
+    bodies: tuple[dict[str, Any], ...] = field(default=(), repr=False)  # its calls, as the server got them
+    bare: float = float("nan")  # calls/s of the bare loop sending them right after (bare_rate)
 
     @property
     def rate(self) -> float:
@@ -254,7 +259,48 @@ def _launch(name: str, model: str, follow: Follow, since: tuple[int, float, floa
         f"{name}: {model} refreshed in {wall:.1f} s ({in_runs:.1f} s in {runs} runs), {calls} calls",
         flush=True,
     )
-    return Launch(name, model, wall, calls, span, runs, len(follow.isos), in_runs=in_runs)
+    bodies = tuple(follow.server.bodies())
+    print(f"{name}: calling phase: {phase_profile(stats)}", flush=True)
+    # Right after its calls, the daemon still up: the baseline sees the same machine load.
+    bare = bare_rate(follow.server, bodies, CONCURRENCY, follow.latency) if calls else 0.0
+    found = Launch(name, model, wall, calls, span, runs, len(follow.isos), in_runs=in_runs, bodies=bodies)
+    return replace(found, bare=bare)
+
+
+def phase_profile(stats: dict[str, Any]) -> str:
+    """The calling phase as the fake server saw it: calls in flight at each arrival, and the
+    seconds with none in flight (a drain: a partition's build, a run starting, a retry)."""
+    events = sorted([(t, 1) for t in stats["arrivals_s"]] + [(t, -1) for t in stats["departures_s"]])
+    level, last, idle, longest = 0, 0.0, 0.0, 0.0
+    for at, step in events:
+        if level == 0:
+            idle, longest = idle + at - last, max(longest, at - last)
+        level, last = level + step, at
+    loads = stats["in_flight_at_arrival"] or [0]
+    return (
+        f"{stats['total_requests']} calls in {stats['calling_span_s']:.2f} s, in flight at an arrival: "
+        f"median {statistics.median(loads):.0f}, max {max(loads)}; none in flight {idle:.2f} s "
+        f"(longest {longest:.2f} s)"
+    )
+
+
+def bare_rate(
+    server: ServerProcess, bodies: Iterable[dict[str, Any]], concurrency: int, latency: float
+) -> float:
+    """Calls/s of a bare asyncio loop sending ``bodies`` at ``concurrency``, over the same phase
+    as a launcher's: the fake server's first request to its last response.
+
+    The launcher's own calls, as the server received them: the same number, the same prompts
+    (the server reads and counts the tokens of each), the same concurrency. The loop's own
+    start-up (its client, before the first request) is outside the phase, as the stream's is.
+    """
+    sent = [dict(body) for body in bodies] or [
+        {"model": "m", "messages": [{"role": "user", "content": "1. Q?"}]}
+    ]
+    server.set_faults(Faults(latency_s=latency))  # resets the counts
+    asyncio.run(bare_loop(server.url, sent, concurrency=concurrency))
+    stats = server.stats()
+    return int(stats["total_requests"]) / float(stats["calling_span_s"])
 
 
 def daemon_launch(

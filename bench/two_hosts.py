@@ -18,7 +18,24 @@ charged dead sessions, each host's closing lines, the paid calls in the record (
 calls paid twice, and whether ledger <= bill <= ledger + charged at death. Exit 1 when a check fails.
 
     .venv/bin/python bench/two_hosts.py [--articles 30] [--languages en,pt,ka] [--kill-after 25]
-        [--granularity] [--study-budget USD] [--keep]
+        [--granularity] [--study-budget USD] [--faults 429=0.1,5xx=0.05,slow=0.02,malformed=0.02]
+        [--latency S] [--misconfigured no-pg-yaml|coord-dir] [--keep]
+
+``--misconfigured`` adds a host c on the same ``s3://`` folder, started with the two, whose
+``DAGSTER_HOME`` holds the SQLite ``dagster.yaml`` or which sets ``CLCG_COORD_DIR``: it must be
+refused before any call with one line naming the fix, then (``CLCG_ALLOW_LOCAL_COORD=1``, the
+opt-in) run once more at the end and say it coordinates through local file locks. Always checked
+(``two_hosts_checks.py``): one ``coordination:`` line per run, the ``clcg/coordination`` tag on
+every Dagster run, no traceback or ``PreconditionFailed`` in the hosts' output (two hosts writing
+one partition on S3); with ``--study-budget``, the bill of hosts a and b (the PostgreSQL ledger's)
+never above it, nor host c's own (it counts its calls only), and a budget that stopped calls
+said once (which budget, spent, calls left, how to resume). Without a study budget nothing
+is reserved, so an answer the killed host received but had not cached is billed and in no record:
+the script prints that gap (``bill - record``) and its checks of the bill then fail, as they should.
+An answer the server sent after its client hung up (killed) reaches no record, and the rerun
+pays for that call again: the call counts compare the record with the answers to live clients,
+the dollars with the whole bill. The concurrency limit is checked on the requests of a and b as
+their clients lived them: each ends when the server saw its client hang up (a timeout, a kill).
 
 It takes a few minutes on 2 busy cores (three Python processes start Dagster at once).
 ``--granularity`` adds the granularity tasks (one small document): slower, but the spend they
@@ -32,7 +49,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -49,6 +65,32 @@ from typing import Any
 
 import yaml
 from synthetic_corpus import write_corpus  # bench/ is the script's folder: on sys.path
+from two_hosts_checks import (
+    MISCONFIGURED,
+    MODEL,
+    RECORD_SQL,
+    SKIPPED_SQL,
+    TWICE_SQL,
+    budget_checks,
+    budget_lines,
+    clipped_spans,
+    coordination_lines,
+    crashes,
+    dead_key,
+    ledger,
+    misconfigure,
+    of_keys,
+    peak_in_flight,
+    print_ledger,
+    print_record,
+    print_view,
+    refusal,
+    refusal_checks,
+    run_tags,
+    said_usd,
+    tag_counts,
+)
+from two_hosts_provider import PRICE_IN, PRICE_OUT, serve  # the fake provider, billing
 
 from clcg_pipeline_tests.pg_server import PgServer, bin_dir, free_port, running_postgres
 
@@ -56,57 +98,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 KEY_ENV = "CLCG_TWO_HOSTS_KEY"
 MARK_ENV = "CLCG_TWO_HOSTS_RUN"  # marks every host process (and its workers), for the cleanup
-PRICE_IN, PRICE_OUT = 1.0, 4.0  # USD per million tokens, in models.yaml and in the server's bill
-MODEL = "fake-gpt"
 HOSTS = ("a", "b")
 CLOSING = ("coordination", "Dagster runs", "paid by earlier runs", "study total", "budget", "interrupted")
-
-
-# -- the provider: the fake server, billing per API key --------------------------------------
-
-
-def serve(port: int, faults_json: str) -> None:
-    """The fake server in this process, with a ``/_bill`` route: answered calls and USD per key."""
-    import uvicorn
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response
-
-    from clcg_pipeline.calls.fake_server import App, Faults
-
-    bill: dict[str, dict[str, Any]] = {}
-    spans: list[tuple[float, float, str, int]] = []  # every request: arrival, departure, key, status
-
-    class BillingApp(App):
-        async def openai(self, request: Request) -> Response:  # type: ignore[override]
-            key = (request.headers.get("authorization") or "").removeprefix("Bearer ")
-            arrived = time.time()
-            response = await super().openai(request)
-            spans.append((arrived, time.time(), key, response.status_code))
-            if response.status_code == 200:
-                try:
-                    usage = json.loads(bytes(response.body))["usage"]
-                except (ValueError, KeyError, TypeError):  # malformed: no usage, nothing billable seen
-                    return response
-                line = bill.setdefault(key, {"calls": 0, "usd": 0.0, "ids": Counter(), "gone": 0})
-                # Billed, but its client had hung up (killed): no cache entry, no ledger line.
-                line["gone"] += int(await request.is_disconnected())
-                line["calls"] += 1
-                line["usd"] += (
-                    usage["prompt_tokens"] * PRICE_IN + usage["completion_tokens"] * PRICE_OUT
-                ) / 1e6
-                line["ids"][request.headers.get("x-clcg-call-id", "-")] += 1
-            return response
-
-        async def bill(self, request: Request) -> Response:
-            return JSONResponse(
-                {"spans": spans, **{k: {**v, "ids": dict(v["ids"])} for k, v in bill.items()}}
-            )
-
-    app = BillingApp()
-    app.state.faults = Faults(**json.loads(faults_json))
-    app.state.rng.seed(app.state.faults.seed)
-    app.app.add_route("/_bill", app.bill, methods=["GET"])
-    uvicorn.run(app.app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off")
 
 
 def _get(url: str) -> Any:
@@ -233,7 +226,8 @@ def start_run(setup: Setup, name: str, env: dict[str, str], attempt: int) -> sub
 
 
 def host_bill(setup: Setup, env: dict[str, str]) -> dict[str, Any]:
-    return _get(f"{setup.provider}/_bill").get(env[KEY_ENV], {"calls": 0, "usd": 0.0, "ids": {}, "gone": 0})
+    empty = {"calls": 0, "usd": 0.0, "ids": {}, "gone": 0, "gone_ids": {}}
+    return _get(f"{setup.provider}/_bill").get(env[KEY_ENV], empty)
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -273,9 +267,14 @@ def kill_when_paid(setup: Setup, proc: subprocess.Popen[bytes], env: dict[str, s
 
 
 def run_hosts(setup: Setup) -> dict[str, Any]:
-    """Both hosts at once; host a killed -9 after ``--kill-after`` answered calls, then rerun."""
+    """Both hosts at once; host a killed -9 after ``--kill-after`` answered calls, then rerun.
+    With ``--misconfigured``, host c (misconfigured) starts with them and is refused."""
     envs = {name: _host(setup, name) for name in HOSTS}
     procs = {name: start_run(setup, name, envs[name], 1) for name in HOSTS}
+    if setup.args.misconfigured:
+        base = setup.root / "host-c"
+        envs["c"] = misconfigure(_host(setup, "c"), setup.args.misconfigured, base, ROOT / "dagster.yaml")
+        procs["c"] = start_run(setup, "c", envs["c"], 1)
     deadline = time.monotonic() + setup.args.timeout_run
     killed = kill_when_paid(setup, procs["a"], envs["a"])
     time.sleep(1.0)
@@ -285,7 +284,15 @@ def run_hosts(setup: Setup) -> dict[str, Any]:
             os.kill(pid, signal.SIGKILL)
     final_a = start_run(setup, "a", envs["a"], 2)
     exits = {"a(rerun)": _wait(final_a, deadline), "b": _wait(procs["b"], deadline)}
-    return {"envs": envs, "killed": killed, "orphans": orphans, "exits": exits}
+    found = {"envs": envs, "killed": killed, "orphans": orphans, "exits": exits}
+    if "c" in procs:  # refused; then the same host opting in to local file locks, on purpose
+        found["refused"] = refusal(setup.root / "host-c" / "run1.log", _wait(procs["c"], deadline),
+                                   host_bill(setup, envs["c"])["calls"])  # fmt: skip
+        envs["c"] = {**envs["c"], "CLCG_ALLOW_LOCAL_COORD": "1"}
+        opted = _wait(start_run(setup, "c", envs["c"], 2), deadline)
+        lines = coordination_lines({"c": setup.root / "host-c" / "run2.log"})["c"]
+        found["opted"] = {"exit": opted, "coordination": lines, "paid": host_bill(setup, envs["c"])["calls"]}
+    return found
 
 
 def _wait(proc: subprocess.Popen[bytes], deadline: float) -> int | str:
@@ -310,41 +317,6 @@ def clcg_query(setup: Setup, env: dict[str, str], *args: str) -> Any:
     return json.loads(done.stdout or "[]")
 
 
-LEDGER_SQL = {  # the coordination ledger; offline models settle calls of $0, left out
-    "spend": "SELECT count(*), count(DISTINCT call_id), coalesce(sum(usd), 0) FROM clcg_coord_spend "
-    "WHERE usd > 0",
-    "by_host": "SELECT host, count(*), round(sum(usd)::numeric, 6)::float FROM clcg_coord_spend "
-    "WHERE usd > 0 GROUP BY 1",
-    "left": "SELECT count(*), coalesce(sum(usd), 0), count(died_at) FROM clcg_coord_reservations",
-    "twice": "SELECT count(*) FROM (SELECT call_id FROM clcg_coord_spend WHERE usd > 0 "
-    "GROUP BY 1 HAVING count(*) > 1) t",
-}
-
-
-def ledger(pg: PgServer) -> dict[str, list[tuple[Any, ...]]]:
-    import psycopg2
-
-    conn = psycopg2.connect(host=pg.host, port=pg.port, user=pg.user, dbname=pg.dbname)
-    try:
-        with conn.cursor() as cur:
-            return {name: (cur.execute(sql), cur.fetchall())[1] for name, sql in LEDGER_SQL.items()}
-    finally:
-        conn.close()
-
-
-RECORD_SQL = (
-    "SELECT coalesce(host, '-') AS host, step, calls_table, count(*) FILTER (WHERE paid) AS paid_calls, "
-    "round(sum(paid_usd), 6) AS paid_usd, count(*) FILTER (WHERE cached) AS cached_rows, count(*) AS rows "
-    f"FROM call_spend WHERE model = '{MODEL}' GROUP BY ALL ORDER BY ALL"
-)
-TWICE_SQL = (
-    "SELECT call_id, count(*) AS payments, list(DISTINCT run) AS runs FROM call_spend "
-    f"WHERE paid AND model = '{MODEL}' GROUP BY call_id HAVING count(*) > 1"
-)
-# What a closing line says was paid: by this command's runs, and by runs no closing line said.
-SAID = re.compile(r"(?:costing|paid by earlier runs .*?:) \$([0-9.]+)")
-
-
 def closing_lines(setup: Setup) -> dict[str, list[str]]:
     lines = {}
     for log in sorted(setup.root.glob("host-*/run*.log")):
@@ -352,11 +324,6 @@ def closing_lines(setup: Setup) -> dict[str, list[str]]:
         said = [line.strip() for line in text if any(k in line for k in CLOSING)]
         lines[f"{log.parent.name}/{log.stem}"] = said or text[-5:]
     return lines
-
-
-def said_usd(lines: dict[str, list[str]]) -> float:
-    """What all closing lines together say was paid (each payment should be said once)."""
-    return sum(float(m.group(1)) for ls in lines.values() for line in ls if (m := SAID.search(line)))
 
 
 def print_provider(setup: Setup, outcome: dict[str, Any], bills: dict[str, Any]) -> None:
@@ -369,85 +336,45 @@ def print_provider(setup: Setup, outcome: dict[str, Any], bills: dict[str, Any])
     print(f"kill: {killed and {k: v for k, v in killed.items() if k != 'at'}}; exits: {outcome['exits']}")
     print(f"  processes of host a alive after the kill (then killed): {outcome['orphans'] or 'none'}")
     print(f"provider: {stats['total_requests']} requests, injected faults {stats['injected']}")
-    names = {envs[h][KEY_ENV]: h for h in HOSTS}
-    clipped = clipped_spans(bills["spans"], args.timeout)
-    for label, spans in (("at the server", bills["spans"]), ("timeouts clipped", clipped)):
+    names = {env[KEY_ENV]: h for h, env in envs.items()}
+    clipped = clipped_spans(bills["spans"], args.timeout, dead_key(outcome, KEY_ENV))
+    live = of_keys(clipped, {envs[h][KEY_ENV] for h in HOSTS})
+    for label, spans in (
+        ("at the server", bills["spans"]),
+        ("live clients (ended when they hung up)", clipped),
+        ("live clients of hosts a and b (the PostgreSQL slots)", live),
+    ):
         n, at, by_key = peak_in_flight(spans)
         when = f" {at - killed['at']:+.1f} s from the kill" if killed and at else ""
         by_host = {names.get(k, k): v for k, v in by_key.items() if v}
         print(f"  peak in flight, {label}: {n} (limit {args.concurrency}){when}, by host {by_host}")
-    for name in HOSTS:
+    for name in envs:  # host c too: an opted-in host pays
         bill = bills[name]
         gone = f"{bill['gone']} answered after its client hung up"
         print(f"  bill host {name}: {bill['calls']} answered calls, ${bill['usd']:.6f}; {gone}")
-
-
-def clipped_spans(spans: list[Any], timeout: float) -> list[Any]:
-    """A slow answer's client gave up at its timeout (the server answers 504 after ``slow_s``)."""
-    return [(a, min(b, a + timeout) if status == 504 else b, k, status) for a, b, k, status in spans]
-
-
-def peak_in_flight(spans: list[Any]) -> tuple[int, float, dict[str, int]]:
-    """The most requests in flight at once, when, and whose (a departure before an arrival at a tie)."""
-    events = sorted([(a, 1, k) for a, _, k, _ in spans] + [(b, -1, k) for _, b, k, _ in spans])
-    flying, best = Counter[str](), (0, 0.0, {})
-    for t, step, key in events:
-        flying[key] += step
-        if flying.total() > best[0]:
-            best = (flying.total(), t, dict(flying))
-    return best
-
-
-def print_view(costs: Any) -> tuple[int, float]:
-    """``call_costs``' fake-gpt rows and their (paid calls, USD)."""
-    if isinstance(costs, dict):
-        print(f"call_costs FAILED: {costs['error']}")
-        return -1, float("nan")
-    mine = [r for r in costs if r["model"] == MODEL]
-    print("clcg query --named call_costs (fake-gpt rows):")
-    for r in mine:
-        print(f"  {r}")
-    calls, usd = sum(int(r["paid_calls"] or 0) for r in mine), sum(float(r["paid_usd"] or 0) for r in mine)
-    print(f"  SPEND VIEW: {calls} paid calls, ${usd:.6f} (rounded to 4 places per row)")
-    return calls, usd
-
-
-def print_ledger(led: dict[str, list[tuple[Any, ...]]]) -> tuple[float, float]:
-    """The ledger's lines and its (spent, charged at death)."""
-    (n, distinct, spent), (left, charged, died) = led["spend"][0], led["left"][0]
-    print(f"ledger: {n} paid settlements ({distinct} call ids, {led['twice'][0][0]} settled twice)")
-    print(f"  by host: {led['by_host']}; reservations left {left} ({died} marked died_at)")
-    print(f"  LEDGER: ${float(spent):.6f}; charged at death ${float(charged):.6f}")
-    return float(spent), float(charged)
-
-
-def print_record(record: Any, twice: Any) -> tuple[int, float, int]:
-    """The record by host, step and table: (paid calls, USD, calls paid twice)."""
-    print("the record (call_spend, fake-gpt) by host, step, table:")
-    if isinstance(record, dict) or isinstance(twice, dict):
-        print(f"  FAILED: {(record if isinstance(record, dict) else twice)['error']}")
-        return -1, float("nan"), -1
-    for r in record:
-        print(f"  {r}")
-    calls, usd = sum(int(r["paid_calls"]) for r in record), sum(float(r["paid_usd"] or 0) for r in record)
-    print(f"  RECORD: {calls} paid calls, ${usd:.6f}; calls paid twice {len(twice)} {twice[:3]}")
-    return calls, usd, len(twice)
 
 
 def report(setup: Setup, outcome: dict[str, Any]) -> bool:
     """Prints every figure; True when every check holds."""
     envs = outcome["envs"]
     everything = _get(f"{setup.provider}/_bill")
-    bills = {"spans": everything["spans"], **{h: host_bill(setup, envs[h]) for h in HOSTS}}
-    clipped = clipped_spans(bills["spans"], setup.args.timeout)
-    bill_calls, bill_usd = sum(bills[h]["calls"] for h in HOSTS), sum(bills[h]["usd"] for h in HOSTS)
-    answered = Counter[str]()
-    for h in HOSTS:
+    bills = {"spans": everything["spans"], **{h: host_bill(setup, envs[h]) for h in envs}}
+    clipped = clipped_spans(bills["spans"], setup.args.timeout, dead_key(outcome, KEY_ENV))
+    bill_calls, bill_usd = sum(bills[h]["calls"] for h in envs), sum(bills[h]["usd"] for h in envs)
+    answered, live = Counter[str](), Counter[str]()
+    for h in envs:
         answered.update(bills[h]["ids"])
+        live.update(bills[h]["ids"])
+        live.subtract(bills[h]["gone_ids"])  # answered to a client that had hung up (killed)
     provider_twice = sum(1 for n in answered.values() if n > 1)
+    live_twice = sum(1 for n in live.values() if n > 1)
+    # An answer to a killed client reaches no cache nor record (the ledger charges its dead
+    # reservation), and the rerun pays for the call again: the record counts the others.
+    live_calls = bill_calls - sum(bills[h]["gone"] for h in envs)
     print_provider(setup, outcome, bills)
     print(
-        f"  BILL: {bill_calls} answered calls, ${bill_usd:.6f}; ids answered more than once: {provider_twice}"
+        f"  BILL: {bill_calls} answered calls ({live_calls} to live clients), ${bill_usd:.6f}; "
+        f"ids answered more than once: {provider_twice} ({live_twice} to live clients)"
     )
     view_calls, view_usd = print_view(clcg_query(setup, envs["b"], "--named", "call_costs"))
     spent, charged = print_ledger(ledger(setup.pg))
@@ -457,25 +384,74 @@ def report(setup: Setup, outcome: dict[str, Any]) -> bool:
         for line in said:
             print(f"  [{run}] {line}")
     print(f"  said paid in all closing lines (this run + earlier runs): ${said_usd(lines):.4f}")
+    pg_bill = sum(bills[h]["usd"] for h in HOSTS)
     record_calls, record_usd, record_twice = print_record(
         clcg_query(setup, envs["b"], RECORD_SQL), clcg_query(setup, envs["b"], TWICE_SQL)
     )
+    if setup.args.keep:  # the record and the bill by call id, for a closer look (moto's bucket goes)
+        paid = clcg_query(setup, envs["b"], f"SELECT * FROM call_spend WHERE paid AND model = '{MODEL}'")
+        (setup.root / "record.json").write_text(json.dumps(paid, default=str), encoding="utf-8")
+        (setup.root / "bill.json").write_text(json.dumps(everything, default=str), encoding="utf-8")
     checks = {
-        "provider answered no call twice": provider_twice == 0,
+        "provider answered no call twice to live clients": live_twice == 0,
         "record: no call paid twice": record_twice == 0,
-        "ledger <= bill <= ledger + charged at death": spent - 1e-9 <= bill_usd <= spent + charged + 1e-9,
-        "record's paid calls == bill's calls": record_calls == bill_calls,
+        # The PostgreSQL ledger's hosts (host c, opted in to file locks, keeps a ledger of its own).
+        "ledger <= bill of a, b <= ledger + charged at death": spent - 1e-9
+        <= pg_bill
+        <= spent + charged + 1e-9,
+        "record's paid calls == bill's calls to live clients": record_calls == live_calls,
         "record's USD == bill to the cent": abs(record_usd - bill_usd) < 0.005,
-        "spend view's calls and USD == the bill's": view_calls == bill_calls
+        "spend view's calls (to live clients) and USD == the bill's": view_calls == live_calls
         and abs(view_usd - bill_usd) < 0.005,
         "closing lines say each payment once (sum == bill)": abs(said_usd(lines) - bill_usd) < 0.0005 * 4,
         "both hosts paid": all(bills[h]["calls"] > 0 for h in HOSTS),
         "both final runs exited 0": all(v == 0 for v in outcome["exits"].values()),
-        "peak in flight (timeouts clipped) <= limit": peak_in_flight(clipped)[0] <= setup.args.concurrency,
+        "peak in flight of live clients of a, b <= limit": peak_in_flight(
+            of_keys(clipped, {envs[h][KEY_ENV] for h in HOSTS})
+        )[0]
+        <= setup.args.concurrency,
     }
+    checks |= variant_checks(setup, outcome, pg_bill, bill_usd - record_usd)
     for name, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
     return all(checks.values())
+
+
+def variant_checks(
+    setup: Setup, outcome: dict[str, Any], pg_bill: float, unrecorded: float
+) -> dict[str, bool]:
+    """Items 4-6: the coordination said (output, run tags), a misconfigured host refused, the
+    study budget held and said, no crash writing one partition from both hosts.
+
+    The study budget binds the hosts sharing the PostgreSQL ledger (``pg_bill``: a and b); a host
+    opted in to local file locks counts its own calls only (its coordination line says so)."""
+    logs = {f"{p.parent.name}/{p.stem}": p for p in sorted(setup.root.glob("host-*/run*.log"))}
+    said = coordination_lines(logs)
+    refused = {"host-c/run1"}  # refused before saying how it coordinates
+    tags = tag_counts(run_tags(setup.pg))
+    skipped = clcg_query(setup, outcome["envs"]["b"], SKIPPED_SQL)
+    skipped = -1 if isinstance(skipped, dict) else int(skipped[0]["n"])
+    budgets = budget_lines({k: v for k, v in logs.items() if k in ("host-a/run2", "host-b/run1")})
+    gone = {h: host_bill(setup, env)["gone"] for h, env in outcome["envs"].items()}
+    print(f"coordination lines per run: { {k: len(v) for k, v in said.items()} }; run tags {dict(tags)}")
+    print(f"calls skipped for a budget in the record: {skipped}; budget lines: {budgets}")
+    print(f"bill - record: ${unrecorded:.6f}; answered after the client hung up: {gone}")
+    for name in ("refused", "opted"):
+        if name in outcome:
+            print(f"host c ({setup.args.misconfigured}) {name}: {outcome[name]}")
+    found = crashes(list(logs.values()))
+    checks = {
+        "every run says its coordination once": all(len(v) == 1 for k, v in said.items() if k not in refused),
+        "every Dagster run tagged clcg/coordination": tags.get("-", 0) == 0 and bool(tags),
+        f"no traceback or PreconditionFailed in the hosts' output {found}": not found,
+    }
+    checks |= budget_checks(setup.args.study_budget, pg_bill, budgets, skipped)
+    if "refused" in outcome:
+        checks |= refusal_checks(outcome["refused"], outcome["opted"])
+        if setup.args.study_budget is not None:
+            own = host_bill(setup, outcome["envs"]["c"])["usd"]
+            checks["opted-in host's own bill <= the study budget"] = own <= setup.args.study_budget + 1e-9
+    return checks
 
 
 # -- setup and teardown ------------------------------------------------------------------------
@@ -568,6 +544,7 @@ def main() -> int:
     parser.add_argument("--faults", default="429=0.1,5xx=0.05,slow=0.02,malformed=0.02", help="shares")
     parser.add_argument("--timeout-run", type=float, default=1500, help="seconds for the whole run")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
+    parser.add_argument("--misconfigured", choices=MISCONFIGURED, help="a host c, misconfigured so")
     args = parser.parse_args()
     binaries = bin_dir()
     if binaries is None:

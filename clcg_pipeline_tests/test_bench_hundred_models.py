@@ -204,3 +204,43 @@ def test_the_automation_sensors_are_stopped_again_when_a_tick_undid_the_stop(
     web.sensors = lambda after: never  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="not stopped after 2 tries"):
         launchers.stop_automation(web, tries=2)  # type: ignore[arg-type]
+
+
+def test_the_bare_loop_sends_the_launcher_s_own_calls_timed_by_the_server(bench) -> None:  # type: ignore[no-untyped-def]
+    """The baseline of calls/s: the very bodies the server received from a launcher (same count,
+    same prompts), over the same phase measured the same way (the server's first request to its
+    last response), not a loop of one-line prompts timed by its own clock from before its client
+    connected."""
+    import httpx2
+    from hundred_launchers import bare_rate
+
+    from clcg_pipeline.calls.fake_server import Faults, ServerProcess
+
+    prompts = [f"1. Question {i}?\n" + "A long article. " * 200 for i in range(6)]
+    with ServerProcess(Faults(latency_s=0.05)) as server:
+        for i, prompt in enumerate(prompts):  # a launcher's calls
+            body = {"model": "fake-model-1", "messages": [{"role": "user", "content": prompt}]}
+            httpx2.post(f"{server.url}/v1/chat/completions", json=body, headers={"x-clcg-call-id": f"c{i}"})
+        sent = server.bodies()
+        assert sorted(b["messages"][0]["content"] for b in sent) == sorted(prompts)
+        rate = bare_rate(server, sent, concurrency=2, latency=0.05)
+        stats = server.stats()
+    assert stats["total_requests"] == len(prompts) and stats["max_in_flight"] == 2
+    assert rate == pytest.approx(len(prompts) / stats["calling_span_s"])
+    assert 3 * 0.05 <= stats["calling_span_s"] < 2.0  # 3 rounds of 2 calls at 50 ms
+
+
+def test_the_calling_phase_profile_names_the_drains(bench) -> None:  # type: ignore[no-untyped-def]
+    """Where a stream loses rate: calls in flight at each arrival, and seconds with none."""
+    from hundred_launchers import phase_profile
+
+    stats = {
+        "arrivals_s": [0.0, 0.1, 1.0],
+        "departures_s": [0.2, 0.3, 1.2],
+        "in_flight_at_arrival": [1, 2, 1],
+        "total_requests": 3,
+        "calling_span_s": 1.2,
+    }
+    assert phase_profile(stats) == (
+        "3 calls in 1.20 s, in flight at an arrival: median 1, max 2; none in flight 0.70 s (longest 0.70 s)"
+    )

@@ -12,6 +12,7 @@ from clcg_pipeline.analysis import run_suite
 from clcg_pipeline.config import load_config
 from clcg_pipeline.storage import partition_dir, write_frame
 from clcg_pipeline_tests.test_cli import _band_scores
+from clcg_pipeline_tests.test_cli_power import varied_pilot
 
 LANGUAGES = {"en": 0.8, "pt": 0.7, "ka": 0.5, "sw": 0.4}
 
@@ -66,9 +67,9 @@ def test_compare_two_folders_pairs_the_shared_items(demo_config_dir: Path, tmp_p
 def test_plan_power_from_the_scores_at_hand(demo_config_dir: Path, tmp_path: Path, capsys) -> None:
     from clcg_pipeline.cli import main
 
-    data = _run_folder(
-        tmp_path / "pilot", demo_config_dir, _band_scores(demo_config_dir, "lexical-reader", LANGUAGES)
-    )
+    # Articles that differ: a pilot whose gap does not vary has no power to plan (test_cli_power.py).
+    scores = varied_pilot(_band_scores(demo_config_dir, "lexical-reader", LANGUAGES))
+    data = _run_folder(tmp_path / "pilot", demo_config_dir, scores)
     base = ["plan", "--power", "--config", str(demo_config_dir), "--data", str(data)]
     assert main([*base, "--effect", "0.02", "--format", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)

@@ -192,8 +192,12 @@ def test_plan_power_says_when_the_minimum_binds(
     from clcg_pipeline.config import load_config
     from clcg_pipeline.storage import partition_dir, write_frame
     from clcg_pipeline_tests.test_cli import _band_scores
+    from clcg_pipeline_tests.test_cli_power import varied_pilot
 
-    scores = _band_scores(demo_config_dir, "lexical-reader", {"en": 0.8, "pt": 0.7, "ka": 0.5, "sw": 0.4})
+    # Articles that differ: a pilot whose gap does not vary has no power to plan (test_cli_power.py).
+    scores = varied_pilot(
+        _band_scores(demo_config_dir, "lexical-reader", {"en": 0.8, "pt": 0.7, "ka": 0.5, "sw": 0.4})
+    )
     for (language, model), part in scores.groupby(["language", "model"]):
         where = {"language": language, "model": model}
         write_frame(

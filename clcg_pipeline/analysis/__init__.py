@@ -25,8 +25,10 @@ from clcg_pipeline.analysis._context import (
     withheld_reason,
     withhold_fields,
 )
+from clcg_pipeline.analysis._definitions import GROUP_METRIC
 from clcg_pipeline.analysis._drilldown import drilldown
 from clcg_pipeline.analysis._h1 import estimate_h1, h1_core, roles_of
+from clcg_pipeline.analysis._index import reason_of
 from clcg_pipeline.analysis._io import (
     PAIR_STORE_FILE,
     estimate_file,
@@ -50,6 +52,7 @@ from clcg_pipeline.analysis._suite import ESTIMATE_COLUMNS, StudyResults, run_su
 
 __all__ = [
     "ESTIMATE_COLUMNS",
+    "GROUP_METRIC",
     "LEADERBOARD_COLUMNS",
     "LEADERBOARD_FILES",
     "NO_ESTIMATE",
@@ -83,6 +86,7 @@ __all__ = [
     "ratio",
     "read_pair_store",
     "read_scores",
+    "reason_of",
     "replicate",
     "roles_of",
     "run_suite",

@@ -2,7 +2,8 @@
 
 ``run_suite`` copies the entries of the estimands it emits into ``definitions``; the page
 docs/ESTIMANDS.md describes the same families (a test keeps the two in step). ``metric`` is a
-template: ``{band}`` becomes the band metric of the run, ``{group}`` the row's group.
+template: ``{band}`` becomes the band metric of the run, ``{group}`` the row's group (a
+family's own entry, read apart from its rows, says ``GROUP_METRIC`` there instead).
 
 Directions: for gap estimands a higher value means a larger loss outside English (or outside
 Portuguese for nets); ``sided`` is how the reported p was computed (``none``: no p).
@@ -230,6 +231,20 @@ DEFINITIONS: dict[str, dict[str, str]] = {
         "metric": "{band}",
         "n": N_ROWS,
     },
+    "h2_clcg_memorizable_model": {
+        "definition": "H1 micro CLCG on the memorizable article pairs of the model in `group`",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
+    "h2_clcg_new_model": {
+        "definition": "H1 micro CLCG on the new (post-cutoff) article pairs of the model in `group`",
+        "direction": _GAP,
+        "sided": "none",
+        "metric": "{band}",
+        "n": N_ROWS,
+    },
     "h2_difference_class": {
         "definition": "H2 contrast within the Joshi class in `group` (pooled class rows)",
         "direction": "lower (negative) = memorization narrows the gap",
@@ -435,6 +450,8 @@ _ROWS = {
             "h2_clcg_new",
             "h2_difference",
             "h2_difference_model",
+            "h2_clcg_memorizable_model",
+            "h2_clcg_new_model",
             "h3_standardized_clcg",
             "h3_raw_clcg_descriptive",
             "h3_slope",
@@ -486,11 +503,15 @@ def definition_of(estimand: str, group: str, band_metric: str) -> dict[str, str]
     return {**entry, "metric": entry["metric"].format(band=band_metric, group=group)}
 
 
+#: A family's metric when each of its rows names its own (``metric: "{group}"``): the family's
+#: definition is read apart from its rows, so it says where the metric is, not a raw placeholder.
+GROUP_METRIC = "the metric named in each row's group (estimates table)"
+
+
 def definitions_for(estimands: list[str], band_metric: str) -> dict[str, dict[str, Any]]:
     """Definitions of the estimand families emitted by a run, in emission order."""
     out: dict[str, dict[str, Any]] = {}
     for name in estimands:
         if name not in out:
-            entry = definition_of(name, "{group}", band_metric)
-            out[name] = entry
+            out[name] = definition_of(name, GROUP_METRIC, band_metric)
     return out

@@ -130,6 +130,10 @@ def power_from_pilot(scores: pd.DataFrame, config: ProjectConfig, question: Powe
             "status": "not identifiable: the pilot has no estimate (a language or model is empty)",
         }
     se = float(np.std(replicates, ddof=1))
+    if not se > _NO_VARIANCE:
+        # With no spread there is no test to power: any effect would need 2 articles and reject
+        # every time, which says nothing (two identical models, a pilot of one constant score).
+        return {**base, "status": _no_variance_status(question, float(vector[0]))}
     from scipy import stats
 
     z = _critical(question) + float(stats.norm.ppf(question.power))
@@ -157,6 +161,20 @@ def power_from_pilot(scores: pd.DataFrame, config: ProjectConfig, question: Powe
         f"sqrt(pilot articles / articles); checked by resampling {needed} articles "
         f"{question.simulations} times with the effect in place of the pilot estimate",
     }
+
+
+#: A bootstrap SE at or below this is no variance (the float noise of equal sums), not a precise pilot.
+_NO_VARIANCE = 1e-12
+
+
+def _no_variance_status(question: PowerQuestion, estimate: float) -> str:
+    """Why the power cannot be estimated from a pilot whose estimate does not vary."""
+    what = "gap" if question.models is None else f"difference {question.models[0]} - {question.models[1]}"
+    return (
+        f"not estimable: the pilot {what} has no variance (every bootstrap replicate gives "
+        f"{estimate:.4g}), so the power cannot be estimated from it; a pilot whose scores vary is needed"
+        + (" (are the two models' answers identical?)" if question.models is not None else "")
+    )
 
 
 def _minimum_note(minimum: int, for_power: int) -> str | None:

@@ -67,7 +67,8 @@ def _simulated(options: Mapping[str, object]) -> dict[str, str]:
         return {}
     listed = ", ".join(f"{iso} {rate}" for iso, rate in sorted(rates.items()))
     return {
-        "simulated": f"SIMULATED per-language gap on the demo corpus (drop rates {listed}); no real model's"
+        "simulated": f"SIMULATED per-language gap on the demo corpus (drop rates {listed}): the offline "
+        "reader drops words at these rates, so its gap describes no real model"
     }
 
 

@@ -20,6 +20,7 @@ from typing import Any, NoReturn, overload
 from clcg_pipeline.cli._annotations import add_annotation_parsers
 from clcg_pipeline.cli._common import (
     UsageError,
+    auxiliary_ids,
     check_selection,
     console,
     csv,
@@ -28,7 +29,13 @@ from clcg_pipeline.cli._common import (
     say,
     say_error,
 )
-from clcg_pipeline.cli._compare import add_compare_parser, add_power_options, cmd_compare, cmd_plan_power
+from clcg_pipeline.cli._compare import (
+    add_compare_parser,
+    add_power_options,
+    cmd_compare,
+    cmd_plan_power,
+    power_models,
+)
 from clcg_pipeline.cli._release import add_release_parsers
 from clcg_pipeline.cli._run import UP_TO_DATE, check_data_folder, cmd_run
 from clcg_pipeline.cli._tables import frame_table, plan_tables, query_list_table
@@ -131,7 +138,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     config_dir, data_dir = dirs(args)
     config = load_config(config_dir)
-    check_selection("--models", csv(args.models), [model.id for model in config.models.evaluated])
+    check_selection(
+        "--models", csv(args.models), [m.id for m in config.models.evaluated], auxiliary_ids(config.models)
+    )
     plan = plan_study(config_dir=config_dir, data_dir=data_dir, models=csv(args.models))
     console.print(plan_tables(plan, "Planned calls (nothing has been called)"))
     # Granularity tasks (long documents): their own table, per task, since their prompts dominate cost.
@@ -149,13 +158,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _check_power_models(args: argparse.Namespace) -> None:
-    """An unknown id in ``--compare-models`` is a usage error, as in ``--models``."""
+    """``--compare-models`` not of the A,B form, or an unknown id in it: a usage error, as in ``--models``."""
     from clcg_pipeline.config import load_config
 
-    models = csv(args.compare_models)
+    pair = power_models(args.compare_models)  # the form first: one id is not an unknown one
+    models = list(pair) if pair else None
     if models:
         config_dir, _ = dirs(args)
-        check_selection("--compare-models", models, [m.id for m in load_config(config_dir).models.evaluated])
+        models_config = load_config(config_dir).models
+        check_selection(
+            "--compare-models", models, [m.id for m in models_config.evaluated], auxiliary_ids(models_config)
+        )
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -170,6 +183,11 @@ def cmd_query(args: argparse.Namespace) -> int:
         console.print(query_list_table(named_queries()))
         return 0
     if args.named:
+        known = named_queries()
+        if args.named not in known:
+            # An unknown name is a usage error (exit 2), said before the catalog is opened.
+            names = ", ".join(known) or "none"
+            raise UsageError(f"--named: no named query {args.named!r}; available: {names}")
         band = load_config(config_dir).study.band
         params = {
             "context_scope": band.context_scope,

@@ -10,9 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from clcg_pipeline.config import ModelsConfig
 
 
 def _console_width() -> int | None:
@@ -76,8 +81,26 @@ def csv(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()] if value else None
 
 
-def check_selection(option: str, chosen: list[str] | None, known: list[str]) -> None:
-    """An id in ``chosen`` that is not ``known`` is a usage error naming it and the known ones."""
+def auxiliary_ids(models: ModelsConfig) -> list[str]:
+    """The ids of the config's judges and writers (``evaluated: false``)."""
+    evaluated = {m.id for m in models.evaluated}
+    return [m.id for m in models.models if m.id not in evaluated]
+
+
+def check_selection(
+    option: str, chosen: list[str] | None, known: list[str], auxiliary: Sequence[str] = ()
+) -> None:
+    """An id in ``chosen`` that is not ``known`` is a usage error naming it and the known ones.
+
+    An ``auxiliary`` id (a judge or writer, ``evaluated: false``) is in the config but answers no
+    item: the error says so rather than call it unknown.
+    """
+    aside = [value for value in chosen or [] if value not in known and value in auxiliary]
+    if aside:
+        raise UsageError(
+            f"{option}: {', '.join(aside)} not evaluated (evaluated: false in models.yaml: a judge or "
+            f"writer, it answers no item); the evaluated models are {', '.join(known)}"
+        )
     unknown = [value for value in chosen or [] if value not in known]
     if unknown:
         raise UsageError(f"{option}: unknown {', '.join(unknown)}; the config has {', '.join(known)}")

@@ -22,16 +22,9 @@ def cmd_plan_power(args: argparse.Namespace) -> int:
 
     if args.effect is None:
         raise UsageError("--power needs --effect (the score difference to detect, e.g. 0.02)")
-    models = csv(args.compare_models)
-    if models is not None and len(models) != 2:
-        raise UsageError(f"--compare-models takes two model ids, got {len(models)}")
+    models = power_models(args.compare_models)
     try:
-        question = PowerQuestion(
-            effect=args.effect,
-            alpha=args.alpha,
-            power=args.target_power,
-            models=(models[0], models[1]) if models else None,
-        )
+        question = PowerQuestion(effect=args.effect, alpha=args.alpha, power=args.target_power, models=models)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     config_dir, data_dir = dirs(args)
@@ -48,6 +41,21 @@ def cmd_plan_power(args: argparse.Namespace) -> int:
             table.add_row(key.replace("_", " "), f"{value:.4g}" if isinstance(value, float) else str(value))
     console.print(table)
     return 0
+
+
+def power_models(value: str | None) -> tuple[str, str] | None:
+    """``--compare-models A,B`` as two different model ids; anything else is a usage error that
+    shows the A,B form (checked before the ids are looked up, so one id is not called unknown)."""
+    models = csv(value)
+    if models is None:
+        return None
+    if len(models) != 2 or models[0] == models[1]:
+        got = f"{models[0]} twice" if len(models) == 2 else f"{len(models)}: {', '.join(models)}"
+        raise UsageError(
+            f"--compare-models takes two different model ids as A,B (e.g. --compare-models "
+            f"model-a,model-b: the difference A - B), got {got}"
+        )
+    return models[0], models[1]
 
 
 def _interval_cells(table: pd.DataFrame) -> tuple[list[str], list[str]]:

@@ -14,6 +14,7 @@ from rich.markup import escape
 from clcg_pipeline.cli._closing import closing_line, study_lines
 from clcg_pipeline.cli._common import (
     UsageError,
+    auxiliary_ids,
     check_config_in_reach,
     check_selection,
     console,
@@ -38,7 +39,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_data_folder(data_dir)
     # Bad config or an unknown model/language is reported before any progress bar is drawn.
     config = load_config(config_dir)
-    check_selection("--models", csv(args.models), [model.id for model in config.models.evaluated])
+    check_selection(
+        "--models", csv(args.models), [m.id for m in config.models.evaluated], auxiliary_ids(config.models)
+    )
     check_selection("--languages", csv(args.languages), config.languages.isos)
     _check_languages_covered(config, csv(args.languages))
     _check_sources_exist(config, config_dir)
@@ -275,4 +278,26 @@ def _print_study_results(data_dir: str) -> None:
     console.print(f"data:    {data_dir}")
     console.print(f"report:  {root / 'report.html'}")
     console.print(f"results: {root / 'study_results.json'}")
-    console.print(f"catalog: {default_catalog_path(data_dir)}  (try: clcg query --named clcg_by_language)")
+    console.print(f"catalog: {default_catalog_path(data_dir)}  (try: {query_hint(data_dir)})", markup=False)
+
+
+def query_hint(data_dir: str) -> str:
+    """The ``clcg query`` command that reads ``data_dir``'s catalog, typed as shown: ``--data`` is
+    named unless the folder is the one a bare ``clcg query`` reads (``$CLCG_DATA_DIR`` or ./clcg_data)."""
+    import shlex
+
+    from clcg_pipeline.config import default_data_dir
+
+    data = "" if _same_folder(data_dir, default_data_dir()) else f" --data {shlex.quote(data_dir)}"
+    return f"clcg query{data} --named clcg_by_language"
+
+
+def _same_folder(left: str, right: str) -> bool:
+    """Whether two data folders are one (a local one however written: relative, absolute, ``file://``)."""
+    from upath import UPath
+
+    from clcg_pipeline.storage import is_local
+
+    if is_local(left) and is_local(right):
+        return os.path.abspath(UPath(left).path) == os.path.abspath(UPath(right).path)
+    return left.rstrip("/") == right.rstrip("/")

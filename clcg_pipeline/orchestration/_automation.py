@@ -15,6 +15,9 @@ Everything cheap downstream follows its upstream (``follow_upstream``).
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import dagster as dg
 
 from clcg_pipeline.orchestration._jobs import CORPUS_ASSETS, RESPONSE_ASSETS
@@ -28,6 +31,18 @@ AUTOMATION_INTERVAL_S = 5
 
 def _idle() -> dg.AutomationCondition:
     return ~AC.any_deps_in_progress() & ~AC.in_progress()
+
+
+def _family_in_progress() -> dg.AutomationCondition:
+    # Any partition of the language x model family in progress, whether a dependency or not. The
+    # family is one run (one backfill) for all a model's languages, and Dagster clears it asset by
+    # asset: a run's partitions as it executes them, a backfill's only when the backfill daemon
+    # next records them (it ticks every 30 s). An analysis asset that looked only at its own
+    # dependencies went ahead once ``scores`` was cleared, while ``task_scores`` (read through
+    # ``granularity_results``) was not yet: two analysis runs, the first from old results
+    # (issue 32). The same condition on every such asset keeps the analysis one run.
+    busy = (AC.asset_matches(name, AC.in_progress()) for name in RESPONSE_ASSETS)
+    return functools.reduce(operator.or_, busy).with_label("family_in_progress")
 
 
 def _never_attempted() -> dg.AutomationCondition:
@@ -77,15 +92,15 @@ def after_every_partition() -> dg.AutomationCondition:
     """For assets that read every partition upstream (analysis, catalog).
 
     Like ``follow_upstream``, but waits until every upstream partition has been attempted and
-    none is in progress, so the runs of a new model's partitions lead to one analysis run,
-    after the last. A failed upstream partition does not block it forever.
+    no partition of the language x model family is in progress (by a run or a backfill), so the
+    runs of a new model's partitions lead to one analysis run, after the last. A failed upstream
+    partition does not block it forever.
     """
     waiting = AC.any_deps_match(_never_attempted() & ~AC.will_be_requested()).with_label(
         "any_deps_never_attempted"
     )
-    return (_until_requested(_appeared_missing() | AC.any_deps_updated()) & ~waiting & _idle()).with_label(
-        "after_every_partition"
-    )
+    trigger = _until_requested(_appeared_missing() | AC.any_deps_updated())
+    return (trigger & ~waiting & _idle() & ~_family_in_progress()).with_label("after_every_partition")
 
 
 study_automation_sensor = dg.AutomationConditionSensorDefinition(
@@ -99,31 +114,40 @@ study_automation_sensor = dg.AutomationConditionSensorDefinition(
     description="Builds the study from nothing and follows new models (see orchestration/_automation.py).",
 )
 
-# The corpus multi-asset has a single-run backfill policy too: a fresh instance's languages are
-# requested in one tick, and launched directly they were one run per language, each a fresh
-# interpreter parsing the whole source (issue 32). Emitted as a backfill, they are one run over
-# the language range. Dagster emits a backfill only for a tick that requests more than one
-# partition of an asset, so a single language added later is still one direct run, with no hop.
-corpus_automation_sensor = dg.AutomationConditionSensorDefinition(
+
+def _backfill_sensor(
+    name: str, assets: tuple[str, ...], description: str
+) -> dg.AutomationConditionSensorDefinition:
+    """An automation sensor over ``assets`` that requests them as a backfill: only a backfill
+    honours the assets' single-run backfill policy (one run over the requested range, not one
+    per partition). Dagster emits a backfill only for a tick that requests more than one
+    partition of an asset, so a single partition is still one direct run, with no hop."""
+    return dg.AutomationConditionSensorDefinition(
+        name,
+        target=dg.AssetSelection.assets(*assets),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=AUTOMATION_INTERVAL_S,
+        emit_backfills=True,
+        description=description,
+    )
+
+
+# The corpus multi-asset: a fresh instance's languages are requested in one tick, and launched
+# directly they were one run per language, each a fresh interpreter parsing the whole source
+# (issue 32); as a backfill, one run over the language range.
+corpus_automation_sensor = _backfill_sensor(
     "corpus_automation_sensor",
-    target=dg.AssetSelection.assets(*CORPUS_ASSETS),
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=AUTOMATION_INTERVAL_S,
-    emit_backfills=True,
-    description="Loads the corpus of every language not yet built, in one run over their range.",
+    CORPUS_ASSETS,
+    "Loads the corpus of every language not yet built, in one run over their range.",
 )
 
-# The language x model family (responses, scores, granularity answers) has a single-run backfill
-# policy (``partitions.single_run_policy``): requested as a backfill, a new model's languages are
-# one Dagster run, not one per language. Only a backfill honours a backfill policy, so this
-# family's sensor emits one, at the cost of one hop of the backfill daemon (it ticks every 30 s).
-model_family_automation_sensor = dg.AutomationConditionSensorDefinition(
+# The language x model family (responses, scores, granularity answers,
+# ``partitions.single_run_policy``): a new model's languages are one Dagster run, at the cost of
+# one hop of the backfill daemon (it ticks every 30 s).
+model_family_automation_sensor = _backfill_sensor(
     "model_family_automation_sensor",
-    target=dg.AssetSelection.assets(*RESPONSE_ASSETS),
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=AUTOMATION_INTERVAL_S,
-    emit_backfills=True,
-    description="Answers, scores and judges a model's partitions, all its languages in one run.",
+    RESPONSE_ASSETS,
+    "Answers, scores and judges a model's partitions, all its languages in one run.",
 )
 
 

@@ -47,10 +47,12 @@ from clcg_pipeline.storage import partition_dir, read_frame
 _PARTITION_CALLS = ("calls", "task_calls")
 # Seconds between two progress lines in the run's event log (each line is a stored event).
 _LOG_EVERY_S = 10.0
-# Partitions whose requests are built but not yet all answered: two keep the limiter full
-# across a boundary (one being answered, the next queued behind it) while holding only two
-# partitions' prompts in memory.
-_LOOKAHEAD = 2
+# Rounds of the model's concurrency built ahead: the next partition is built as soon as fewer
+# requests than that are unanswered, so its build (a thread, slower on a busy machine) ends
+# while the limiter is still full. Counted in requests, not partitions: two partitions at a
+# time, a new model's partitions of a dozen calls each left a limit of 32 half empty and
+# drained it at every boundary. Held in memory: these requests and the partition built last.
+_AHEAD_WAVES = 4
 OFFLINE = "offline model: its partitions answer inside their own runs (no latency to hide)"
 
 
@@ -113,7 +115,7 @@ class _Inputs:
 
 
 class _Stream:
-    """One model's partitions through one session, ``_LOOKAHEAD`` partitions at a time."""
+    """One model's partitions through one session, built ahead of the calls in flight."""
 
     def __init__(self, session: CallSession, inputs: _Inputs, token: str, progress: Callable[[str], None]):
         self.session = session
@@ -122,17 +124,20 @@ class _Stream:
         self.progress = progress
         self.done = Streamed()
         self.counts: dict[str, list[int]] = {}  # partition key -> [answered, requests]
+        self.ahead = _AHEAD_WAVES * session.model.concurrency
+        self._answered = asyncio.Event()  # set at every answer: the builder may have room again
+
+    def unanswered(self) -> int:
+        return sum(c[1] - c[0] for c in self.counts.values())
 
     def _report(self) -> None:
         answered = sum(c[0] for c in self.counts.values())
         self.progress(f"calls answered: {answered:,}/{sum(c[1] for c in self.counts.values()):,}")
 
-    async def _answer(self, model_id: str, iso: str, requests: list[ChatRequest]) -> None:
-        key = str(response_key(iso, model_id))
-        self.counts[key] = [0, len(requests)]
-
+    async def _answer(self, key: str, requests: list[ChatRequest]) -> None:
         def update(answered: int, _total: int) -> None:
             self.counts[key][0] = answered
+            self._answered.set()
             self._report()
 
         results = await self.session.run(requests, progress=update, origin=call_origin(self.token, key))
@@ -140,23 +145,43 @@ class _Stream:
         self.done.sent += sum(1 for r in distinct if not r.cached and r.outcome != "skipped_budget")
         self.done.failed += sum(1 for r in distinct if r.outcome in ("error", "skipped_budget"))
 
+    async def _room(self, started: list[asyncio.Future[None]]) -> None:
+        """Wait until fewer than ``ahead`` requests are unanswered; a failed partition raises."""
+        while True:
+            for task in started:
+                if task.done():
+                    task.result()
+            if self.unanswered() < self.ahead:
+                return
+            self._answered.clear()
+            answered: asyncio.Future[Any] = asyncio.ensure_future(self._answered.wait())
+            waiting = [answered, *(task for task in started if not task.done())]
+            try:
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                answered.cancel()
+
     async def run(self, model_id: str, isos: list[str]) -> None:
-        in_flight: set[asyncio.Future[None]] = set()
         started: list[asyncio.Future[None]] = []
+        built: list[tuple[str, list[ChatRequest]]] = []
         try:
             for iso in isos:
-                # Built in a thread: the event loop keeps the previous partition's calls flowing.
+                await self._room(started)
+                # Built in a thread: the event loop keeps the calls already built flowing.
                 requests = await asyncio.to_thread(self.inputs.requests, model_id, iso)
                 self.done.requests += len(requests)
-                started.append(asyncio.ensure_future(self._answer(model_id, iso, requests)))
-                in_flight.add(started[-1])
-                while len(in_flight) >= _LOOKAHEAD:
-                    finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                    for task in finished:
-                        task.result()
-            await asyncio.gather(*in_flight)
+                key = str(response_key(iso, model_id))
+                self.counts[key] = [0, len(requests)]
+                built.append((key, requests))
+                # The first calls wait for the lookahead to fill: then the next builds have
+                # its rounds of calls to hide behind (a build can be slower than a round).
+                if started or self.unanswered() >= self.ahead:
+                    started += [asyncio.ensure_future(self._answer(k, r)) for k, r in built]
+                    built.clear()
+            started += [asyncio.ensure_future(self._answer(k, r)) for k, r in built]
+            await asyncio.gather(*started)
         finally:
-            for task in in_flight:
+            for task in started:
                 task.cancel()
             # Every partition's outcome retrieved, the failed ones too (a refusal fails them all).
             await asyncio.gather(*started, return_exceptions=True)

@@ -196,7 +196,8 @@ class StudyRun:
         name: str | None = None,
     ) -> dg.ExecuteInProcessResult:
         """One Dagster run in process (``name``: the range it runs, for a failure's line)."""
-        with ctrl_c_for_this_process_only():  # no traceback from Dagster's helper processes
+        # No traceback from Dagster's helper processes; a Ctrl-C the run lost is sent again.
+        with ctrl_c_for_this_process_only(self.interrupted):
             result = execute_job(self.instance, self.defs, job, partition, run_config, tags)
         self.summary.ran(result.run_id)  # the calls it paid for are this command's
         self.summary.runs += 1

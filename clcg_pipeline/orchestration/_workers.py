@@ -41,10 +41,14 @@ _WORKER: dict[str, Any] = {}
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 # How often a worker looks whether its parent is still there (see _watch_parent).
 _PARENT_POLL_S = 0.5
+# How soon Ctrl-C stops a run busy in Python at the latest (see ctrl_c_for_this_process_only).
+_WAKE_MAIN_S = 0.05
+# How long a run may go on after Ctrl-C before it is sent again (see ctrl_c_for_this_process_only).
+_RESEND_S = 1.0
 
 
 @contextlib.contextmanager
-def ctrl_c_for_this_process_only() -> Iterator[None]:
+def ctrl_c_for_this_process_only(interrupted: Callable[[], bool] = lambda: False) -> Iterator[None]:
     """While open, processes started from this thread miss the terminal's Ctrl-C; this one gets it.
 
     Dagster's log capture starts helper processes (``tail``, ``watch_orphans.py``) in the
@@ -52,12 +56,24 @@ def ctrl_c_for_this_process_only() -> Iterator[None]:
     A blocked signal stays blocked across fork and exec, so this thread blocks SIGINT and a
     helper thread that leaves it unblocked receives it: Python still runs the handler
     (Dagster's, which stops the run) in the main thread.
+
+    The signal may as well land in a library's own thread (OpenBLAS, Arrow, DuckDB) started
+    before the mask. Python 3.11 then runs the handler only once the main thread takes the GIL
+    back from another thread; busy in Python, it never had to, and an analysis run went on for
+    40 s after Ctrl-C. The helper wakes every ``_WAKE_MAIN_S`` to make it do so.
+
+    Once ``interrupted()`` (the study's record of its signals) says Ctrl-C came, the helper sends
+    it again every ``_RESEND_S`` until the run ends: Dagster's handler raises wherever the main
+    thread is, and code that catches what it raised there (a task of an event loop) lets the run
+    go on to its end.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     done = threading.Event()
-    receiver = threading.Thread(target=done.wait, name="clcg-ctrl-c", daemon=True)
+    receiver = threading.Thread(
+        target=_wake_main_until, args=(done, interrupted), name="clcg-ctrl-c", daemon=True
+    )
     receiver.start()  # before the mask: a thread starts with its creator's
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
@@ -66,6 +82,19 @@ def ctrl_c_for_this_process_only() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a Ctrl-C still pending comes now
         done.set()
         receiver.join()
+
+
+def _wake_main_until(done: threading.Event, interrupted: Callable[[], bool]) -> None:
+    """Take the GIL every ``_WAKE_MAIN_S`` until ``done``: the main thread, taking it back, sees
+    a signal another thread received (bpo-40010) and runs its handler. After a Ctrl-C, send it
+    again every ``_RESEND_S`` (see ``ctrl_c_for_this_process_only``)."""
+    noted: float | None = None
+    while not done.wait(_WAKE_MAIN_S):
+        if noted is None:
+            noted = time.monotonic() if interrupted() else None
+        elif time.monotonic() - noted >= _RESEND_S:
+            os.kill(os.getpid(), signal.SIGINT)
+            noted = time.monotonic()
 
 
 def _worker_start(ref: Any, pids: Any) -> None:

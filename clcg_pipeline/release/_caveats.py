@@ -53,8 +53,10 @@ def caveats(results: dict[str, Any]) -> list[str]:
     if blind:
         reasons = sorted({str(e.get("reason") or e.get("status") or "no reason given") for e in blind})
         out.append(
-            f"headline estimates NOT IDENTIFIABLE: {len(blind)} of {len(estimates)} estimates of "
-            f"{', '.join(HEADLINE)} (intervals and p values withheld; {'; '.join(reasons[:3])}); "
+            f"headline estimates NOT IDENTIFIABLE: {len(blind)} of the {len(estimates)} estimate "
+            f"blocks of sections {', '.join(HEADLINE)} of study_results.json (the report's count "
+            "covers every row of the estimates table; intervals and p values withheld; "
+            f"{'; '.join(reasons[:3])}); "
             "their point estimates are descriptions, not findings"
         )
     return out

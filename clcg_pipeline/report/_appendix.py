@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from clcg_pipeline.report._builder import definition_text, plain
+from clcg_pipeline.report._builder import definition_text, metric_text, plain
 from clcg_pipeline.report._document import lang_name
 from clcg_pipeline.report._format import (
     MISSING,
@@ -156,7 +156,7 @@ def definitions_rows(definitions: Definitions) -> list[list[str]]:
     rows = []
     for name, entry in definitions.items():
         if isinstance(entry, DefinitionView):
-            said = (entry.definition, entry.direction, entry.sided, entry.metric)
+            said = (entry.definition, entry.direction, entry.sided, metric_text(entry.metric))
             rows.append([str(name), *(plain(value or "") for value in said)])
         elif isinstance(entry, str):
             rows.append([str(name), plain(entry), "", "", ""])

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from clcg_pipeline.analysis import GROUP_METRIC
 from clcg_pipeline.report._format import (
     as_float,
     fmt_ci,
@@ -18,6 +19,7 @@ from clcg_pipeline.report._format import (
     fmt_num,
     fmt_p,
     fmt_value,
+    is_p_name,
 )
 from clcg_pipeline.report._labels import LABELS
 from clcg_pipeline.report._page import _VALUE_KEYS, Part, Row, _pruned, flags_of
@@ -96,13 +98,19 @@ def plain(text: object) -> str:
     return str(text).replace("`", "")
 
 
+def metric_text(metric: str | None) -> str:
+    """A family's metric as a reader reads it: a document written before the family's own entry
+    was worded (``analysis.GROUP_METRIC``) kept the raw template ``{group}`` there."""
+    return (metric or "").replace("{group}", GROUP_METRIC)
+
+
 def definition_text(definitions: Definitions, *names: str) -> str:
     """A tooltip text for the first of ``names`` with a definition."""
     for name in names:
         entry = definitions.get(name)
         if isinstance(entry, DefinitionView) and entry.definition:
             parts = [plain(entry.definition)]
-            said = (("direction", entry.direction), ("p", entry.sided), ("metric", entry.metric))
+            said = (("direction", entry.direction), ("p", entry.sided), ("metric", metric_text(entry.metric)))
             parts += [f"{label}: {plain(value)}" for label, value in said if value]
             return "; ".join(parts)
         if isinstance(entry, str) and entry:
@@ -185,7 +193,10 @@ class SectionBuilder:
         for k, v in block.items():
             if k in _ESTIMATE_FIELDS:
                 continue
-            if is_scalar(v) or is_scalar_list(v):
+            if is_p_name(str(k)) and isinstance(v, float):
+                # A p in a note reads as the p column does: never "0.0000" for a tiny p.
+                notes.append(f"{self.label(k, context)}: {fmt_p(v)}")
+            elif is_scalar(v) or is_scalar_list(v):
                 notes.append(f"{self.label(k, context)}: {fact_text(v)}")
             elif (
                 isinstance(v, Mapping)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from clcg_pipeline.report._format import MISSING
 from clcg_pipeline.report._page import _OK_STATUSES, Part, Section
 from clcg_pipeline.report._studies import CI_WITHHELD
 
@@ -18,6 +19,31 @@ _STATUS_NAMES = ("Status", "status")
 def _every_row_not_identifiable(section: Section) -> bool:
     rows = [row for part in section.parts if part.kind == "table" for row in part.rows]
     return bool(rows) and all(any("not identifiable" in flag for flag in row.flags) for row in rows)
+
+
+def simulated_status(section: Section, simulated_models: list[str]) -> Section:
+    """``section`` with no green status when the study's answers are simulated (the demo's reader).
+
+    Every number of such a study derives from invented answers, which the page's banner says at
+    the top; a green "ok" below it would read as a result to believe. The line turns amber and
+    says why, once.
+    """
+    if not simulated_models:
+        return section
+    for part in section.parts:
+        if part.kind != "status" or part.level != "ok":
+            continue
+        part.level = "warn"
+        if part.text.startswith("Status: ok (computed)."):
+            part.text = part.text.replace("Status: ok (computed).", _SIMULATED_STATUS, 1)
+        else:
+            part.text = f"{part.text.rstrip()} (on simulated data)"
+    return section
+
+
+_SIMULATED_STATUS = (
+    "Status: computed on simulated answers (see the banner at the top): no evidence about a real model."
+)
 
 
 def consistent_status(section: Section) -> Section:
@@ -56,9 +82,9 @@ def with_hint(section: Section) -> Section:
 
 def _state(status: str) -> str:
     """The state a status line opens with ("Not identifiable", "Status: simulated"), not its reason:
-    the reason is said once, inside the section. "Status: ok. Every interval is withheld ..."
-    gives its second sentence, which is what the section shows."""
-    ok = re.match(r"Status: ok(?: \(computed\))?\.\s+(\S.*)", status)
+    the reason is said once, inside the section. "Status: descriptive only. Every interval is
+    withheld ..." gives its second sentence, which is what the section shows."""
+    ok = re.match(r"Status: (?:ok(?: \(computed\))?|descriptive only)\.\s+(\S.*)", status)
     text = ok.group(1) if ok else status
     prefix = "Status: " if text.startswith("Status: ") else ""
     # A recorded status keeps its own words ("one model: no pair to compare"); a status line's
@@ -92,6 +118,53 @@ def withheld_note(section: Section) -> Section:
             "note",
             text=f"\u201c{CI_WITHHELD}\u201d: the interval is not identifiable; why is said once, in the "
             "section's status line or the row's flags.",
+        ),
+    )
+    return section
+
+
+#: A table this long with a column of nothing but "CI withheld" drops it; a short one keeps the mark
+#: where it is read at a glance.
+_LONG_TABLE = 10
+
+
+def _withheld_columns(part: Part) -> list[int]:
+    """The columns of a table in which every cell is a withheld interval (or empty), never the first."""
+    if part.kind != "table" or len(part.rows) < _LONG_TABLE:
+        return []
+    found = []
+    for index in range(1, len(part.columns)):
+        cells = [row.cells[index] for row in part.rows if index < len(row.cells)]
+        if cells and all(c in (CI_WITHHELD, MISSING) for c in cells) and CI_WITHHELD in cells:
+            found.append(index)
+    return found
+
+
+def drop_withheld_columns(section: Section) -> Section:
+    """``section`` without the long tables' columns in which every interval is withheld, said once.
+
+    The demo's granularity section printed "CI withheld" 642 times, a column of it in each table:
+    the rows' flags and the status line already say the intervals are not identifiable and why.
+    """
+    first: int | None = None
+    for position, part in enumerate(section.parts):
+        drop = set(_withheld_columns(part))
+        if not drop:
+            continue
+        first = position if first is None else first
+        part.columns = [c for i, c in enumerate(part.columns) if i not in drop]
+        for row in part.rows:
+            row.cells = [c for i, c in enumerate(row.cells) if i not in drop]
+    if first is None:
+        return section
+    if first > 0 and section.parts[first - 1].kind == "heading":
+        first -= 1
+    section.parts.insert(
+        first,
+        Part(
+            "note",
+            text="Interval columns in which every interval is withheld (not identifiable) are left out of "
+            "the long tables below; why is said once, in the section's status line or the rows' flags.",
         ),
     )
     return section

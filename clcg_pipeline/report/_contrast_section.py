@@ -4,9 +4,10 @@ The generic walker would give each pair and each model a table of its own; with 
 that is fifteen small tables for what reads best as two. The rank table is the leaderboard: it
 comes first and lists every model, whatever their number (never cut to the section's row
 budget). At hundreds of models the pairs grow with their square (issue 37): the report shows
-only the pairs adjacent in the H1 micro ranking, the new model's and those significant after
-Benjamini-Hochberg (``results.kept_pairs``, the rule that also decides which pairs
-study_results.json keeps), and names the catalog query that lists them all.
+only the pairs adjacent in the H1 micro ranking and those significant after Benjamini-Hochberg
+(``results.kept_pairs``, the rule that also decides which pairs study_results.json keeps), says
+that the new model's difference from every other model is in its own section (``new_model``),
+and names the catalog query that lists them all.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ ALL_PAIRS_QUERY = "clcg query --named model_contrasts"
 _DEFAULT_LEVEL = 0.05
 
 
-def needed_pairs(value: Mapping[str, Any], new_model: str | None = None) -> list[str]:
+def needed_pairs(value: Mapping[str, Any]) -> list[str]:
     """The pairs a reader needs, in the document's order (``results.kept_pairs``): adjacent in the
-    H1 micro ranking, the new model's, and those significant after BH at the tie groups' level."""
-    return kept_pairs(value, new_model)
+    H1 micro ranking and those significant after BH at the tie groups' level."""
+    return kept_pairs(value)
 
 
 def _pairs_note(
@@ -41,7 +42,12 @@ def _pairs_note(
     # A document written before the pairs moved out holds them all (estimates table: model_contrasts).
     total = (table.pairs if table else None) or len(mapping_at(value, "pairs"))
     where = (table.query if table else None) or ALL_PAIRS_QUERY
-    new = f", the new model's ({new_model})" if new_model else ""
+    # Its pairs are not repeated here: the new model's section lists them all (issue 37).
+    new = (
+        f" The new model ({new_model}) against every other model (H1 micro): its own section, first."
+        if new_model
+        else ""
+    )
     significant = table.significant if table and table.model_fields_set else significant_pairs(value)
     cap = (
         f"; {significant} are significant, the {SIGNIFICANT_KEPT} closest in rank shown"
@@ -49,9 +55,9 @@ def _pairs_note(
         else ""
     )
     return (
-        f"{shown} of the {total} pairs shown: those adjacent in the H1 micro ranking{new} and those "
-        f"significant after Benjamini-Hochberg (p (adj.) < {level:g} on any gap{cap}). All {total} pairs "
-        f"are in the catalog: {where}"
+        f"{shown} of the {total} pairs shown: those adjacent in the H1 micro ranking and those "
+        f"significant after Benjamini-Hochberg (p (adj.) < {level:g} on any gap{cap}).{new} All "
+        f"{total} pairs are in the catalog: {where}"
     )
 
 
@@ -85,7 +91,7 @@ def _contrast_rows(
 ) -> tuple[list[Row], str]:
     """The needed pairs' rows on each gap, and the line that says how many the catalog has."""
     pairs = mapping_at(value, "pairs")
-    shown = needed_pairs(value, new_model)
+    shown = needed_pairs(value)
     rows = [
         builder.estimate_row(f"{name} ({label})", pairs[name][gap], key=gap)
         for name in shown

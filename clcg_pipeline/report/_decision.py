@@ -5,6 +5,10 @@ and what is not identifiable and why, said once. A reason that every headline es
 (on a small study: "too few articles: 6 < study.min_articles = 10") stands here once; the
 sections below then mark their rows "not identifiable" and point here instead of repeating it.
 
+What is not identifiable is the estimates table's decision (``report/_withheld.py``): the first
+screen gives its count, the one the document's caveat gives, then each of its reasons once
+with the estimands and groups it concerns.
+
 It reads the document as the typed ``StudyResults`` (clcg_pipeline.storage): attributes, not
 ``.get()`` chains; a field of another type is a ``DocumentError`` naming it.
 """
@@ -16,12 +20,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from clcg_pipeline.report._document import lang_name
 from clcg_pipeline.report._format import MISSING, as_float, fmt_ci, fmt_num
 from clcg_pipeline.report._labels import H1_SUMMARY
 from clcg_pipeline.report._page import Row
+from clcg_pipeline.report._withheld import Withheld, withheld_estimates
 from clcg_pipeline.storage import EstimateModel, StudyResults, TieGroupsModel
 
+# Reasons of the estimates table listed on the first screen; the rest are counted (a study of
+# hundreds of models can have a "too few articles: k < ..." per k).
+_MAX_REASONS = 8
 # The short mark of a withheld interval in the first screen's tables; its meaning is said once.
 NOT_IDENTIFIABLE_MARK = "n/i"
 
@@ -35,6 +45,7 @@ class Decision:
     ties: str = ""  # the tie groups' rule, or why there are none (said once)
     headline: list[list[str]] = field(default_factory=list)  # estimand, estimate, interval
     reasons: list[str] = field(default_factory=list)  # each reason once, with what it concerns
+    withheld: str = ""  # how many rows of the estimates table are not identifiable ("" when none)
     global_reason: str = ""  # a reason every headline estimate shares ("" when none does)
     simulated: bool = False
     simulated_models: list[str] = field(default_factory=list)  # "model: note" of each simulated reader
@@ -154,11 +165,38 @@ def _headline(doc: StudyResults) -> list[list[str]]:
     ]
 
 
+def _withheld_count(withheld: Withheld) -> str:
+    """The one count of what is not identifiable: the estimates table's (the caveats count it too)."""
+    return (
+        f"{withheld.count} of the {withheld.total} estimates of the estimates table (appendix) are not "
+        "identifiable: their intervals and p values are withheld, their point estimates describe the "
+        "sample only. Why, by reason:"
+    )
+
+
+def _table_reasons(out: Decision, withheld: Withheld, above: Counter[str], n_above: int) -> None:
+    """Each reason of the estimates table once, with its estimands and groups; a reason the
+    estimates above share says how many of them too (one line, not two)."""
+    reasons = [reason for reason in withheld.by_reason if reason != out.global_reason]
+    for reason in reasons[:_MAX_REASONS]:
+        counted = f"{above[reason]} of the {n_above} estimates above; " if above[reason] else ""
+        out.reasons.append(f"{reason} \u2014 {counted}{withheld.line(reason)}")
+    if len(reasons) > _MAX_REASONS:
+        out.reasons.append(
+            f"and {len(reasons) - _MAX_REASONS} more reasons: the appendix's estimates table flags each row"
+        )
+
+
 def decision(
-    doc: StudyResults, langs: Mapping[str, Mapping[str, Any]], *, simulated: bool = False
+    doc: StudyResults,
+    langs: Mapping[str, Mapping[str, Any]],
+    *,
+    simulated: bool = False,
+    estimates: pd.DataFrame | None = None,
 ) -> Decision:
     """What the first screen says, read from the results document as the typed ``StudyResults``
-    (built once by the report, ``study_results_view``)."""
+    (built once by the report, ``study_results_view``), and what is not identifiable from the
+    estimates table (``estimates``; the document's ``estimands`` index without it)."""
     out = Decision(
         languages=_language_rows(doc, langs),
         models=_model_rows(doc),
@@ -168,8 +206,11 @@ def decision(
     )
     blocks = _headline_blocks(doc)
     reasons = Counter(r for _, b in blocks if (r := _reason(b)) is not None)
+    withheld = withheld_estimates(estimates, doc.estimands)
+    table = withheld.by_reason if withheld is not None else {}
     for reason, n in reasons.most_common():
-        out.reasons.append(f"{reason} ({n} of the {len(blocks)} estimates above)")
+        if reason not in table:  # the table's reasons follow, each with what it concerns
+            out.reasons.append(f"{reason} ({n} of the {len(blocks)} estimates above)")
     if blocks and len(reasons) == 1 and sum(reasons.values()) == len(blocks):
         out.global_reason = next(iter(reasons))
         out.reasons = [
@@ -177,5 +218,8 @@ def decision(
             f"rank interval is withheld (marked \u201c{NOT_IDENTIFIABLE_MARK}\u201d here and "
             "\u201cnot identifiable\u201d in the sections below); the point estimates are descriptions only."
         ]
+    if withheld is not None and withheld.count:
+        out.withheld = _withheld_count(withheld)
+        _table_reasons(out, withheld, reasons, len(blocks))
     out.ties = _tie_text(_ties(doc), out.global_reason)
     return out

@@ -173,16 +173,9 @@ def _version(value: CodeVersion | str | None) -> str:
 
 
 def warnings_of(results: StudyResultsDocument | Mapping[str, Any]) -> list[str]:
+    """The document's ``warnings``, a list of strings (``StudyResultsDocument.warnings``)."""
     raw = results.get("warnings") or []
-    if isinstance(raw, str | Mapping):
-        raw = [raw]
-    out = []
-    for item in raw:
-        if isinstance(item, Mapping):
-            out.append(str(item.get("message") or fmt_value(item)))
-        else:
-            out.append(str(item))
-    return out
+    return [raw] if isinstance(raw, str) else [str(item) for item in raw]
 
 
 def metric_of(settings: SettingsModel) -> str:

@@ -53,6 +53,20 @@ def fmt_p(value: object, *, bound: bool = False) -> str:
     return "<0.001" if number < 0.001 else f"{number:.3f}"
 
 
+def is_p_name(name: str) -> bool:
+    """Whether a field holds a p value (``p``, ``p_adj``, ``p_lower``, ``p_value``; not ``p_bound``)."""
+    return name == "p" or (name.startswith("p_") and name != "p_bound")
+
+
+def fmt_bootstrap_p(value: object, replicates: int | None) -> str:
+    """A bootstrap p: marked ``≤`` when it is the floor ``1/(B+1)`` of ``replicates`` B, where the
+    true p may be smaller (the (k+1)/(B+1) convention never gives less)."""
+    number = as_float(value)
+    floor = 1.0 / (replicates + 1) if replicates else None
+    at_floor = number is not None and floor is not None and number <= floor * (1 + 1e-9)
+    return fmt_p(value, bound=at_floor)
+
+
 def fmt_int(value: object) -> str:
     number = as_float(value)
     return MISSING if number is None else f"{int(number):,}"

@@ -93,7 +93,7 @@ def human_section(
     section.parts += _spearman(block, status)
     section.parts += _class_adequacy(block, status)
     section.parts += _preference(view.preference, status)
-    section.parts += _ceiling(view.ceiling, status)
+    section.parts += _ceiling(view.ceiling, status, simulated=view.is_simulated)
     section.parts += _human_judges(block, status)
     section.parts += _human_judges_by(block, status, "language")
     section.parts += _human_judges_by(block, status, "script")
@@ -373,8 +373,9 @@ def _preference_rows(pref: PreferenceView, status: str) -> list[Row]:
     return body
 
 
-def _ceiling(ceiling: CeilingView | None, status: str) -> list[Part]:
-    # An empty ``ceiling`` ({}) is no verdict, as an absent one.
+def _ceiling(ceiling: CeilingView | None, status: str, *, simulated: bool = False) -> list[Part]:
+    # An empty ``ceiling`` ({}) is no verdict, as an absent one. On simulated ratings the verdict
+    # is no finding: amber, never the green of a result under the section's SIMULATED banner.
     found = ceiling is not None and bool(ceiling.model_fields_set)
     parts = opening("Ceiling rule", found, status, "ceiling-rule verdict")
     if ceiling is None or not found:
@@ -396,7 +397,9 @@ def _ceiling(ceiling: CeilingView | None, status: str) -> list[Part]:
             )
         )
     elif triggered is False:
-        parts.append(Part("status", level="ok", text=f"Ceiling rule not triggered: {numbers}."))
+        verdict = f"Ceiling rule not triggered: {numbers}"
+        verdict += " (on simulated ratings)." if simulated else "."
+        parts.append(Part("status", level="warn" if simulated else "ok", text=verdict))
     else:
         reason = ceiling.reason
         parts.append(

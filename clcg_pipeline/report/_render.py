@@ -20,7 +20,13 @@ import pandas as pd
 
 from clcg_pipeline.report._appendix import definitions_rows, drilldown_panels, estimates_table_rows
 from clcg_pipeline.report._builder import Labeller, SectionBuilder, definition_text, title_words
-from clcg_pipeline.report._consistency import consistent_status, with_hint, withheld_note
+from clcg_pipeline.report._consistency import (
+    consistent_status,
+    drop_withheld_columns,
+    simulated_status,
+    with_hint,
+    withheld_note,
+)
 from clcg_pipeline.report._decision import decision
 from clcg_pipeline.report._document import (
     ci_label_of,
@@ -72,6 +78,14 @@ _STUDIES = ("error_taxonomy", "human_validation", "granularity")
 def _cleaned_studies(results: Mapping[str, Any]) -> dict[str, Any]:
     """Each study's entry cleaned once (``clean``), for its typed view and its tables alike."""
     return {key: clean(results[key]) for key in _STUDIES if isinstance(results.get(key), Mapping)}
+
+
+def _finished(section: Section, said: str, simulated_models: list[str]) -> Section:
+    """A result section as the page shows it: reasons said once, statuses that match its rows
+    (and its data: no green under a simulated reader), withheld-only interval columns left out."""
+    section = consistent_status(collapse_empty_tables(flags_once(section, said)))
+    section = drop_withheld_columns(simulated_status(section, simulated_models))
+    return with_hint(withheld_note(section))
 
 
 def _study_sections(
@@ -140,7 +154,7 @@ def render_report(
     estimate_columns.append("flags")
     # The first screen (report/_decision.py) says a reason shared by every headline estimate once;
     # each section then says its own reasons once (report/_flag_notes.py), pointing to the top for it.
-    first_screen = decision(view, langs, simulated=simulated)
+    first_screen = decision(view, langs, simulated=simulated, estimates=estimates)
     said = first_screen.global_reason
     summary_flags = shared_flags_note([summary], said)
     estimates_flags = shared_flags_note([Part("table", rows=estimate_rows)], said)
@@ -148,10 +162,7 @@ def render_report(
     new_model = flags_once(new_model, said) if new_model is not None else None
     # Flags shortened before an empty table becomes one line, so that line keeps the short mark
     # and the reason stays said once for the section.
-    sections = [
-        with_hint(withheld_note(consistent_status(collapse_empty_tables(flags_once(section, said)))))
-        for section in sections
-    ]
+    sections = [_finished(section, said, first_screen.simulated_models) for section in sections]
     language_section, model_section = (
         flags_once(section, said) if section is not None else None
         for section in (language_section, model_section)

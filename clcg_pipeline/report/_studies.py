@@ -98,7 +98,8 @@ def status_part(block: StudyView | None, *, key: str, what: str, extra: str = ""
             f"(\u201c{CI_WITHHELD}\u201d)."
         )
     elif status == "ok" and not reason:
-        text = "Status: ok." if warn else "Status: ok (computed)."
+        # A warned "ok" (every interval withheld) names what the section shows, not a success.
+        text = "Status: descriptive only." if warn else "Status: ok (computed)."
     if extra:
         text += ("" if text.endswith(".") else ".") + " " + extra
     return Part("status", level="warn" if warn and level == "ok" else level, text=text)

@@ -13,10 +13,11 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from clcg_pipeline.report._builder import SectionBuilder, fact_text
-from clcg_pipeline.report._format import MISSING, fmt_int
+from clcg_pipeline.report._format import MISSING, fmt_bootstrap_p, fmt_int
 from clcg_pipeline.report._labels import H1_SUMMARY, LABELS
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.storage import (
+    BootstrapTost,
     ContextGainEntry,
     ContextGainResults,
     EquivalenceResults,
@@ -328,6 +329,7 @@ def replication_section(
 _H4_PARTS = ("human", "llm", "difference")
 # The bootstrap TOST's facts, in the order the section shows them.
 _BOOTSTRAP_FACTS = ("bounds", "ci_90", "equivalent", "p", "p_lower", "p_upper")
+_BOOTSTRAP_P = ("p", "p_lower", "p_upper")
 
 
 def _estimate_rows(
@@ -374,6 +376,7 @@ def equivalence_section(
             section.parts.append(_why_not(typed.bootstrap))
         else:
             _facts(section, builder, f"{key}/bootstrap", typed.bootstrap, _BOOTSTRAP_FACTS)
+            _mark_floor(section.parts[-1], typed.bootstrap, builder, f"{key}/bootstrap")
     if typed.paired_article_means is not None:
         label = builder.label("paired_article_means", key)
         record = typed.paired_article_means.model_dump(exclude_unset=True)
@@ -382,6 +385,18 @@ def equivalence_section(
         )
         section.parts += [Part("heading", text=label), builder.estimate_table([row])]
     return section
+
+
+def _mark_floor(part: Part, bootstrap: BootstrapTost, builder: SectionBuilder, key: str) -> None:
+    """The bootstrap TOST's p values in ``part`` (its facts, labelled as ``_facts`` labels them
+    under ``key``) as p values: one at the floor 1/(B+1) marked ``≤`` (a bound, not the p)."""
+    if part.kind != "facts":
+        return
+    values = {builder.label(name, key): getattr(bootstrap, name) for name in _BOOTSTRAP_P}
+    part.facts = [
+        (label, fmt_bootstrap_p(values[label], builder.replicates) if label in values else text)
+        for label, text in part.facts
+    ]
 
 
 def parse_rule_section(

@@ -77,7 +77,7 @@ def merge_study_sections(
 PAIRS_TABLE = "model_pairs"
 PAIRS_PATH = f"{PAIRS_TABLE}/data.parquet"
 PAIRS_QUERY = f"clcg query --named {PAIRS_TABLE}"
-#: At most this many pairs kept for being significant alone (not adjacent, not the new model's);
+#: At most this many pairs kept for being significant alone (not adjacent);
 #: at hundreds of models most pairs can be, and the document must stay readable.
 SIGNIFICANT_KEPT = 50
 #: The gaps of a pair (its keys in ``model_contrasts.pairs``).
@@ -91,9 +91,10 @@ _INDEX_RULE = (
 #: BH's customary level, for a block whose tie groups do not record theirs.
 _DEFAULT_LEVEL = 0.05
 _PAIR_RULE = (
-    "the pairs adjacent in the H1 micro ranking, the new model's, and those significant after "
-    f"Benjamini-Hochberg at the tie groups' level on any gap (the {SIGNIFICANT_KEPT} closest in rank "
-    "first); every pair, one row per pair and gap, is in the table"
+    "the pairs adjacent in the H1 micro ranking and those significant after Benjamini-Hochberg at "
+    f"the tie groups' level on any gap (the {SIGNIFICANT_KEPT} closest in rank first); the new "
+    "model's difference from every other model is in new_model.differences; every pair, one row "
+    "per pair and gap, is in the table"
 )
 
 
@@ -122,9 +123,15 @@ def significant_pairs(block: Mapping[str, Any]) -> int:
     return sum(1 for pair in pairs if isinstance(pair, Mapping) and _significant(pair, level))
 
 
-def kept_pairs(block: Mapping[str, Any], new_model: str | None) -> list[str]:
+def kept_pairs(block: Mapping[str, Any]) -> list[str]:
     """The pairs a reader needs (``_PAIR_RULE``), in the block's order: those the document keeps
-    and the report shows (the report applies it to a document that still holds every pair)."""
+    and the report shows (the report applies it to a document that still holds every pair).
+
+    The new model's pairs are not kept for being its own: ``new_model.differences`` already
+    gives its difference from every other model (issue 37: at 500 models its 499 pairs, on
+    every gap, were about a fifth of the document); those adjacent or significant are kept as
+    any other's.
+    """
     pairs = block.get("pairs") or {}
     order = rank_order(block.get("ranks") or {})
     position = {model: k for k, model in enumerate(order)}
@@ -135,7 +142,7 @@ def kept_pairs(block: Mapping[str, Any], new_model: str | None) -> list[str]:
         if not isinstance(pair, Mapping):  # a hand-edited document: nothing to read
             continue
         models = (pair.get("model_a"), pair.get("model_b"))
-        if frozenset(models) in adjacent or new_model in models:
+        if frozenset(models) in adjacent:
             kept.add(name)
         elif _significant(pair, level):
             # The closest in rank first: a separation the ranking does not already make plain.
@@ -146,24 +153,39 @@ def kept_pairs(block: Mapping[str, Any], new_model: str | None) -> list[str]:
 
 
 def pairs_frame(pairs: Mapping[str, Any], shown: Sequence[str]) -> pd.DataFrame:
-    """Every pair, one row per pair and gap (the ``model_pairs`` contract); ``shown``: in the document."""
-    in_document = set(shown)
+    """Every pair, one row per pair and gap (the ``model_pairs`` contract); ``shown``: in the document.
+
+    The same frame as ``pd.DataFrame`` of one dict per row (the pair's columns, its gap's fields,
+    ``shown``), without those dicts (issue 37: seconds at 500 models): pandas reads the gaps'
+    own dicts (a field a gap lacks is NaN, fields in the order they first appear) and the pair's
+    columns are put before them, ``shown`` after the first gap's fields. A gap's fields are an
+    estimate's (the closed ``Estimate`` shape): none is named as a pair's column.
+    """
+    # ``type(...) is dict`` first: the ABC's isinstance alone is a second at 374,250 rows.
     rows = [
-        {
-            "pair": name,
-            "model_a": pair.get("model_a"),
-            "model_b": pair.get("model_b"),
-            "n_common_items": pair.get("n_common_items"),
-            "gap": gap,
-            **pair[gap],
-            "shown": name in in_document,
-        }
+        (name, pair, gap)
         for name, pair in pairs.items()
-        if isinstance(pair, Mapping)
+        if type(pair) is dict or isinstance(pair, Mapping)
         for gap in PAIR_GAPS
-        if isinstance(pair.get(gap), Mapping)
+        if type(block := pair.get(gap)) is dict or isinstance(block, Mapping)
     ]
-    return pd.DataFrame(rows) if rows else empty_frame(PAIRS_TABLE)
+    if not rows:
+        return empty_frame(PAIRS_TABLE)
+    blocks = pd.DataFrame([pair[gap] for _, pair, gap in rows])
+    in_document = set(shown)
+    pair_columns = pd.DataFrame(
+        {
+            "pair": [name for name, _, _ in rows],
+            "model_a": [pair.get("model_a") for _, pair, _ in rows],
+            "model_b": [pair.get("model_b") for _, pair, _ in rows],
+            "n_common_items": [pair.get("n_common_items") for _, pair, _ in rows],
+            "gap": [gap for _, _, gap in rows],
+        }
+    )
+    frame = pd.concat([pair_columns, blocks], axis=1)
+    first = len(pair_columns.columns) + len(rows[0][1][rows[0][2]])
+    frame.insert(first, "shown", [name in in_document for name, _, _ in rows])
+    return frame
 
 
 def split_model_pairs(results: StudyResultsDocument) -> pd.DataFrame:
@@ -178,8 +200,7 @@ def split_model_pairs(results: StudyResultsDocument) -> pd.DataFrame:
     pairs = block.get("pairs")
     if not isinstance(pairs, dict) or not pairs:
         return empty_frame(PAIRS_TABLE)
-    new_model = (results.get("new_model") or {}).get("model")
-    kept = kept_pairs(block, str(new_model) if new_model else None)
+    kept = kept_pairs(block)
     frame = pairs_frame(pairs, kept)
     significant = significant_pairs(block)
     block["pairs"] = {name: pairs[name] for name in kept}
@@ -211,7 +232,7 @@ def _count_family_tests(families: Mapping[str, Any]) -> None:
 def index_without_models(results: StudyResultsDocument, estimates_rows: int) -> None:
     """The flat ``estimands`` index without the entries of one model or one pair of models.
 
-    They grow with the models (nine families per model, three per pair) and repeat what the
+    They grow with the models (eleven families per model, three per pair) and repeat what the
     sections hold (``h1.by_model``, ``model_contrasts.ranks`` and ``pairs``...); every row,
     theirs included, is in the estimates table beside the document, which ``estimands_table``
     names. In place; a document without a models list is left as it is.

@@ -28,11 +28,9 @@ import dagster as dg
 import pandas as pd
 from upath import UPath
 
-from clcg_pipeline.storage import NewModel, NewModelDifference, partition_dir
+from clcg_pipeline.storage import UNPAID_OUTCOMES, NewModel, NewModelDifference, partition_dir
 
 _GAP = "h1_micro"
-# What a call record that was not paid says in ``outcome`` (sql/views/call_spend.sql).
-_UNPAID_OUTCOMES = ("skipped_budget", "batch_pending")
 _RESULTS_ASSET = "study_results"
 
 
@@ -45,7 +43,7 @@ def paid_spans(calls: pd.DataFrame, evaluated: Sequence[str]) -> pd.DataFrame:
     paid_at = pd.to_datetime(mine["paid_at"], utc=True)
     is_paid = (
         ~mine["cached"].fillna(False).astype(bool)
-        & ~outcome.fillna("").isin(_UNPAID_OUTCOMES)
+        & ~outcome.fillna("").isin(UNPAID_OUTCOMES)
         & paid_at.notna()
     )
     return paid_at[is_paid].groupby(mine.loc[is_paid, "model"].astype(str)).agg(["min", "max"])

@@ -133,6 +133,7 @@ from clcg_pipeline.storage._leaderboard_document import (
 from clcg_pipeline.storage._paid import (
     CALL_TABLE_STEPS,
     SPEND_VIEW,
+    UNPAID_OUTCOMES,
     UNRECORDED_STEP,
     Spend,
     call_spend,
@@ -227,6 +228,7 @@ __all__ = [
     "RECORDS",
     "SPEND_VIEW",
     "TABLES",
+    "UNPAID_OUTCOMES",
     "UNRECORDED_STEP",
     "AlignedParagraph",
     "AlphaRow",

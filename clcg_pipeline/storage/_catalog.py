@@ -304,8 +304,11 @@ def query(
     params: Sequence[Any] | Mapping[str, Any] | None = None,
     *,
     data_dir: str | os.PathLike[str] | None = None,
+    variables: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Run one read-only ``SELECT`` against the catalog (default data folder: the catalog's own).
+
+    ``variables`` are set on the connection (``SET VARIABLE``) for the query's ``getvariable()``.
 
     The connection can read only the study's table folders: anything else (``COPY``,
     ``ATTACH``, ``INSTALL``, ``SET``, another file or URL) is refused and changes nothing.
@@ -317,6 +320,7 @@ def query(
     data = UPath(data_dir) if data_dir is not None else location.parent
     with _open_catalog(location, data) as con:
         try:
+            _set_variables(con, variables or {})
             relation = con.sql(sql, params=params) if params else con.sql(sql)
             if relation is None:  # not reachable after check_read_only; kept for the type checker
                 raise CatalogError("the query returned no result")
@@ -332,6 +336,14 @@ def query(
         if kind in _INTEGER_TYPES and frame[column].dtype.kind == "f":
             frame[column] = frame[column].astype("Int64")
     return frame
+
+
+def _set_variables(con: duckdb.DuckDBPyConnection, variables: Mapping[str, Any]) -> None:
+    """Each of ``variables`` as a DuckDB session variable (the names are the caller's, not a user's)."""
+    for name, value in variables.items():
+        if not name.isidentifier():
+            raise CatalogError(f"not a variable name: {name!r}")
+        con.execute(f"SET VARIABLE {name} = ?", [value])
 
 
 @contextlib.contextmanager
@@ -398,4 +410,7 @@ def run_named_query(
         raise CatalogError(f"no named query {name!r}; available: {', '.join(queries) or 'none'}")
     text = queries[name].read_text(encoding="utf-8")
     used = {key: value for key, value in params.items() if f"${key}" in text}
-    return query(catalog_path, text, used, data_dir=data_dir)
+    # A file that reads a setting with getvariable() (so that a plain DuckDB client runs it with
+    # its default) gets it as a session variable instead of a bound parameter.
+    variables = {key: value for key, value in params.items() if f"getvariable('{key}')" in text}
+    return query(catalog_path, text, used, data_dir=data_dir, variables=variables)

@@ -16,18 +16,42 @@ from upath import UPath
 from clcg_pipeline.partitions import PartitionFrames, model_of_partition
 from clcg_pipeline.storage._files import (
     DATA_FILE,
+    _frame_bytes,
     partition_dir,
     read_frame,
     read_json,
     update_frame,
+    write_bytes_atomic,
     write_frame,
     write_json,
 )
-from clcg_pipeline.storage._paid import is_calls_shaped, keep_paid_record
+from clcg_pipeline.storage._paid import UNPAID_OUTCOMES, is_calls_shaped, keep_paid_record
 from clcg_pipeline.storage._records import MODEL_VERSIONS, write_record
 from clcg_pipeline.storage._tables import TABLES
 
 _PREVIEW_ROWS = 5
+
+
+def _with_left_out_payments(frame: pd.DataFrame, stored: pd.DataFrame | None) -> pd.DataFrame:
+    """``frame`` and the ``stored`` table's paid calls it no longer holds, as they were.
+
+    An unpartitioned calls table (``judge_calls``, ``keypoint_calls``, the writers' and the
+    item generator's) is recomputed whole when its sample is redrawn (a model added): the
+    calls of what the new sample left out are not in ``frame``, yet they were paid, and with
+    no table recording them the spend would name them "not yet recorded in a partition" (a
+    run killed after paying). A call never made (a budget's skip) is not kept.
+    """
+    if stored is None or not len(stored) or not is_calls_shaped(stored):
+        return frame
+    made = ~stored["cached"].astype(bool)
+    if "outcome" in stored.columns:
+        made &= ~stored["outcome"].isin(UNPAID_OUTCOMES)
+    left_out = stored[made & ~stored["call_id"].isin(frame["call_id"])]
+    if not len(left_out):
+        return frame
+    if not len(frame):  # nothing asked now (the judges switched off): the record alone
+        return left_out.reset_index(drop=True)
+    return pd.concat([frame, left_out], ignore_index=True)
 
 
 # Here, not in _records: it needs the partition keys' layout (``partitions``, which imports
@@ -114,6 +138,15 @@ def _frames_by_partition(
     return frames
 
 
+def _write_if_changed(path: UPath, frame: pd.DataFrame, contract: str | None) -> None:
+    """Write ``frame`` unless ``path`` holds it already, byte for byte: the frozen
+    ``annotation_sample``, yielded as read on every refresh, is not rewritten."""
+    payload = _frame_bytes(frame, contract)
+    if path.exists() and path.read_bytes() == payload:
+        return
+    write_bytes_atomic(path, payload)
+
+
 class ParquetIOManager(dg.ConfigurableIOManager):
     """Stores DataFrames as Parquet (conformed to their data contract) and dicts as JSON."""
 
@@ -142,12 +175,12 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             )
         folder = self._dir(asset, key, context.asset_partitions_def if key else None)
         if isinstance(obj, pd.DataFrame):
-            path, obj = self._write_table(folder, asset, obj, context.run_id)
+            path, obj = self._write_table(folder, asset, obj, context.run_id, whole_study=key is None)
             context.add_output_metadata(_table_metadata(path, obj))
         elif isinstance(obj, dict):
             # An unpartitioned document sits beside the tables as <asset>.json (study_results.json).
             path = folder / "data.json" if key is not None else folder.parent / f"{asset}.json"
-            write_json(path, obj)
+            write_json(path, obj, compact=True)  # read by programs; jq indents it for people
             context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
         else:
             raise TypeError(
@@ -164,13 +197,16 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         )
 
     def _write_table(
-        self, folder: UPath, asset: str, frame: pd.DataFrame, run_id: str
+        self, folder: UPath, asset: str, frame: pd.DataFrame, run_id: str, *, whole_study: bool = False
     ) -> tuple[UPath, pd.DataFrame]:
-        """Write one partition's table; returns its path and the rows stored."""
+        """Write one partition's table (or an unpartitioned one: ``whole_study``); returns its
+        path and the rows stored."""
         path = folder / DATA_FILE
         contract = asset if asset in TABLES else None
         if is_calls_shaped(frame):
-            frame = self._write_calls(path, frame, contract, run_id)
+            frame = self._write_calls(path, frame, contract, run_id, keep_left_out=whole_study)
+        elif whole_study:  # a frozen table yielded as stored keeps its file (and time)
+            _write_if_changed(path, frame, contract)
         else:  # derived from the inputs alone: a concurrent writer's table is as good as this one
             write_frame(path, frame, contract=contract)
         return path, frame
@@ -203,12 +239,19 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         context.add_output_metadata({"partitions": len(keys)})
 
     @staticmethod
-    def _write_calls(path: UPath, frame: pd.DataFrame, contract: str | None, run_id: str) -> pd.DataFrame:
-        """Write a calls table keeping every payment already stored, whoever else writes it now."""
+    def _write_calls(
+        path: UPath, frame: pd.DataFrame, contract: str | None, run_id: str, *, keep_left_out: bool
+    ) -> pd.DataFrame:
+        """Write a calls table keeping every payment already stored, whoever else writes it now
+        (an unpartitioned one, ``keep_left_out``: also those of calls this write no longer makes)."""
         now = pd.Timestamp.now(tz="UTC")
         # Merged again with the other writer's table if one lands between this read and write.
         return update_frame(
-            path, lambda stored: keep_paid_record(frame, stored, run_id, now), contract=contract
+            path,
+            lambda stored: _with_left_out_payments(
+                keep_paid_record(frame, stored, run_id, now), stored if keep_left_out else None
+            ),
+            contract=contract,
         )
 
     def load_input(self, context: dg.InputContext) -> Any:

@@ -65,6 +65,11 @@ PAID_FIELDS = (
 # Who paid for a call: stamped on this write's new calls, read from the cache entry of a cached one.
 PAYER = ("paid_run", "paid_host", "paid_at")
 _CALL_COLUMNS = frozenset({"call_id", "cached", "cost_usd"})
+# Outcomes of calls not found in the cache that brought no answer, so no payment: a budget's
+# skip, a batch still pending, a call that failed every attempt. A stored row of one is the
+# record of a try, not of a payment: a later write finding the call cached (paid by another
+# host or partition meanwhile) must not carry it as this partition's payment of $0.
+UNPAID_OUTCOMES = frozenset({"skipped_budget", "batch_pending", "error"})
 
 
 def is_calls_shaped(frame: pd.DataFrame) -> bool:
@@ -83,10 +88,11 @@ def keep_paid_record(
     and payments no calls table recorded (their payer killed first) recorded, by their payer.
 
     A call id keeps as many paid rows as the stored table had (one, unless a list asked twice),
-    so a call is never counted paid twice by one partition. A cached call whose cache entry
-    names its payer (``paid_run``: ``calls.cache_entry``) and that the stored table does not
-    record as paid is recorded paid once, by that run and host, at the answer's time; any other
-    cached call is cached, with no payer.
+    so a call is never counted paid twice by one partition; a stored row that was never paid
+    (:data:`UNPAID_OUTCOMES`: skipped for a budget, failed) is no payment to keep. A cached
+    call whose cache entry names its payer (``paid_run``: ``calls.cache_entry``) and that the
+    stored table does not record as paid is recorded paid once, by that run and host, at the
+    answer's time; any other cached call is cached, with no payer.
     """
     frame = _stamped(frame, run_id, now)
     paid_now = ~frame["cached"].astype(bool)
@@ -118,10 +124,18 @@ def _stamped(frame: pd.DataFrame, run_id: str, now: pd.Timestamp) -> pd.DataFram
     return frame
 
 
+def _payments(stored: pd.DataFrame) -> pd.Series:
+    """The rows of a stored calls table that record a payment: made (not cached) and answered."""
+    made = ~stored["cached"].astype(bool)
+    if "outcome" not in stored.columns:  # a table from before outcomes were kept: made is paid
+        return made
+    return made & ~stored["outcome"].isin(UNPAID_OUTCOMES)
+
+
 def _copy_stored(frame: pd.DataFrame, stored: pd.DataFrame, paid_now: pd.Series) -> set[str]:
     """Give the cached calls of ``frame`` the stored table's record of their payment (in place);
     the call ids the stored table records as paid."""
-    earlier = stored[~stored["cached"].astype(bool)]
+    earlier = stored[_payments(stored)]
     earlier = earlier[~earlier["call_id"].isin(frame.loc[paid_now, "call_id"])]
     if not len(earlier):
         return set()

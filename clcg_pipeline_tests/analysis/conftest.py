@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from clcg_pipeline.config import LanguagesConfig, StudyConfig, load_config
@@ -101,3 +105,29 @@ def make_scores(seed: int = 0, n_docs: int = 12, models: tuple[str, ...] = ("m1"
     frame["rouge_l"] = frame["token_f1"]
     frame["semsim"] = np.nan
     return frame
+
+
+def write_score_file(
+    path: Path, rows: int, semsim: list[float | None] | None = None, row_group_size: int | None = None
+) -> Path:
+    """A scores Parquet file of ``rows`` rows (three models, two languages, four articles) at
+    ``path``; ``semsim`` has no value unless given (a study run without it), ``accuracy`` none."""
+    frame = pd.DataFrame(
+        {
+            "model": [f"m{i % 3}" for i in range(rows)],
+            "language": ["en", "sw"] * (rows // 2),
+            "doc_id": [f"d{i % 4}" for i in range(rows)],
+            "item_id": [f"i{i}" for i in range(rows)],
+            "rep": [0] * rows,
+            "context_scope": ["full_body"] * rows,
+            "level": ["L3"] * rows,
+            "item_source": ["llm"] * rows,
+            "status": ["ok"] * rows,
+            "token_f1": np.linspace(0, 1, rows),
+            "accuracy": [np.nan] * rows,
+            "rouge_l": np.linspace(1, 0, rows),
+            "semsim": np.array(semsim if semsim is not None else [None] * rows, dtype=np.float64),
+        }
+    )
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=row_group_size)
+    return path

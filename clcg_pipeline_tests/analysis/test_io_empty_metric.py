@@ -13,26 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from clcg_pipeline.analysis import read_scores
-
-
-def _scores(rows: int, semsim: list[float | None] | None = None) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "model": [f"m{i % 3}" for i in range(rows)],
-            "language": ["en", "sw"] * (rows // 2),
-            "doc_id": [f"d{i % 4}" for i in range(rows)],
-            "item_id": [f"i{i}" for i in range(rows)],
-            "rep": [0] * rows,
-            "context_scope": ["full_body"] * rows,
-            "level": ["L3"] * rows,
-            "item_source": ["llm"] * rows,
-            "status": ["ok"] * rows,
-            "token_f1": np.linspace(0, 1, rows),
-            "accuracy": [np.nan] * rows,
-            "rouge_l": np.linspace(1, 0, rows),
-            "semsim": np.array(semsim if semsim is not None else [None] * rows, dtype=np.float64),
-        }
-    )
+from clcg_pipeline_tests.analysis.conftest import write_score_file
 
 
 def _read_columns_seen(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -51,8 +32,7 @@ def _read_columns_seen(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_an_all_null_score_column_is_not_decoded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: dict[str, list[str]] | None
 ) -> None:
-    path = tmp_path / "scores.parquet"
-    pq.write_table(pa.Table.from_pandas(_scores(12), preserve_index=False), path, row_group_size=5)
+    path = write_score_file(tmp_path / "scores.parquet", 12, row_group_size=5)
     full = pq.read_table(path).to_pandas()
     if filters:
         full = full[full["language"].isin(filters["language"])].reset_index(drop=True)
@@ -69,10 +49,9 @@ def test_an_all_null_score_column_is_not_decoded(
 def test_a_score_column_with_a_value_in_one_row_group_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "scores.parquet"
     semsim: list[float | None] = [None] * 12
     semsim[11] = 0.25  # the last row group only
-    pq.write_table(pa.Table.from_pandas(_scores(12, semsim), preserve_index=False), path, row_group_size=5)
+    path = write_score_file(tmp_path / "scores.parquet", 12, semsim, row_group_size=5)
     seen = _read_columns_seen(monkeypatch)
     got = read_scores(str(path))
     assert "semsim" in seen

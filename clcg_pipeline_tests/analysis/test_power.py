@@ -178,3 +178,14 @@ def test_a_model_difference_is_planned_on_the_items_both_models_answered(scores,
     apart = pd.concat([pair[pair["model"] == first], pair[pair["model"] == second].assign(item_id="other")])
     with pytest.raises(ValueError, match="answered no item in common"):
         power_from_pilot(apart, cfg, PowerQuestion(effect=0.02, models=models))
+
+
+def test_two_identical_models_have_no_power_to_plan(scores, cfg) -> None:
+    """Two models with the same answers planned "pilot SE 0, 2 articles, simulated power 1"."""
+    first = scores[scores["model"] == scores["model"].iloc[0]]
+    pair = pd.concat([first, first.assign(model="copy")], ignore_index=True)
+    models = (str(first["model"].iloc[0]), "copy")
+    plan = power_from_pilot(pair, cfg, PowerQuestion(effect=0.01, models=models))
+    assert plan["status"].startswith("not estimable") and "no variance" in plan["status"]
+    assert "power cannot be estimated" in plan["status"] and models[0] in plan["status"]
+    assert not {"articles_needed", "articles_for_power", "simulated_power", "pilot_se"} & set(plan)

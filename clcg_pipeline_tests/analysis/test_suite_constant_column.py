@@ -10,32 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from clcg_pipeline.analysis import read_scores
+from clcg_pipeline_tests.analysis.conftest import write_score_file
 
 
 def _file(tmp_path: Path, rows: int) -> str:
-    rng = np.random.default_rng(5)
-    table = pa.table(
-        {
-            "model": [f"m{i % 3}" for i in range(rows)],
-            "language": ["en", "sw"] * (rows // 2),
-            "doc_id": [f"d{i % 4}" for i in range(rows)],
-            "item_id": [f"i{i}" for i in range(rows)],
-            "rep": [0] * rows,
-            "context_scope": ["full_body"] * rows,
-            "level": ["L3"] * rows,
-            "item_source": ["llm"] * rows,
-            "status": ["ok"] * rows,
-            "token_f1": rng.random(rows),
-            "semsim": pa.nulls(rows, pa.float64()),
-        }
-    )
-    path = tmp_path / "scores.parquet"
-    pq.write_table(table, path)
-    return str(path)
+    return str(write_score_file(tmp_path / "scores.parquet", rows))
 
 
 def test_take_columns_keeps_an_all_null_column_as_one_value(tmp_path: Path) -> None:

@@ -87,3 +87,18 @@ def test_clcg_run_refuses_a_shared_bucket_with_file_locks_in_one_line(
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and ALLOW_LOCAL_ENV in lines[0], err
     assert s3fs.S3FileSystem().ls(bucket) == []  # refused before anything ran or was written
+
+
+def test_a_host_opted_in_on_a_shared_cache_says_its_budget_and_claims_are_its_own(
+    files_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """bench/two_hosts.py --misconfigured --study-budget: a host opted in after two PostgreSQL
+    hosts had spent the study budget paid 1.9x it, saying only "one host only"."""
+    files_env.setenv(ALLOW_LOCAL_ENV, "1")
+    line = check_coordination("s3://bucket/study/cache/calls").line()
+    assert line.startswith("coordination: local file locks in ") and "(default; one host only)" in line
+    assert f"{ALLOW_LOCAL_ENV}=1 although the call cache s3://bucket/study/cache/calls is shared" in line
+    assert "the study budget count this host's calls only" in line and "\n" not in line
+    # A folder of this host that nobody else wrote to: nothing to say beyond "one host only".
+    alone = check_coordination(str(tmp_path / "data" / "cache" / "calls")).line()
+    assert alone.endswith("(default; one host only)")

@@ -56,9 +56,15 @@ def billed(fake_key: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Billed]:
         yield found
 
 
-def _env(pg_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in (COORD_ENV, "DAGSTER_HOME")}
-    return {**env, COORD_URL_ENV: pg_url}
+@pytest.fixture
+def pg_env(pg: PgServer, fake_key: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The coordinator on ``pg`` (no file coordination, no Dagster home), in this process
+    and in the returned environment (with the fake provider's key) for the processes a test starts."""
+    del fake_key
+    monkeypatch.delenv(COORD_ENV, raising=False)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.setenv(COORD_URL_ENV, pg.url)
+    return dict(os.environ)
 
 
 def _sweep_on_two_hosts(cache: str, env: dict[str, str], go: Path) -> list[float]:
@@ -85,19 +91,16 @@ def _sweep_on_two_hosts(cache: str, env: dict[str, str], go: Path) -> list[float
 
 
 def test_a_killed_calls_charge_is_settled_once_at_its_real_cost_on_postgresql(
-    pg: PgServer, billed: Billed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pg: PgServer, pg_env: dict[str, str], billed: Billed, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(COORD_ENV, raising=False)
-    monkeypatch.delenv("DAGSTER_HOME", raising=False)
-    monkeypatch.setenv(COORD_URL_ENV, pg.url)
     cache = str(tmp_path / "cache")
-    run_killed_after_caching(billed.server.url, cache, "killed", env=_env(pg.url))
+    run_killed_after_caching(billed.server.url, cache, "killed", env=pg_env)
     ledger = PgSpendLedger(settings_from_url(pg.url, "test"), coord_backend(cache).scope)
     [entry] = cached_entries(cache).values()
     assert ledger.totals() == (0.0, 0.0)
     assert ledger.charged_at_death() > float(entry["cost_usd"])  # type: ignore[arg-type]  # its worst case
     # Two hosts settle the charge at once: one of them does, at the answer's cost.
-    settled = _sweep_on_two_hosts(cache, _env(pg.url), tmp_path / "go")
+    settled = _sweep_on_two_hosts(cache, pg_env, tmp_path / "go")
     assert sorted(settled) == [0.0, pytest.approx(entry["cost_usd"], abs=1e-12)]
     assert ledger.charged_at_death() == 0.0
     # The rerun takes the answer from the cache and pays for the new call: ledger == bill.
@@ -107,13 +110,10 @@ def test_a_killed_calls_charge_is_settled_once_at_its_real_cost_on_postgresql(
 
 
 def test_the_rerun_itself_settles_a_killed_calls_charge_on_postgresql(
-    pg: PgServer, billed: Billed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pg: PgServer, pg_env: dict[str, str], billed: Billed, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(COORD_ENV, raising=False)
-    monkeypatch.delenv("DAGSTER_HOME", raising=False)
-    monkeypatch.setenv(COORD_URL_ENV, pg.url)
     cache = str(tmp_path / "cache")
-    run_killed_after_caching(billed.server.url, cache, "killed", env=_env(pg.url))
+    run_killed_after_caching(billed.server.url, cache, "killed", env=pg_env)
     bill = rerun_and_bill(billed, cache)  # opens a coordinator: it settles the charge
     ledger = PgSpendLedger(settings_from_url(pg.url, "test"), coord_backend(cache).scope)
     assert ledger.totals() == (pytest.approx(bill, abs=1e-12), 0.0)

@@ -10,6 +10,7 @@ import pytest
 
 from clcg_pipeline.analysis import leaderboard
 from clcg_pipeline.report import render_report
+from clcg_pipeline.results import new_model_block
 from clcg_pipeline_tests.analysis.test_tie_groups import planted_study
 from clcg_pipeline_tests.report.test_report import _section_html, _text
 
@@ -41,13 +42,19 @@ def test_only_adjacent_and_significant_pairs_are_shown(six):
     assert "All 15 pairs are in the catalog: clcg query --named model_contrasts" in text
 
 
-def test_the_new_models_pairs_are_all_shown(six):
+def test_the_new_model_is_shown_against_every_other_model_in_its_own_section(six):
+    """Its pairs are not repeated among the contrasts (the same rule as without it: its outer
+    pair with the third model stays hidden there); its section lists every other model."""
     results, estimates = six
     order = list(leaderboard(results).model)
-    with_new = {**results, "new_model": {"model": order[0], "n_models": 6}}
-    text = _contrast_text(with_new, estimates)
-    assert _shown(text, with_new) == set(results["model_contrasts"]["pairs"])
-    assert f"the new model's ({order[0]})" in text
+    with_new = {**results, "new_model": new_model_block(results, order[0])}
+    html = render_report(with_new, estimates)
+    text = _text(_section_html(html, "result-model_contrasts"))
+    assert _shown(text, with_new) == _shown(_contrast_text(results, estimates), results)
+    assert "14 of the 15 pairs shown" in text
+    assert f"The new model ({order[0]}) against every other model (H1 micro): its own section" in text
+    section = _text(_section_html(html, "new-model"))
+    assert all(f"{order[0]} minus {other}" in section for other in order[1:])
 
 
 def test_ranks_table_and_first_screen_show_the_tie_group(six):

@@ -20,6 +20,8 @@ from clcg_pipeline.results import (
     PAIRS_TABLE,
     SIGNIFICANT_KEPT,
     index_without_models,
+    new_model_block,
+    pairs_frame,
     read_model_pairs,
     split_model_pairs,
     withhold_unidentifiable,
@@ -119,12 +121,20 @@ def test_the_document_keeps_only_the_pairs_a_reader_needs() -> None:
     assert _size(slim) * 5 < _size(full)  # 0.28 MB of 2.0 MB at 30 models
 
 
-def test_the_new_models_pairs_are_kept() -> None:
+def test_the_new_models_pairs_are_in_its_block_not_repeated_in_the_pairs() -> None:
+    """Its difference from every other model is ``new_model.differences``; ``model_contrasts.pairs``
+    keeps its pairs only as any other's (adjacent or significant), not all N - 1 again."""
     full, _ = wide_study()
     new = model_ids(N_MODELS)[7]
-    slim, _ = split({**full, "new_model": {"model": new, "n_models": N_MODELS}})
+    document = copy.deepcopy(full)
+    document["new_model"] = new_model_block(document, new)
+    alone, _ = split(full)
+    slim, _ = split(document)
+    assert slim["model_contrasts"]["pairs"] == alone["model_contrasts"]["pairs"]
     kept = slim["model_contrasts"]["pairs"].values()
-    assert sum(1 for p in kept if new in (p["model_a"], p["model_b"])) == N_MODELS - 1
+    assert sum(1 for p in kept if new in (p["model_a"], p["model_b"])) < N_MODELS - 1
+    differences = slim["new_model"]["differences"]
+    assert {d["other"] for d in differences} == set(model_ids(N_MODELS)) - {new}
 
 
 def _same(stored: object, written: object) -> bool:
@@ -192,3 +202,58 @@ def test_one_model_keeps_its_block_and_writes_an_empty_table(tmp_path: Path) -> 
     assert frame.empty and "pairs_table" not in document["model_contrasts"]
     write_model_pairs(frame, str(tmp_path))
     assert build_catalog(str(tmp_path))[PAIRS_TABLE] == 0
+
+
+def _rows_frame(pairs: dict[str, Any], shown: list[str]) -> pd.DataFrame:
+    """``pairs_frame`` as it was built before (c7790a2): one dict per row, then ``pd.DataFrame``."""
+    return pd.DataFrame(
+        [
+            {
+                "pair": name,
+                "model_a": pair.get("model_a"),
+                "model_b": pair.get("model_b"),
+                "n_common_items": pair.get("n_common_items"),
+                "gap": gap,
+                **pair[gap],
+                "shown": name in set(shown),
+            }
+            for name, pair in pairs.items()
+            if isinstance(pair, dict)
+            for gap in GAPS
+            if isinstance(pair.get(gap), dict)
+        ]
+    )
+
+
+def _identical(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    """Same columns in the same order, dtypes, values, and the Python type of every cell."""
+    assert list(got.columns) == list(want.columns) and list(got.dtypes) == list(want.dtypes)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    for column, values in want.to_dict("list").items():
+        assert [type(v) for v in got[column].tolist()] == [type(v) for v in values], column
+
+
+def test_the_pairs_table_is_built_as_one_row_per_dict_built_it() -> None:
+    """Column by column (issue 37), with the same frame: fields a gap lacks, a field first seen
+    in a later row, nulls in number and flag columns, an entry that is not a pair."""
+    full, _ = wide_study()
+    pairs = full["model_contrasts"]["pairs"]
+    shown = list(pairs)[::7]
+    _identical(pairs_frame(pairs, shown), _rows_frame(pairs, shown))
+    odd: dict[str, Any] = {
+        "a vs b": {
+            "model_a": "a",
+            "model_b": "b",
+            "n_common_items": 3,
+            "h1_micro": {"estimate": 1.0, "n": 5, "flags": []},
+            "macro": {"estimate": None, "n": None, "identifiable": True, "flags": ["x"]},
+        },
+        "a vs c": {
+            "model_a": "a",
+            "model_b": "c",
+            "h1_micro": {"estimate": float("nan"), "n": 7, "identifiable": None, "reason": "r"},
+            "macro_net": {"estimate": 2, "n": 3},
+        },
+        "b vs c": "not a pair",
+    }
+    _identical(pairs_frame(odd, ["a vs c"]), _rows_frame(odd, ["a vs c"]))

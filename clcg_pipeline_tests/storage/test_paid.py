@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from clcg_pipeline.storage._paid import keep_paid_record, usd_sum
 
@@ -92,6 +93,20 @@ def test_a_cache_hit_of_a_recorded_payment_keeps_that_record() -> None:
     again = keep_paid_record(_found_cached(("a", "run-1")), first, "run-2", T2)
     assert (~again["cached"]).sum() == 1 and again.loc[0, "paid_at"] == T1
     assert again.loc[0, "paid_host"] == first.loc[0, "paid_host"]
+
+
+@pytest.mark.parametrize("outcome", ["skipped_budget", "error", "batch_pending"])
+def test_a_stored_call_never_answered_is_no_payment_to_keep(outcome: str) -> None:
+    """Skipped for the budget (or failed) by one run, the call was then paid by another host for
+    another partition: this partition finds it cached, and must not record a $0 payment of its own."""
+    tried = _calls(("a", False, 0.0), ("b", False, 0.01)).assign(outcome=[outcome, "ok"])
+    first = keep_paid_record(tried, None, "run-1", T1)
+    again = keep_paid_record(_calls(("a", True, 0.01), ("b", True, 0.01)), first, "run-2", T2)
+    assert again["cached"].tolist() == [True, False]
+    assert pd.isna(again.loc[0, "paid_run"]) and again.loc[1, "paid_run"] == "run-1"
+    # Its cache entry names this partition's payer (a stream, say): that payment is recorded.
+    found = keep_paid_record(_found_cached(("a", "stream-1")), first, "run-2", T2)
+    assert found["cached"].tolist() == [False] and found.loc[0, "paid_run"] == "stream-1"
 
 
 def test_a_spend_figure_is_the_same_whatever_order_the_rows_come_in() -> None:

@@ -1,8 +1,13 @@
 -- Per-language CLCG point estimates in the primary band (rule A): mean_en - mean_l.
 -- Descriptive; intervals come from the `estimates` table.
+-- The band is read from the variables context_scope, item_source and levels: clcg query sets them
+-- from study.yaml's band; unset (a plain DuckDB client), the default band full_body, llm,
+-- [L3, L4, L5]; for another band, first e.g. SET VARIABLE levels = ['L4'] (DuckDB 1.1 or later).
 WITH band AS (
     SELECT * FROM band_scores
-    WHERE context_scope = $context_scope AND item_source = $item_source AND list_contains($levels, level)
+    WHERE context_scope = coalesce(getvariable('context_scope'), 'full_body')
+      AND item_source = coalesce(getvariable('item_source'), 'llm')
+      AND list_contains(coalesce(getvariable('levels'), ['L3', 'L4', 'L5']), level)
 ),
 english AS (SELECT avg(score_rule_a) AS mean_en FROM band WHERE role = 'reference')
 SELECT

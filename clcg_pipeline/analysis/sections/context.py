@@ -9,7 +9,7 @@ import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import bootstrap_p
 from clcg_pipeline.analysis._context import SuiteContext, class_map
-from clcg_pipeline.analysis._prepare import apply_rule, as_str, score_values
+from clcg_pipeline.analysis._prepare import apply_rule, as_str, distinct_strs, score_values
 from clcg_pipeline.storage import finite
 
 
@@ -138,7 +138,7 @@ def context_scope(ctx: SuiteContext, rows: pd.DataFrame, primary: str) -> dict[s
     ig = rows.loc[(rows["context_scope"] == "item_grounded").to_numpy()]
     if ig.empty:
         return {"status": "not available: no item_grounded rows"}
-    docs = set(as_str(ig["doc_id"]))
+    docs = distinct_strs(ig["doc_id"])
     sub = rows.loc[
         rows["context_scope"].isin(["item_grounded", primary]).to_numpy()
         & _isin(rows["doc_id"], sorted(docs))

@@ -9,7 +9,7 @@ import pandas as pd
 
 from clcg_pipeline.analysis._bootstrap import bootstrap_p
 from clcg_pipeline.analysis._context import SuiteContext, class_map
-from clcg_pipeline.analysis._prepare import as_str, check_columns
+from clcg_pipeline.analysis._prepare import check_columns, distinct_strs, map_strs
 
 
 def first_published(articles: pd.DataFrame) -> pd.Series:
@@ -70,9 +70,9 @@ def _memorability_rows(
     band: pd.DataFrame, published: pd.Series, cutoffs: dict[str, pd.Timestamp]
 ) -> tuple[pd.DataFrame, int]:
     """Band rows with both dates, labelled ``memo``; and how many rows lack a date or cutoff."""
-    doc = as_str(band["doc_id"])
-    pub = doc.map(published).to_numpy(dtype="datetime64[ns]")
-    cut = as_str(band["model"]).map(cutoffs).to_numpy(dtype="datetime64[ns]")
+    # Looked up per distinct article and model: a string per band row was most of the step.
+    pub = map_strs(band["doc_id"], published).to_numpy(dtype="datetime64[ns]")
+    cut = map_strs(band["model"], cutoffs).to_numpy(dtype="datetime64[ns]")
     known = ~np.isnat(pub) & ~np.isnat(cut)
     # Only the columns the memorability panel and the mixed model read, copied once (``assign``
     # on the filtered band copied every column of millions of rows twice).
@@ -137,12 +137,16 @@ def _by_model(
 ) -> dict[str, Any]:
     """Every model of the config is listed; one that cannot be classified says why."""
     by_model: dict[str, Any] = {}
-    with_rows = set(as_str(rows["model"]))
-    band_models = set(as_str(band["model"]))
+    with_rows = distinct_strs(rows["model"])
+    band_models = distinct_strs(band["model"])
     for model in sorted({m.id for m in ctx.config.models.evaluated} | with_rows):
         if model in with_rows and groups.identifiable(model=model):
             by_model[model] = groups.contrast(model=model)
             ctx.add("h2_difference_model", model, by_model[model]["difference"])
+            # Its two groups too, as the pooled ones: the estimates table then holds every H2
+            # estimate the document shows, and what it says is not identifiable is all of it.
+            ctx.add("h2_clcg_memorizable_model", model, by_model[model]["memorizable"])
+            ctx.add("h2_clcg_new_model", model, by_model[model]["new"])
             continue
         if model in with_rows:
             reason = groups.missing_group(model=model)

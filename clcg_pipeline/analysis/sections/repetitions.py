@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from clcg_pipeline.analysis._context import SuiteContext
-from clcg_pipeline.analysis._prepare import as_str
+from clcg_pipeline.analysis._prepare import as_str, distinct_strs
 from clcg_pipeline.storage import finite
 
 
@@ -25,11 +25,13 @@ def repetitions(ctx: SuiteContext, band: pd.DataFrame) -> dict[str, Any]:
     kept = band.loc[in_stable, [c for c in _ROW_COLUMNS if c in band.columns]]
     data = {c: kept[c].array for c in kept.columns}
     data["rep"] = as_str(kept["rep"]).to_numpy()
+    # Listed from the repetition numbers and the model codes: a set of one string per row was
+    # most of the section's own time (issue 37). The same strings as ``as_str`` writes.
+    reps = sorted(distinct_strs(kept["rep"]), key=int)
     rows = pd.DataFrame(data, index=kept.index, copy=False)
     del kept
     panel, _ = ctx.panel(rows, ["model", "language", "rep"])
-    reps = sorted(set(rows["rep"]), key=int)
-    models = sorted(set(as_str(rows["model"])))
+    models = sorted(distinct_strs(rows["model"]))
     per_rep: dict[str, Any] = {}
     points = []
     grid = np.full((len(reps), len(models)), np.nan)

@@ -103,6 +103,10 @@ class ServerProcess:
     def stats(self) -> dict[str, Any]:
         return self._call("GET", "/_stats")
 
+    def bodies(self) -> list[dict[str, Any]]:
+        """The request bodies the server received since its counts were reset, one per call."""
+        return list(self._call("GET", "/_bodies"))
+
     def set_faults(self, faults: Faults) -> None:
         self._call("POST", "/_config", asdict(faults))
         self._call("POST", "/_reset", {})

@@ -50,6 +50,7 @@ class App(BatchRoutes):
                 Route("/v1beta/batches/{batch_id}", self.gemini_batch_get, methods=["GET"]),
                 Route("/_config", self.config, methods=["POST"]),
                 Route("/_stats", self.stats, methods=["GET"]),
+                Route("/_bodies", self.bodies, methods=["GET"]),
                 Route("/_reset", self.reset, methods=["POST"]),
             ]
         )
@@ -72,11 +73,17 @@ class App(BatchRoutes):
                 "busy_s": s.busy_s,
                 "calling_span_s": (s.last_t - s.first_t) if s.first_t and s.last_t else 0.0,
                 "departures_s": [round(t - s.first_t, 3) for t in s.departures] if s.first_t else [],
+                "arrivals_s": [round(t - s.first_t, 3) for t in s.arrivals] if s.first_t else [],
+                "in_flight_at_arrival": s.in_flight_at_arrival,
                 "total_requests": sum(s.requests.values()),
                 "batch_creates": s.batch_creates,
                 "batch_requests": dict(s.batch_requests),
             }
         )
+
+    async def bodies(self, request: Request) -> Response:
+        """The last body of each call since the reset: a baseline can send the very same calls."""
+        return JSONResponse(list(self.state.bodies.values()))
 
     async def reset(self, request: Request) -> Response:
         faults = self.state.faults
@@ -143,7 +150,9 @@ class App(BatchRoutes):
             s.busy_since = now
         if s.first_t is None:
             s.first_t = now
+        s.arrivals.append(now)
         s.in_flight += 1
+        s.in_flight_at_arrival.append(s.in_flight)
         s.max_in_flight = max(s.max_in_flight, s.in_flight)
         if s.faults.latency_s:
             await asyncio.sleep(s.faults.latency_s)

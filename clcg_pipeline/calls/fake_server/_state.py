@@ -51,6 +51,10 @@ class State:
     busy_s: float = 0.0
     busy_since: float = 0.0
     departures: list[float] = field(default_factory=list)  # monotonic times, for a calls/s timeline
+    arrivals: list[float] = field(default_factory=list)  # monotonic times, as departures
+    # The calls in flight as each request arrives (itself included): a stream that keeps its
+    # limiter full finds its concurrency limit here after the first round, partition after partition.
+    in_flight_at_arrival: list[int] = field(default_factory=list)
     batches: dict[str, dict[str, Any]] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
     bodies: dict[str, dict[str, Any]] = field(default_factory=dict)  # last body per call id
