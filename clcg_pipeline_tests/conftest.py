@@ -252,6 +252,32 @@ def materialize(*args: object, **kwargs: object) -> object:
         return dg.materialize(*args, **kwargs)  # type: ignore[arg-type]
 
 
+def add_partition_backfill(
+    instance: Any, asset_graph: Any, backfill_id: str, partitions: list[str], assets: list[Any]
+) -> Any:
+    """An asset backfill of ``partitions`` of ``assets`` (asset keys), added to ``instance`` as the UI
+    would launch it; the daemon (or ``execute_backfill_iteration``) picks it up from there."""
+    import time
+
+    from dagster._core.execution.backfill import PartitionBackfill
+
+    backfill = PartitionBackfill.from_asset_partitions(
+        backfill_id=backfill_id,
+        asset_graph=asset_graph,
+        partition_names=partitions,
+        asset_selection=assets,
+        backfill_timestamp=time.time(),
+        tags={},
+        dynamic_partitions_store=instance,
+        all_partitions=False,
+        title=None,
+        description=None,
+        run_config=None,
+    )
+    instance.add_backfill(backfill)
+    return backfill
+
+
 # -- the order the suite runs in (make test: xdist's loadscope, one module per worker at a time) --
 
 

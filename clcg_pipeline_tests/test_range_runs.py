@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ import pytest
 
 # The backfill daemon's own iteration, on a workspace loading the code location as the daemon
 # does: what an asset backfill from the UI goes through (no public face runs it in a test).
-from dagster._core.execution.backfill import PartitionBackfill
 from dagster._core.test_utils import create_test_daemon_workspace_context
 from dagster._core.workspace.load_target import ModuleTarget
 from dagster._daemon.backfill import execute_backfill_iteration
@@ -31,6 +29,7 @@ from clcg_pipeline.orchestration import PROJECT_ROOT, build_definitions
 from clcg_pipeline.orchestration._jobs import CODE_LOCATION, PROVIDER_TAG, RESPONSE_ASSETS, provider_tags
 from clcg_pipeline.partitions import MODEL_DIMENSION, response_key
 from clcg_pipeline.storage import read_frame, read_records
+from clcg_pipeline_tests.conftest import add_partition_backfill
 
 FIRST = "lexical-reader"
 PANEL = ("en", "pt")
@@ -189,20 +188,13 @@ def test_a_new_model_is_backfilled_in_one_run_whatever_the_number_of_languages(
                 .get_partition_keys()
             )
             assert len(isos) > 2
-            backfill = PartitionBackfill.from_asset_partitions(
-                backfill_id="new-model",
-                asset_graph=asset_graph,
-                partition_names=[str(response_key(iso, FIRST)) for iso in isos],
-                asset_selection=[dg.AssetKey(asset) for asset in RESPONSE_ASSETS],
-                backfill_timestamp=time.time(),
-                tags={},
-                dynamic_partitions_store=instance,
-                all_partitions=False,
-                title=None,
-                description=None,
-                run_config=None,
+            add_partition_backfill(
+                instance,
+                asset_graph,
+                "new-model",
+                [str(response_key(iso, FIRST)) for iso in isos],
+                [dg.AssetKey(asset) for asset in RESPONSE_ASSETS],
             )
-            instance.add_backfill(backfill)
             list(execute_backfill_iteration(workspace, logging.getLogger("backfill")))
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": "new-model"}))
     assert len(runs) == 1, f"{len(runs)} runs for {len(isos)} languages"

@@ -20,7 +20,8 @@ from clcg_pipeline.storage import (
 
 LEADERBOARD_FILES = ("leaderboard.csv", "leaderboard.json")
 
-#: Columns in order: the model, its gaps with intervals, English score, ranks and tie group, identifiability.
+#: Columns in order: the model, its gaps with intervals, English score, ranks and tie group,
+#: identifiability, and whether its answers are simulated.
 LEADERBOARD_COLUMNS: list[str] = [
     "model",
     "h1_micro",
@@ -41,6 +42,7 @@ LEADERBOARD_COLUMNS: list[str] = [
     "n_articles",
     "identifiable",
     "reason",
+    "simulated",
 ]
 
 
@@ -48,6 +50,13 @@ def _mapping_at(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """``parent[key]`` when it is a mapping, else an empty one (an older or partial document)."""
     value = parent.get(key)
     return value if isinstance(value, Mapping) else {}
+
+
+def _simulated_models(results: Mapping[str, Any]) -> set[str]:
+    """The ids of the models whose answers are simulated (``settings.models[].simulated``, the
+    demo's reader): the leaderboard's ``simulated`` column, which the terminal marks as the report does."""
+    models = _mapping_at(results, "settings").get("models")
+    return {str(m.get("id")) for m in models or [] if isinstance(m, Mapping) and m.get("simulated")}
 
 
 def _interval(prefix: str, block: object) -> dict[str, float | None]:
@@ -96,8 +105,11 @@ def leaderboard(results: Mapping[str, Any]) -> pd.DataFrame:
     """
     by_model = _mapping_at(_mapping_at(results, "h1"), "by_model")
     block = _mapping_at(results, "model_contrasts")
+    simulated = _simulated_models(results)
     rows = [
-        _row(str(model), gaps if isinstance(gaps, Mapping) else {}, block) for model, gaps in by_model.items()
+        _row(str(model), gaps if isinstance(gaps, Mapping) else {}, block)
+        | {"simulated": str(model) in simulated}
+        for model, gaps in by_model.items()
     ]
     frame = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
     if len(frame):
@@ -106,6 +118,7 @@ def leaderboard(results: Mapping[str, Any]) -> pd.DataFrame:
     frame["n_models"] = pd.array(frame["n_models"], dtype="Int64")
     frame["n_articles"] = pd.array(frame["n_articles"], dtype="Int64")
     frame["identifiable"] = frame["identifiable"].astype(bool)
+    frame["simulated"] = frame["simulated"].astype(bool)
     return frame.reset_index(drop=True)
 
 

@@ -141,11 +141,11 @@ def leaderboard_table(results: dict[str, Any]) -> Group | None:
         model = column == "model"  # a long model id folds onto a second line, whole, never cut
         table.add_column(column, justify="left" if model else "right", no_wrap=not model, overflow="fold")
     shown = frame.head(LEADERBOARD_ROWS).to_dict(orient="records")
-    simulated = simulated_models(results)
     for row in shown:
         table.add_row(
             Text(_whole(row["rank"])),
-            Text(str(row["model"]) + (" (SIMULATED)" if str(row["model"]) in simulated else "")),
+            # The leaderboard's ``simulated`` column (analysis: ``settings.models[].simulated``).
+            Text(str(row["model"]) + (" (SIMULATED)" if row["simulated"] else "")),
             Text(_span(row["rank_ci_low"], row["rank_ci_high"], "{:.0f}\u2013{:.0f}")),
             Text(_whole(row["tie_group"])),
             Text(cell(row["h1_micro"])),
@@ -156,14 +156,6 @@ def leaderboard_table(results: dict[str, Any]) -> Group | None:
         parts.append(Text(f"... and {len(frame) - LEADERBOARD_ROWS} more models in leaderboard.csv"))
     parts += [Text(line) for line in withheld_lines(shown, results)]
     return Group(*parts)
-
-
-def simulated_models(results: dict[str, Any]) -> set[str]:
-    """The ids of the models whose answers are simulated (``settings.models[].simulated``, the demo's
-    reader): their rank and gap are marked where they are printed, as in the report."""
-    settings = results.get("settings") or {}
-    models = settings.get("models") if isinstance(settings, dict) else None
-    return {str(m.get("id")) for m in models or [] if isinstance(m, dict) and m.get("simulated")}
 
 
 #: A blank H1 interval whose row gives no reason (an older or hand-made results document).

@@ -25,11 +25,22 @@ from clcg_pipeline.storage._files import (
     write_frame,
     write_json,
 )
-from clcg_pipeline.storage._paid import UNPAID_OUTCOMES, is_calls_shaped, keep_paid_record
+from clcg_pipeline.storage._paid import LEFT_OUT_FILE, UNPAID_OUTCOMES, is_calls_shaped, keep_paid_record
 from clcg_pipeline.storage._records import MODEL_VERSIONS, write_record
 from clcg_pipeline.storage._tables import TABLES
 
 _PREVIEW_ROWS = 5
+
+
+def _left_out_payments(frame: pd.DataFrame, stored: pd.DataFrame | None) -> pd.DataFrame:
+    """The ``stored`` table's paid calls that ``frame`` no longer holds, as they were (a call
+    never made, a budget's skip, is no payment: not kept)."""
+    if stored is None or not len(stored) or not is_calls_shaped(stored):
+        return frame.iloc[0:0]
+    made = ~stored["cached"].astype(bool)
+    if "outcome" in stored.columns:
+        made &= ~stored["outcome"].isin(UNPAID_OUTCOMES)
+    return stored[made & ~stored["call_id"].isin(frame["call_id"])].reset_index(drop=True)
 
 
 def _with_left_out_payments(frame: pd.DataFrame, stored: pd.DataFrame | None) -> pd.DataFrame:
@@ -39,19 +50,43 @@ def _with_left_out_payments(frame: pd.DataFrame, stored: pd.DataFrame | None) ->
     item generator's) is recomputed whole when its sample is redrawn (a model added): the
     calls of what the new sample left out are not in ``frame``, yet they were paid, and with
     no table recording them the spend would name them "not yet recorded in a partition" (a
-    run killed after paying). A call never made (a budget's skip) is not kept.
+    run killed after paying). Its readers read it whole as the study's judge calls.
     """
-    if stored is None or not len(stored) or not is_calls_shaped(stored):
-        return frame
-    made = ~stored["cached"].astype(bool)
-    if "outcome" in stored.columns:
-        made &= ~stored["outcome"].isin(UNPAID_OUTCOMES)
-    left_out = stored[made & ~stored["call_id"].isin(frame["call_id"])]
+    left_out = _left_out_payments(frame, stored)
     if not len(left_out):
         return frame
     if not len(frame):  # nothing asked now (the judges switched off): the record alone
-        return left_out.reset_index(drop=True)
+        return left_out
     return pd.concat([frame, left_out], ignore_index=True)
+
+
+def _paid_kept_apart(
+    path: UPath,
+    frame: pd.DataFrame,
+    stored: pd.DataFrame | None,
+    contract: str | None,
+    run_id: str,
+    now: pd.Timestamp,
+) -> pd.DataFrame:
+    """A partition's calls table as it is to be written (``keep_paid_record``), its paid calls
+    this write no longer makes written beside it (``LEFT_OUT_FILE``), never in it.
+
+    A partition asking fewer items (a config change) no longer makes some calls it paid for;
+    its table is read as the partition's current calls (the analysis reads ``task_calls`` and
+    ``task_judge_calls``), so their record goes to a file only the spend reads. A call asked
+    again takes its record back from that file: one payment, in one of the two, never both.
+    """
+    record = path.with_name(LEFT_OUT_FILE)
+    earlier = read_frame(record) if record.exists() else None
+    known = [table for table in (stored, earlier) if table is not None and len(table)]
+    everything = pd.concat(known, ignore_index=True) if len(known) > 1 else (known[0] if known else None)
+    written = keep_paid_record(frame, everything, run_id, now)
+    left_out = _left_out_payments(written, everything)
+    if len(left_out):
+        write_frame(record, left_out, contract=contract)
+    elif earlier is not None:
+        record.unlink(missing_ok=True)
+    return written
 
 
 # Here, not in _records: it needs the partition keys' layout (``partitions``, which imports
@@ -242,15 +277,20 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     def _write_calls(
         path: UPath, frame: pd.DataFrame, contract: str | None, run_id: str, *, keep_left_out: bool
     ) -> pd.DataFrame:
-        """Write a calls table keeping every payment already stored, whoever else writes it now
-        (an unpartitioned one, ``keep_left_out``: also those of calls this write no longer makes)."""
+        """Write a calls table keeping every payment already stored, whoever else writes it now,
+        those of calls this write no longer makes included: in an unpartitioned table itself
+        (``keep_left_out``), beside a partition's table (``_paid_kept_apart``)."""
         now = pd.Timestamp.now(tz="UTC")
         # Merged again with the other writer's table if one lands between this read and write.
+        if keep_left_out:
+            return update_frame(
+                path,
+                lambda stored: _with_left_out_payments(keep_paid_record(frame, stored, run_id, now), stored),
+                contract=contract,
+            )
         return update_frame(
             path,
-            lambda stored: _with_left_out_payments(
-                keep_paid_record(frame, stored, run_id, now), stored if keep_left_out else None
-            ),
+            lambda stored: _paid_kept_apart(path, frame, stored, contract, run_id, now),
             contract=contract,
         )
 

@@ -44,10 +44,16 @@ class LeaderboardRow(_Shape):
     n_articles: int | None
     identifiable: bool
     reason: str | None  # why the row's intervals are withheld (None when they are shown)
+    # Whether the model's answers are simulated (``settings.models[].simulated``), as the terminal
+    # and the report mark it; None in a leaderboard written before the column existed.
+    simulated: bool | None = None
 
 
 #: The leaderboard's columns, in order (``leaderboard.csv`` and ``leaderboard.json``'s ``models``).
 LEADERBOARD_ROW_FIELDS: list[str] = list(LeaderboardRow.model_fields)
+
+#: The columns of a leaderboard written before ``simulated`` was added (still read back).
+_COLUMNS_BEFORE_SIMULATED: list[str] = [f for f in LEADERBOARD_ROW_FIELDS if f != "simulated"]
 
 
 class LeaderboardTies(_Shape):
@@ -73,7 +79,7 @@ class LeaderboardDocument(_Shape):
     @field_validator("columns")
     @classmethod
     def _the_rows_columns(cls, columns: list[str]) -> list[str]:
-        if columns != LEADERBOARD_ROW_FIELDS:
+        if columns not in (LEADERBOARD_ROW_FIELDS, _COLUMNS_BEFORE_SIMULATED):
             raise ValueError(f"the columns must be {LEADERBOARD_ROW_FIELDS}")
         return columns
 

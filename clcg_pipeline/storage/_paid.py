@@ -9,7 +9,9 @@ the calls paid in this write are stamped with the run, host and time, and a call
 table recorded as paid keeps that record (cost, tokens, attempts, run, host, time), however
 it was found this time. A call found in the cache whose entry names a payer no table
 recorded (a run killed after paying: the entry is written when the answer arrives,
-``calls.cache_entry``) is recorded paid by that run and host, once.
+``calls.cache_entry``) is recorded paid by that run and host, once. The paid calls a write
+no longer makes are kept too (storage/_io_manager.py): in an unpartitioned table itself, and
+beside a partition's table in :data:`LEFT_OUT_FILE`, which the spend reads as that table's.
 
 It is also the one owner of "what was paid": :func:`spend` reads every calls table
 (:data:`CALL_TABLE_STEPS`: responses, granularity tasks, judges, writers, item generation)
@@ -164,6 +166,11 @@ CALL_TABLE_STEPS = {
     "level_audit_calls": "judges",
     "task_writer_calls": "writers",
 }
+# A partitioned calls table's paid calls its latest write no longer makes (the partition asks
+# fewer items now): kept beside the partition's data file, not in it, since every reader takes
+# that file as the partition's current calls. Only the spend reads it: ``*.parquet`` globs and
+# ``data.parquet`` reads never see it (storage/_io_manager.py writes it).
+LEFT_OUT_FILE = "left_out_payments.parq"
 CALL_RECORDS = "call_records"  # the calls tables as one relation (built here, from the files present)
 SPEND_VIEW = "call_spend"  # sql/views/call_spend.sql: what each call paid, on top of call_records
 SPEND_VIEW_FILE = project_path("sql") / "views" / f"{SPEND_VIEW}.sql"
@@ -238,11 +245,12 @@ def catalog_call_records(
     """``call_records`` in the catalog, over the stored calls tables among ``tables`` and the
     payments only the call cache holds, as of this build (a table of the catalog: reading the
     whole cache at every query would cost seconds)."""
-    sources: dict[str, str | list[str]] = {
-        table: relative_table_glob(table) if relative else table_glob(data_dir, table)
-        for table in CALL_TABLE_STEPS
-        if table in set(tables)
-    }
+    sources: dict[str, str | list[str]] = {}
+    for table in CALL_TABLE_STEPS:
+        if table in set(tables):
+            glob = relative_table_glob(table) if relative else table_glob(data_dir, table)
+            left_out = _left_out_glob(table_glob(data_dir, table))
+            sources[table] = [glob, _left_out_glob(glob)] if _exists(left_out) else glob
     rows = unrecorded_payments(data_dir, _recorded_call_ids(con, sources))
     if not len(rows):
         return register_call_records(con, sources)
@@ -445,21 +453,35 @@ def _spend_rows(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     return con.sql(f"SELECT * FROM {SPEND_VIEW}").df()
 
 
+def _left_out_glob(glob: str) -> str:
+    """The glob of a table's :data:`LEFT_OUT_FILE` records, from its ``<table>/**/*.parquet`` glob."""
+    return glob.removesuffix("*.parquet") + LEFT_OUT_FILE
+
+
+def _exists(glob: str) -> bool:
+    fs, _ = fsspec.core.url_to_fs(glob)
+    return bool(fs.glob(glob))
+
+
 def _stored_sources(
     data_dir: str | os.PathLike[str], tables: Iterable[str], partition: Mapping[str, str] | None
 ) -> dict[str, str | list[str]]:
-    """``{table: glob or files}`` of the ``tables`` stored (their ``partition``, if given)."""
+    """``{table: globs or files}`` of the ``tables`` stored (their ``partition``, if given), with
+    the paid calls their partitions no longer make (:data:`LEFT_OUT_FILE`)."""
     sources: dict[str, str | list[str]] = {}
     for table in tables:
         if partition is None:
             glob = table_glob(data_dir, table)
-            fs, _ = fsspec.core.url_to_fs(glob)
-            if fs.glob(glob):
-                sources[table] = glob
+            found = [pattern for pattern in (glob, _left_out_glob(glob)) if _exists(pattern)]
         else:
-            path = partition_dir(data_dir, table, partition) / DATA_FILE
-            if path.exists():
-                sources[table] = [duckdb_location(path)]
+            folder = partition_dir(data_dir, table, partition)
+            found = [
+                duckdb_location(folder / name)
+                for name in (DATA_FILE, LEFT_OUT_FILE)
+                if (folder / name).exists()
+            ]
+        if found:
+            sources[table] = found
     return sources
 
 

@@ -11,7 +11,6 @@ built by hand: the real daemon adding a model is ``test_daemon.py``'s slow test.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import dagster as dg
@@ -20,6 +19,7 @@ from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 from clcg_pipeline.orchestration import build_definitions
 from clcg_pipeline.orchestration._jobs import ANALYSIS_ASSETS, RESPONSE_ASSETS
 from clcg_pipeline.partitions import MODEL_CALLS, MODEL_DIMENSION
+from clcg_pipeline_tests.conftest import add_partition_backfill
 
 OLD, NEW = "lexical-reader", "second-model"
 # What the backfill daemon had recorded at its last iteration, mid-run: the responses and their
@@ -61,21 +61,7 @@ def _family_backfill(
 ) -> PartitionBackfill:
     """An in-progress backfill of ``NEW``'s partitions of ``assets`` (what the daemon has not recorded)."""
     partitions = _partitions(graph, dg.AssetKey("task_scores"), instance, NEW)
-    backfill = PartitionBackfill.from_asset_partitions(
-        backfill_id="new-model",
-        asset_graph=graph,  # type: ignore[arg-type]
-        partition_names=[str(p) for p in partitions],
-        asset_selection=assets,
-        backfill_timestamp=time.time(),
-        tags={},
-        dynamic_partitions_store=instance,
-        all_partitions=False,
-        title=None,
-        description=None,
-        run_config=None,
-    )
-    instance.add_backfill(backfill)
-    return backfill
+    return add_partition_backfill(instance, graph, "new-model", [str(p) for p in partitions], assets)
 
 
 def test_a_new_models_analysis_waits_for_its_backfill_then_is_one_run(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from clcg_pipeline_tests.demo_study import DemoStudy
-from clcg_pipeline_tests.report.test_browser import CHROME_FLAGS, CHROMEDRIVER, CHROMIUM, _browser_or_skip
+from clcg_pipeline_tests.report.conftest import headless_chromium
 
 MAX_HEIGHT = 10_000  # about ten screens at 1280 x 1000
 CAVEATS = ("CI withheld", "not identifiable", "SIMULATED", "Status: ok (computed)")
@@ -55,20 +55,9 @@ def _reasons(value: object) -> Iterator[str]:
 
 
 def _measure(path: Path, tmp_path: Path) -> dict[str, Any]:
-    webdriver = _browser_or_skip()
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROME_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
+    with headless_chromium(tmp_path) as driver:
         driver.get(path.as_uri())
         return driver.execute_script(_MEASURE)
-    finally:
-        driver.quit()
 
 
 def test_demo_report_leads_with_the_decision_and_fits_ten_screens(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from clcg_pipeline.report import render_report
-from clcg_pipeline_tests.report.test_browser import CHROME_FLAGS, CHROMEDRIVER, CHROMIUM, _browser_or_skip
+from clcg_pipeline_tests.report.conftest import headless_chromium
 from clcg_pipeline_tests.report.test_report import _estimates, _full
 
 _WIDTHS = """
@@ -23,24 +23,13 @@ return Array.from(document.querySelectorAll('#decision .table-wrap')).map(w => (
 
 
 def _widths(path: Path, tmp_path: Path, widths: tuple[int, ...]) -> dict[int, list[dict[str, Any]]]:
-    webdriver = _browser_or_skip()
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROME_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
-        out = {}
+    out = {}
+    with headless_chromium(tmp_path) as driver:
         for width in widths:
             driver.set_window_size(width, 1000)
             driver.get(path.as_uri())
             out[width] = driver.execute_script(_WIDTHS)
-        return out
-    finally:
-        driver.quit()
+    return out
 
 
 @pytest.mark.parametrize("model", ["lexical-reader", "a-model-with-a-long-configured-id"])

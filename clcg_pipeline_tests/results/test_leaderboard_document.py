@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from clcg_pipeline.analysis import LEADERBOARD_COLUMNS, leaderboard, write_leaderboard
@@ -63,6 +64,7 @@ WRONG = [
     (lambda d: d["models"][0].update(rank="1"), "models[0].rank"),
     (lambda d: d["models"][1].update(tie_group=1.5), "models[1].tie_group"),
     (lambda d: d["models"][2].update(identifiable="true"), "models[2].identifiable"),
+    (lambda d: d["models"][1].update(simulated="yes"), "models[1].simulated"),
     (lambda d: d["models"][0].pop("reason"), "models[0].reason"),
     (lambda d: d["tie_groups"].update(level="0.05"), "tie_groups.level"),
     (lambda d: d.update(status=None), "status"),
@@ -88,3 +90,31 @@ def test_a_leaderboard_that_does_not_fit_is_refused_before_it_is_written(tmp_pat
         write_leaderboard(bad, tmp_path)
     assert (tmp_path / "leaderboard.json").read_text() == "previous\n"
     assert not (tmp_path / "leaderboard.csv").exists()
+
+
+def test_a_simulated_model_is_marked_in_both_files(tmp_path: Path, results) -> None:
+    """leaderboard.csv/.json carried no mark of a simulated model (the terminal and the report
+    did): the ``simulated`` column reads ``settings.models[].simulated``, the terminal's source."""
+    models = [{"id": m, "provider": "offline", "model": "m"} for m in results["h1"]["by_model"]]
+    models[0]["simulated"] = "SIMULATED per-language gap"
+    paths = write_leaderboard({**results, "settings": {"models": models}}, tmp_path)
+    expected = {m["id"]: "simulated" in m for m in models}
+    document = read_leaderboard(paths["json"])
+    assert {row.model: row.simulated for row in document.models} == expected
+    csv = pd.read_csv(paths["csv"])
+    assert dict(zip(csv["model"], csv["simulated"], strict=True)) == expected
+    assert csv["simulated"].dtype == bool  # "True"/"False", not blank
+
+
+def test_a_leaderboard_without_models_settings_marks_none_simulated(written: Path) -> None:
+    assert [row.simulated for row in read_leaderboard(written).models] == [False, False, False]
+
+
+def test_an_older_leaderboard_without_the_simulated_column_still_reads(written: Path) -> None:
+    def older(document: dict[str, Any]) -> None:
+        document["columns"].remove("simulated")
+        for row in document["models"]:
+            row.pop("simulated")
+
+    document = read_leaderboard(_tampered(written, older))
+    assert [row.simulated for row in document.models] == [None, None, None]  # not recorded, not False

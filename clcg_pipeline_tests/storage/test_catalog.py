@@ -14,30 +14,13 @@ from clcg_pipeline.storage import (
     run_named_query,
     write_frame,
 )
+from clcg_pipeline_tests.storage.conftest import score_rows
 
 BAND = {"context_scope": "full_body", "item_source": "llm", "levels": ["L3", "L4", "L5"]}
 
 
 def _scores(language: str, values: list[float], statuses: list[str]) -> pd.DataFrame:
-    n = len(values)
-    return pd.DataFrame(
-        {
-            "model": ["m"] * n,
-            "language": [language] * n,
-            "doc_id": [f"d{i}" for i in range(n)],
-            "item_id": [f"i{i}" for i in range(n)],
-            "rep": [1] * n,
-            "context_scope": ["full_body"] * n,
-            "level": ["L3"] * n,
-            "item_source": ["llm"] * n,
-            "token_f1": values,
-            "exact_match": [0.0] * n,
-            "accuracy": [None] * n,
-            "rouge_l": values,
-            "semsim": [None] * n,
-            "status": statuses,
-        }
-    )
+    return score_rows(language, values, levels=["L3"] * len(values), statuses=statuses)
 
 
 @pytest.fixture

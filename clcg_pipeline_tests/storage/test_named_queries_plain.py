@@ -15,30 +15,13 @@ import pytest
 
 from clcg_pipeline.config import Band
 from clcg_pipeline.storage import build_catalog, named_queries, partition_dir, run_named_query, write_frame
+from clcg_pipeline_tests.storage.conftest import score_rows
 
 BAND_QUERIES = ("clcg_by_language", "clcg_by_class", "clcg_by_model")
 
 
 def _scores(language: str, levels: list[str], values: list[float]) -> pd.DataFrame:
-    n = len(values)
-    return pd.DataFrame(
-        {
-            "model": ["m"] * n,
-            "language": [language] * n,
-            "doc_id": [f"d{i}" for i in range(n)],
-            "item_id": [f"i{i}" for i in range(n)],
-            "rep": [1] * n,
-            "context_scope": ["full_body"] * n,
-            "level": levels,
-            "item_source": ["llm"] * n,
-            "token_f1": values,
-            "exact_match": [0.0] * n,
-            "accuracy": [None] * n,
-            "rouge_l": values,
-            "semsim": [None] * n,
-            "status": ["ok"] * n,
-        }
-    )
+    return score_rows(language, values, levels=levels, statuses=["ok"] * len(values))
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -188,3 +190,35 @@ def test_the_rule_withholds_every_p_with_the_interval() -> None:
     )
     assert few["rho"] is not None and few["p"] is None and few["ci_low"] is None
     assert few["reason"] == "too few rated responses: 6 < study.min_articles = 10"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "kappa"),
+    [
+        (["yes"] * 12, ["no"] * 12, 0.0),  # an empty row and column: statsmodels' z value was 0/0
+        (["yes"] * 12, ["yes"] * 9 + ["no"] * 3, 0.0),  # one side a single category
+        (["yes"] * 12, ["yes"] * 12, None),  # one cell (pe = 1): undefined, not a warning
+    ],
+)
+def test_degenerate_kappa_tables_raise_no_runtime_warning(
+    first: list[str], second: list[str], kappa: float | None
+) -> None:
+    """A judge agreeing on one label per language printed numpy's "invalid value encountered in
+    scalar divide" on every ``clcg run``; the kappa is the same, and an undefined one is None."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = cohen_kappa(first, second, replicates=20, min_clusters=10)
+    assert out["kappa"] == kappa
+    assert out["status"] == ("ok" if kappa is not None else "undefined: a single category on both sides")
+
+
+def test_kappa_is_statsmodels_full_result_on_ordinary_tables() -> None:
+    """The point estimate alone equals the one the full statsmodels result gave before."""
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        first, second = rng.choice(list("abc"), 60), rng.choice(list("abc"), 60)
+        cats = sorted(set(first) | set(second))
+        table = np.zeros((len(cats), len(cats)))
+        np.add.at(table, ([cats.index(x) for x in first], [cats.index(y) for y in second]), 1.0)
+        out = cohen_kappa(list(first), list(second), replicates=0)
+        assert out["kappa"] == pytest.approx(cohens_kappa(table, return_results=True).kappa, abs=1e-12)

@@ -16,7 +16,9 @@
 -- counts only while no calls table records its call as paid, since a table that does says what
 -- was paid. An unpartitioned calls table (judge_calls, keypoint_calls, the writers') recomputed
 -- on a redrawn sample keeps the paid rows of the calls it no longer makes
--- (storage/_io_manager.py), so a model added to the study leaves nothing here.
+-- (storage/_io_manager.py), so a model added to the study leaves nothing here; a partition's
+-- calls table asking fewer calls keeps those it paid for beside it (left_out_payments.parq,
+-- read into call_records under the table's name: storage/_paid.py's LEFT_OUT_FILE).
 CREATE OR REPLACE VIEW call_spend AS
 WITH made AS (
     SELECT

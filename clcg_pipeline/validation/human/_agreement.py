@@ -243,7 +243,10 @@ def cohen_kappa(
     table = np.zeros((k, k))
     np.add.at(table, (ia, ib), 1.0)
     percent = float(np.trace(table) / table.sum())
-    kappa = float(cohens_kappa(table, return_results=True).kappa) if k > 1 else float("nan")
+    # The point estimate only: ``return_results=True`` adds an asymptotic variance and z value we
+    # never use, which are 0/0 on a table with an empty row or column (numpy RuntimeWarnings on
+    # every run). One category on both sides (k == 1, the only table with pe == 1) is undefined.
+    kappa = float(cohens_kappa(table, return_results=False)) if k > 1 else float("nan")
     cl = np.arange(len(a)) if clusters is None else pd.factorize(pd.Series(list(clusters)), sort=True)[0]
     n_cl = int(cl.max()) + 1
     per = np.zeros((n_cl, k * k))
