@@ -19,8 +19,9 @@ At the baseline sizes both JSON documents must agree on every estimand to 1e-12.
 
 ``--added-sizes``: at each size N, a study of N-1 models is analysed (writing its model pair
 store), then the N-th model is added and the analysis refreshed reusing the store, against a
-full recomputation of the N models; both documents must be identical. The refresh's CPU
-seconds per part of the suite (its own timer, ``_timing.Timer``) are printed below its line.
+full recomputation of the N models; both documents must be identical. The refresh's seconds
+per part of the suite (its own timer, through ``estimate_file(timings=)``) are printed below
+its line.
 
 The 500-model point holds about 78M rows on disk and needs several GB: run it on a quiet machine.
 """
@@ -44,26 +45,17 @@ BLOCK = 5  # models per generated block (the synthetic generator's five cutoffs)
 TOLERANCE = 1e-12
 
 _POINT = """
-import json, resource, sys, time, types
+import inspect, json, resource, sys, time
 start = time.perf_counter()
 from clcg_pipeline.analysis import estimate_file
 parts = {{}}
-try:  # CPU seconds per part of the suite, from its own timer (absent from older trees)
-    import clcg_pipeline.analysis._suite as suite, clcg_pipeline.analysis._timing as timing
-    timing.time = types.SimpleNamespace(perf_counter=time.process_time)
-    owning = suite.suite_owning
-    def _timed(*args, **kwargs):
-        result = owning(*args, **kwargs)
-        parts.update(result.timings)
-        return result
-    suite.suite_owning = _timed
-except (ImportError, AttributeError):
-    pass
 from clcg_pipeline.config import default_config_dir, load_config
 sys.path.insert(0, {bench!r})
 from scale_analysis import panel_config
 config = panel_config(load_config(default_config_dir()), {n_models})
 store = {{"pair_store_path": sys.argv[4]}} if len(sys.argv) > 4 else {{}}
+if "timings" in inspect.signature(estimate_file).parameters:  # absent from older trees
+    store["timings"] = parts  # seconds per part of the suite, from its own timer
 estimate_file(sys.argv[1], sys.argv[2], config, full=True, replicates={replicates},
               articles_path=sys.argv[3], **store)
 wall = time.perf_counter() - start
@@ -212,14 +204,14 @@ def added_model(n: int, work: Path, articles: Path, replicates: int, n_articles:
         f"{full['cpu'] / added['cpu']:4.2f}x cpu  " + ("identical" if same else "DIFFERENT"),
         flush=True,
     )
-    print("        the refresh's CPU s per part: " + _parts(added), flush=True)
+    print("        the refresh's seconds per part: " + _parts(added), flush=True)
     for path in (scores, before, store):
         path.unlink()
     return same
 
 
 def _parts(point: dict[str, object]) -> str:
-    """A point's CPU seconds per part of the suite, largest first (``Timer``'s names)."""
+    """A point's seconds per part of the suite, largest first (``Timer``'s names)."""
     parts = point.get("parts") or {}
     ranked = sorted(parts.items(), key=lambda kv: -float(kv[1]))  # type: ignore[union-attr]
     return ", ".join(f"{name} {float(seconds):.2f}" for name, seconds in ranked)

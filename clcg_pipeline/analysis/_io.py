@@ -271,6 +271,7 @@ def estimate_file(
     fertility_path: str | None = None,
     replication_path: str | None = None,
     pair_store_path: str | None = None,
+    timings: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Read scores, estimate, write JSON atomically, return the dict.
 
@@ -283,6 +284,7 @@ def estimate_file(
     written here (the caller owns table storage). ``pair_store_path`` (with ``full``): the model
     pairs of the last analysis written there are reused where their models' rows and the
     settings are unchanged, and every pair is written back there for the next one (issue 37).
+    ``timings`` (with ``full``): filled with the suite's seconds per part (a benchmark's view).
     """
     try:
         result = _estimate(
@@ -295,6 +297,7 @@ def estimate_file(
             fertility_path=fertility_path,
             replication_path=replication_path,
             pair_store_path=pair_store_path,
+            timings=timings,
         )
     except ValueError as exc:
         if str(scores_path) in str(exc):
@@ -316,6 +319,7 @@ def _estimate(
     fertility_path: str | None = None,
     replication_path: str | None = None,
     pair_store_path: str | None = None,
+    timings: dict[str, float] | None = None,
 ) -> Mapping[str, Any]:
     """The H1 family's dict or, with ``full``, the suite's ``study_results.json`` document."""
     study = config.study
@@ -356,6 +360,8 @@ def _estimate(
     )
     if pair_store_path and result.pair_store is not None:
         write_pair_store(result.pair_store, pair_store_path)
+    if timings is not None:
+        timings.update(result.timings)
     return result.results
 
 

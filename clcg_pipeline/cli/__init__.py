@@ -243,7 +243,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 replicates=args.replicates,
                 seed=args.seed,
                 full=args.full,
-                **extra,
+                articles_path=extra["articles_path"],
+                fertility_path=extra["fertility_path"],
+                replication_path=extra["replication_path"],
             )
             # Name what the user gave, not the temporary copy the estimators read.
             if isinstance(result.get("settings"), dict) and "scores_path" in result["settings"]:

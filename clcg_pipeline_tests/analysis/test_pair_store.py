@@ -211,3 +211,12 @@ def test_a_sides_replicates_do_not_depend_on_the_sides_computed_with_it():
             alone = side_gaps(sums[:, part], counts[:, part], weights).vectors
             for key, values in together.items():
                 assert np.array_equal(alone[key][:, -1], values[:, k], equal_nan=True), (k, part, key)
+
+
+def test_estimate_file_gives_the_suites_seconds_per_part(scores, config, full, tmp_path):
+    """A benchmark reads the suite's own timer through ``timings`` (no private module patched)."""
+    scores_path, out = tmp_path / "scores.parquet", tmp_path / "out.json"
+    scores.to_parquet(scores_path)
+    timings: dict[str, float] = {}
+    estimate_file(str(scores_path), str(out), config, full=True, timings=timings)
+    assert "prepare" in timings and all(seconds >= 0 for seconds in timings.values())
