@@ -68,11 +68,15 @@ test: setup
 # coordinator (provider tags): say so rather than run without. dagster dev runs behind a launcher
 # (clcg_pipeline/orchestration/dev.py, by path: no Dagster import) in a session of its own: Ctrl-C
 # stops it, the run in flight too, without a traceback; a kill -9 of the launcher stops it too.
+# The data folder's records decide what is up to date: partitions they show current that the
+# instance never saw (a copied folder, another DAGSTER_HOME) are first reported to it, so the
+# daemon's first tick rebuilds nothing (clcg_pipeline/orchestration/_records_sync.py).
 dev: setup
 	@$(CHECK_HOME)
 	@grep -q ProviderTaggingRunCoordinator $(DAGSTER_HOME)/dagster.yaml || echo "warning: \
 	$(DAGSTER_HOME)/dagster.yaml lacks the run_coordinator of ./dagster.yaml; \
 	runs will not get clcg/provider tags. Copy that block over." >&2
+	@$(BIN)/python -c "from clcg_pipeline.orchestration import sync_folder_records; sync_folder_records(say=print)"
 	$(BIN)/python clcg_pipeline/orchestration/dev.py $(BIN)/dagster dev -w workspace.yaml
 
 bench: setup

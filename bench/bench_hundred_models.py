@@ -36,9 +36,8 @@ Printed as one table, each figure beside its baseline measured in the same run, 
   against ``{ version }`` (target: under 2 s);
 * the three launchers side by side (``--no-daemon`` keeps ``clcg run`` only): Dagster runs for
   the new model, the wall from the ``models.yaml`` edit to refreshed results (every language
-  scored, ``study_results`` and the catalog rebuilt after, no run in flight), calls/s against a
-  bare loop sending its own calls at one model's concurrency, overhead per partition, the
-  sensors' tick times (their tick records, through GraphQL) and the daemon's peak memory.
+  scored, the analysis and catalog after, no run in flight: the last run's end), calls/s against
+  a bare loop of its calls at one model's concurrency, overhead per partition, sensor ticks, memory.
 
 ``--profile`` runs the refresh under cProfile and prints where its main process spends its
 time (freshness, records, the runs); the responses runs' worker processes are not in it.
@@ -77,6 +76,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hundred_launchers import (
     CONCURRENCY,
+    FOLLOW_POLL_S,
     Follow,
     GroupMemory,
     Launch,
@@ -85,6 +85,7 @@ from hundred_launchers import (
     daemon_launch,
     launcher_lines,
     launcher_misses,
+    load_average,
     phase_profile,
     settle,
     with_memory,
@@ -238,8 +239,8 @@ class Study:
         if done.returncode:
             tail = (done.stdout + done.stderr)[-4000:]
             raise SystemExit(f"clcg {' '.join(args)} exited {done.returncode}:\n{tail}")
-        stats, bodies = self.server.stats(), tuple(self.server.bodies())
-        print(f"clcg {' '.join(extra) or 'run'}: calling phase: {phase_profile(stats)}", flush=True)
+        stats, bodies, name = self.server.stats(), tuple(self.server.bodies()), " ".join(extra) or "run"
+        print(f"clcg {name}: calling phase: {phase_profile(stats)}; {load_average()}", flush=True)
         return Run(
             wall, int(stats["total_requests"]), float(stats["calling_span_s"] or 0.0), done.stdout, bodies
         )
@@ -531,7 +532,7 @@ def _other_launchers(
         GroupMemory(daemon.pid) as memory,
         dg.DagsterInstance.from_config(str(study.home)) as instance,
     ):
-        wait = lambda what, ready, timeout: daemon.wait_for(what, ready, timeout, 0.5)  # noqa: E731
+        wait = lambda what, ready, timeout: daemon.wait_for(what, ready, timeout, FOLLOW_POLL_S)  # noqa: E731
         follow = Follow(instance, figures["isos"], study.server, LATENCY_S, wait)
         figures["daemon_on_start"] = settle(follow, web, started, args.timeout)
         memory.take()  # the group's peak from here

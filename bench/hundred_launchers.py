@@ -18,6 +18,7 @@ tick times and the daemon's memory.
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import threading
 import time
@@ -38,6 +39,10 @@ from clcg_pipeline.partitions import MODEL_CALLS, MODEL_DIMENSION, response_key
 AUTOMATION_SENSORS = ("study_automation_sensor", "model_family_automation_sensor")
 _TICK_S = 6.0  # a little over the automation sensors' interval (orchestration's 5 s)
 _POLL_S = 0.5
+# Between two looks at the instance while a launcher runs: each look is the bench's own load
+# (SQLite queries, a GraphQL request the webserver answers) on the cores the launcher's stream
+# needs, and the bare loop after it has none. The wall does not depend on it (``finished_at``).
+FOLLOW_POLL_S = 2.0
 _FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 _IN_FLIGHT = [status for status in dg.DagsterRunStatus if status not in _FINISHED]
 _MIB = 1024 * 1024
@@ -205,6 +210,13 @@ class Follow:
     def in_flight(self) -> int:
         return len(self.instance.get_run_records(dg.RunsFilter(statuses=_IN_FLIGHT)))
 
+    def finished_at(self, since: float) -> float:
+        """Epoch seconds the last run created after ``since`` ended (0 when none has): the moment
+        the refresh was done, whenever the bench looked."""
+        created = datetime.fromtimestamp(since, tz=UTC)
+        records = self.instance.get_run_records(dg.RunsFilter(created_after=created))
+        return max((r.end_time for r in records if r.end_time), default=0.0)
+
     def latest(self, asset: str, partition: str | None = None) -> float:
         records = self.instance.fetch_materializations(
             dg.AssetRecordsFilter(
@@ -215,9 +227,13 @@ class Follow:
         return records[0].timestamp if records else 0.0
 
     def refreshed(self, model: str) -> bool:
-        """Every language of ``model`` scored, the analysis and catalog rebuilt after, nothing running."""
+        """Every language of ``model`` scored, the analysis and catalog rebuilt after, nothing running.
+
+        Runs in flight first: one query while the launcher's runs call, not one per language."""
+        if self.in_flight():
+            return False
         scored = [self.latest("scores", str(response_key(iso, model))) for iso in self.isos]
-        if not all(scored) or self.in_flight():
+        if not all(scored):
             return False
         return min(self.latest("study_results"), self.latest("duckdb_catalog")) > max(scored)
 
@@ -250,7 +266,9 @@ def _measure(name: str, model: str, follow: Follow, edit: Callable[[], None]) ->
 
 def _launch(name: str, model: str, follow: Follow, since: tuple[int, float, float]) -> Launch:
     runs, epoch, started = since
-    wall = time.monotonic() - started
+    # To the last run's end, not to the look that saw it (the bench looks every FOLLOW_POLL_S).
+    ended = follow.finished_at(epoch)
+    wall = ended - epoch if ended else time.monotonic() - started
     stats = follow.server.stats()
     calls, span = int(stats["total_requests"]), float(stats["calling_span_s"] or 0.0)
     runs, in_runs = follow.runs() - runs, follow.in_runs(epoch)
@@ -260,7 +278,7 @@ def _launch(name: str, model: str, follow: Follow, since: tuple[int, float, floa
         flush=True,
     )
     bodies = tuple(follow.server.bodies())
-    print(f"{name}: calling phase: {phase_profile(stats)}", flush=True)
+    print(f"{name}: calling phase: {phase_profile(stats)}; {load_average()}", flush=True)
     # Right after its calls, the daemon still up: the baseline sees the same machine load.
     bare = bare_rate(follow.server, bodies, CONCURRENCY, follow.latency) if calls else 0.0
     found = Launch(name, model, wall, calls, span, runs, len(follow.isos), in_runs=in_runs, bodies=bodies)
@@ -282,6 +300,12 @@ def phase_profile(stats: dict[str, Any]) -> str:
         f"median {statistics.median(loads):.0f}, max {max(loads)}; none in flight {idle:.2f} s "
         f"(longest {longest:.2f} s)"
     )
+
+
+def load_average() -> str:
+    """The machine's load average: a ratio to the bare loop is read beside it (shared cores)."""
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min)"
 
 
 def bare_rate(
@@ -346,6 +370,8 @@ def backfill_launch(
     status: list[str] = []
 
     def done() -> bool:
+        if follow.in_flight():  # a backfill with a run in flight is not done: no GraphQL request
+            return False
         status[:] = [web.backfill_status(backfill)]
         return status[0] in BACKFILL_DONE
 
@@ -421,7 +447,7 @@ def _tick_lines(launches: list[Launch]) -> list[str]:
 def launcher_lines(launches: list[Launch], bares: list[float], on_start: int | None) -> list[str]:
     """The launchers' table, each sensor's ticks, and what the daemon launched on its start."""
     rows = launcher_rows(launches, bares)
-    lines = [f"  {r[0]:<44}" + "".join(f"{cell:>22}" for cell in r[1:]) for r in rows]
+    lines = [f"  {r[0]:<44}" + "".join(f" {cell:>21}" for cell in r[1:]) for r in rows]
     lines += _tick_lines(launches)
     if on_start is not None:
         lines.append(f"  runs the daemon launched on starting after clcg run: {on_start}")

@@ -2,7 +2,8 @@
 
 Started as ``make dev`` starts it (the project's ``workspace.yaml``, so its code location has the
 same name as the daemon's and a sensor stopped here is stopped for the daemon), on 127.0.0.1 on a
-free port, over the study's instance, config and data folder, in its own process group.
+free port, over the study's instance, config and data folder, in its own process group, watched by
+a guard (``dev.Guard``) that stops that group when the bench's driver dies, ``kill -9`` included.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import httpx2
 import yaml
 
 from clcg_pipeline.orchestration import stop_process_group
+from clcg_pipeline.orchestration.dev import Guard
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,29 +96,38 @@ class Webserver:
         self.url = f"http://127.0.0.1:{self.port}/graphql"
         self.log = root / "webserver.log"
         self._process: subprocess.Popen[bytes] | None = None
+        self._guard: Guard | None = None
         self.client = httpx2.Client(timeout=timeout)
 
     def __enter__(self) -> Webserver:
-        server = Path(sys.executable).with_name("dagster-webserver")
         workspace = write_workspace(self.root / "workspace.yaml")
-        command = [str(server), "-w", str(workspace), "-h", "127.0.0.1", "-p", str(self.port)]
         with self.log.open("wb") as log:
             # Its own process group: stopping it stops its code server too.
             self._process = subprocess.Popen(
-                command,
+                self.command(workspace),
                 cwd=self.root,
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        self._guard = Guard(self._process.pid)
         return self
+
+    def command(self, workspace: Path) -> list[str]:
+        """``dagster-webserver`` over ``workspace`` on its port (a test's stand-in overrides it)."""
+        server = Path(sys.executable).with_name("dagster-webserver")
+        return [str(server), "-w", str(workspace), "-h", "127.0.0.1", "-p", str(self.port)]
 
     def __exit__(self, *_: object) -> None:
         self.client.close()
         if self._process is None:
             return
-        stop_process_group(self._process)
+        try:
+            stop_process_group(self._process)
+        finally:
+            if self._guard is not None:
+                self._guard.wait()  # the group is gone: the guard is done at once
 
     def post(self, text: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
         """The ``data`` of one GraphQL request; a GraphQL error fails loudly with the body."""

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from pathlib import Path
 
 from fake_model import fake_server_model  # bench/ is the script's folder: on sys.path
+from moto_server import moto_s3
 from runner_throughput import distinct_requests
 
 from clcg_pipeline.calls import CallOptions, CallResult, ChatRequest, bind, run_requests
@@ -32,38 +30,6 @@ from clcg_pipeline.config import ModelSpec
 CONCURRENCY = 32
 TARGET = 100.0
 BUCKET = "clcg-bench"
-
-
-def _start_moto() -> tuple[subprocess.Popen[bytes], int]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    moto = Path(sys.executable).parent / "moto_server"
-    proc = subprocess.Popen(
-        [str(moto), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=False,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, port
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise RuntimeError("moto_server did not start") from None
-            time.sleep(0.1)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 def _timed(spec: ModelSpec, requests: list[ChatRequest], cache: str) -> tuple[list[CallResult], float]:
@@ -79,13 +45,9 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=600)
     parser.add_argument("--latency", type=float, default=0.05)
     args = parser.parse_args()
-    moto, port = _start_moto()
-    try:
+    with moto_s3() as s3_env:
         os.environ.update(
-            AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
-            AWS_ACCESS_KEY_ID="testing",
-            AWS_SECRET_ACCESS_KEY="testing",
-            AWS_DEFAULT_REGION="us-east-1",
+            s3_env,
             CLCG_ALLOW_LOCAL_COORD="1",  # one host: its file locks coordinate the s3:// cache
         )
         import s3fs
@@ -105,8 +67,6 @@ def main() -> int:
             server.set_faults(faults)  # resets the request counts
             rerun, rerun_s = _timed(spec, s3_requests, s3_cache)
             rerun_hits = server.stats()["total_requests"]
-    finally:
-        _stop(moto)
     n = args.calls
     ok = all(r.outcome == "ok" for r in local + s3_new)
     all_cached = all(r.cached for r in rerun) and len(rerun) == n

@@ -32,9 +32,13 @@ never above it, nor host c's own (it counts its calls only), and a budget that s
 said once (which budget, spent, calls left, how to resume). Without a study budget nothing
 is reserved, so an answer the killed host received but had not cached is billed and in no record:
 the script prints that gap (``bill - record``) and its checks of the bill then fail, as they should.
-An answer the server sent after its client hung up (killed) reaches no record, and the rerun
-pays for that call again: the call counts compare the record with the answers to live clients,
-the dollars with the whole bill. The concurrency limit is checked on the requests of a and b as
+An answer the server sent after its client hung up (killed) reaches no cache, and the rerun
+pays for that call again: host a's intent log (kept on host a, its cache being remote) puts the
+killed attempt in the record as a ``lost_at_kill`` row, so the record is read on host a and
+compared with the whole bill, by call id (``two_hosts_checks.payments``: a lost row and the
+rerun's payment are two charges the provider billed, not a call paid twice; a lost row the
+provider never billed, an attempt that got an error, is an estimate left out and printed).
+The concurrency limit is checked on the requests of a and b as
 their clients lived them: each ends when the server saw its client hang up (a timeout, a kill).
 
 It takes a few minutes on 2 busy cores (three Python processes start Dagster at once).
@@ -51,7 +55,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -64,13 +67,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from synthetic_corpus import write_corpus  # bench/ is the script's folder: on sys.path
+from moto_server import moto_s3, serving  # bench/ is the script's folder: on sys.path
+from synthetic_corpus import write_corpus
 from two_hosts_checks import (
     MISCONFIGURED,
     MODEL,
+    PAYMENTS_SQL,
     RECORD_SQL,
     SKIPPED_SQL,
-    TWICE_SQL,
+    answered_twice,
     budget_checks,
     budget_lines,
     clipped_spans,
@@ -80,6 +85,7 @@ from two_hosts_checks import (
     ledger,
     misconfigure,
     of_keys,
+    payments,
     peak_in_flight,
     print_ledger,
     print_record,
@@ -107,33 +113,6 @@ def _get(url: str) -> Any:
 
     with urllib.request.urlopen(url, timeout=30) as response:
         return json.loads(response.read())
-
-
-@contextlib.contextmanager
-def _process(cmd: list[str], port: int, what: str, log: Path) -> Iterator[None]:
-    """A server process of this script, on ``port``, stopped after."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while not _listening(port):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"{what} did not start")
-            time.sleep(0.1)
-        yield
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
-def _listening(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-        return True
-    return False
 
 
 # -- the hosts ---------------------------------------------------------------------------------
@@ -307,7 +286,8 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float) -> int | str:
 
 
 def clcg_query(setup: Setup, env: dict[str, str], *args: str) -> Any:
-    """``clcg query ... --format json`` on host b, as a user types it; ``{"error": ...}`` when it fails."""
+    """``clcg query ... --format json`` in ``env`` (a host's), as a user types it; ``{"error": ...}``
+    when it fails."""
     base = setup.root / "host-b"
     cmd = [sys.executable, "-m", "clcg_pipeline.cli", "query", "--config", str(base / "config")]
     cmd += ["--data", setup.data, "--format", "json", *args]
@@ -315,6 +295,17 @@ def clcg_query(setup: Setup, env: dict[str, str], *args: str) -> Any:
     if done.returncode != 0:
         return {"error": (done.stdout + done.stderr)[-1500:]}
     return json.loads(done.stdout or "[]")
+
+
+def catalog_on(setup: Setup, env: dict[str, str]) -> str | None:
+    """The catalog rebuilt on the host of ``env`` (as its ``clcg run`` does at its end): the
+    last host to build it decides whose intent logs its ``call_cache_payments`` read, and the
+    killed host's are on that host alone. None when it was rebuilt, else the error."""
+    code = "import sys; from clcg_pipeline.storage import build_catalog; build_catalog(sys.argv[1])"
+    base = setup.root / "host-a"
+    cmd = [sys.executable, "-c", code, setup.data]
+    done = subprocess.run(cmd, cwd=base / "work", env=env, capture_output=True, text=True, timeout=300)
+    return None if done.returncode == 0 else (done.stdout + done.stderr)[-1500:]
 
 
 def closing_lines(setup: Setup) -> dict[str, list[str]]:
@@ -361,22 +352,27 @@ def report(setup: Setup, outcome: dict[str, Any]) -> bool:
     bills = {"spans": everything["spans"], **{h: host_bill(setup, envs[h]) for h in envs}}
     clipped = clipped_spans(bills["spans"], setup.args.timeout, dead_key(outcome, KEY_ENV))
     bill_calls, bill_usd = sum(bills[h]["calls"] for h in envs), sum(bills[h]["usd"] for h in envs)
-    answered, live = Counter[str](), Counter[str]()
+    answered, live, gone = Counter[str](), Counter[str](), Counter[str]()
     for h in envs:
         answered.update(bills[h]["ids"])
         live.update(bills[h]["ids"])
         live.subtract(bills[h]["gone_ids"])  # answered to a client that had hung up (killed)
+        gone.update(bills[h]["gone_ids"])
     provider_twice = sum(1 for n in answered.values() if n > 1)
     live_twice = sum(1 for n in live.values() if n > 1)
-    # An answer to a killed client reaches no cache nor record (the ledger charges its dead
-    # reservation), and the rerun pays for the call again: the record counts the others.
+    # An answer to a killed client reaches no cache, and the rerun pays for the call again: the
+    # record holds the killed attempt as a lost_at_kill row (host a's intent log), read on host a.
     live_calls = bill_calls - sum(bills[h]["gone"] for h in envs)
     print_provider(setup, outcome, bills)
     print(
         f"  BILL: {bill_calls} answered calls ({live_calls} to live clients), ${bill_usd:.6f}; "
         f"ids answered more than once: {provider_twice} ({live_twice} to live clients)"
     )
-    view_calls, view_usd = print_view(clcg_query(setup, envs["b"], "--named", "call_costs"))
+    # Read on host a: the intent log of its killed run is in its own local folder (a remote
+    # cache's log is kept on the host that wrote it), so host b's record lacks the calls lost.
+    rebuilt = catalog_on(setup, envs["a"])
+    print(f"catalog rebuilt on host a: {'yes' if rebuilt is None else 'FAILED ' + rebuilt}")
+    view_calls, view_usd = print_view(clcg_query(setup, envs["a"], "--named", "call_costs"))
     spent, charged = print_ledger(ledger(setup.pg))
     lines = closing_lines(setup)
     print("closing lines:")
@@ -385,24 +381,38 @@ def report(setup: Setup, outcome: dict[str, Any]) -> bool:
             print(f"  [{run}] {line}")
     print(f"  said paid in all closing lines (this run + earlier runs): ${said_usd(lines):.4f}")
     pg_bill = sum(bills[h]["usd"] for h in HOSTS)
-    record_calls, record_usd, record_twice = print_record(
-        clcg_query(setup, envs["b"], RECORD_SQL), clcg_query(setup, envs["b"], TWICE_SQL)
+    paid_rows = clcg_query(setup, envs["a"], PAYMENTS_SQL)
+    paid = paid_rows if isinstance(paid_rows, dict) else payments(paid_rows, answered, gone)
+    record_calls, record_usd = print_record(clcg_query(setup, envs["a"], RECORD_SQL), paid)
+    # Lost rows the provider never billed (an error, a request that never arrived) are estimates
+    # on no bill: left out of the comparison with the bill, printed above.
+    if not isinstance(paid_rows, dict):  # a second answer of a call lost at the kill: its rerun's
+        live_twice = answered_twice(live, paid_rows)
+    lost_usd = 0.0 if isinstance(paid, dict) else paid.lost_usd
+    unbilled_calls, unbilled_usd = (
+        (0, 0.0) if isinstance(paid, dict) else (paid.unbilled_lost, paid.unbilled_lost_usd)
     )
+    billed_calls, billed_usd = record_calls - unbilled_calls, record_usd - unbilled_usd
     if setup.args.keep:  # the record and the bill by call id, for a closer look (moto's bucket goes)
-        paid = clcg_query(setup, envs["b"], f"SELECT * FROM call_spend WHERE paid AND model = '{MODEL}'")
-        (setup.root / "record.json").write_text(json.dumps(paid, default=str), encoding="utf-8")
+        rows = clcg_query(setup, envs["a"], f"SELECT * FROM call_spend WHERE paid AND model = '{MODEL}'")
+        (setup.root / "record.json").write_text(json.dumps(rows, default=str), encoding="utf-8")
         (setup.root / "bill.json").write_text(json.dumps(everything, default=str), encoding="utf-8")
     checks = {
         "provider answered no call twice to live clients": live_twice == 0,
-        "record: no call paid twice": record_twice == 0,
+        # A lost_at_kill row and the rerun's payment are two provider charges, not ours twice.
+        "record: no call paid twice": not isinstance(paid, dict) and not paid.twice,
+        "record: every answer billed to the killed client is in it (lost_at_kill)": not isinstance(paid, dict)
+        and paid.lost_unrecorded == 0,
         # The PostgreSQL ledger's hosts (host c, opted in to file locks, keeps a ledger of its own).
-        "ledger <= bill of a, b <= ledger + charged at death": spent - 1e-9
+        # The calls lost at the kill were never settled (nothing is reserved without a budget):
+        # their estimate, from the rerun's answers, covers them.
+        "ledger <= bill of a, b <= ledger + charged at death + lost at the kill": spent - 1e-9
         <= pg_bill
-        <= spent + charged + 1e-9,
-        "record's paid calls == bill's calls to live clients": record_calls == live_calls,
-        "record's USD == bill to the cent": abs(record_usd - bill_usd) < 0.005,
-        "spend view's calls (to live clients) and USD == the bill's": view_calls == live_calls
-        and abs(view_usd - bill_usd) < 0.005,
+        <= spent + charged + lost_usd + 1e-9,
+        "record's paid calls (billed ones lost at the kill in) == bill's calls": billed_calls == bill_calls,
+        "record's USD == bill to the cent": abs(billed_usd - bill_usd) < 0.005,
+        "spend view's calls and USD == the bill's": view_calls - unbilled_calls == bill_calls
+        and abs(view_usd - unbilled_usd - bill_usd) < 0.005,
         "closing lines say each payment once (sum == bill)": abs(said_usd(lines) - bill_usd) < 0.0005 * 4,
         "both hosts paid": all(bills[h]["calls"] > 0 for h in HOSTS),
         "both final runs exited 0": all(v == 0 for v in outcome["exits"].values()),
@@ -411,7 +421,7 @@ def report(setup: Setup, outcome: dict[str, Any]) -> bool:
         )[0]
         <= setup.args.concurrency,
     }
-    checks |= variant_checks(setup, outcome, pg_bill, bill_usd - record_usd)
+    checks |= variant_checks(setup, outcome, pg_bill, bill_usd - billed_usd)
     for name, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
     return all(checks.values())
@@ -458,15 +468,6 @@ def variant_checks(
 
 
 @contextlib.contextmanager
-def moto(root: Path) -> Iterator[dict[str, str]]:
-    port = free_port()
-    cmd = [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)]
-    with _process(cmd, port, "moto_server", root / "moto.log"):
-        yield dict(AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ACCESS_KEY_ID="testing",
-                   AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")  # fmt: skip
-
-
-@contextlib.contextmanager
 def provider(root: Path, args: argparse.Namespace) -> Iterator[str]:
     from clcg_pipeline.calls.fake_server import Faults
 
@@ -478,7 +479,7 @@ def provider(root: Path, args: argparse.Namespace) -> Iterator[str]:
     )  # fmt: skip
     port = free_port()
     cmd = [sys.executable, __file__, "--serve", str(port), json.dumps(asdict(faults))]
-    with _process(cmd, port, "fake provider", root / "provider.log"):
+    with serving(cmd, port, "fake provider", root / "provider.log"):
         yield f"http://127.0.0.1:{port}"
 
 
@@ -556,7 +557,7 @@ def main() -> int:
         write_corpus(root / "corpus", articles=args.articles, languages=tuple(args.languages.split(",")))
         with (
             running_postgres("clcg_two_hosts", binaries) as pg,
-            moto(root) as s3_env,
+            moto_s3(root / "moto.log") as s3_env,
             provider(root, args) as url,
         ):
             setup = Setup(root, pg, s3_env, make_bucket(s3_env), url, args)

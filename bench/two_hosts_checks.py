@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +121,9 @@ def crashes(logs: list[Path]) -> dict[str, int]:
     return {name: n for name, n in found.items() if n}
 
 
-# What a closing line says was paid: by this command's runs, and by runs no closing line said.
-SAID = re.compile(r"(?:costing|paid by earlier runs .*?:) \$([0-9.]+)")
+# What a closing line says was paid: by this command's runs, by runs no closing line said, and
+# the calls in flight when a run was killed (lost_at_kill: billed, at an estimated cost).
+SAID = re.compile(r"(?:costing|paid by earlier runs .*?:|may have billed them \(estimated) \$([0-9.]+)")
 
 
 def said_usd(lines: dict[str, list[str]]) -> float:
@@ -195,17 +197,22 @@ def print_ledger(led: dict[str, list[tuple[Any, ...]]]) -> tuple[float, float]:
     return float(spent), float(charged)
 
 
-def print_record(record: Any, twice: Any) -> tuple[int, float, int]:
-    """The record by host, step and table: (paid calls, USD, calls paid twice)."""
+def print_record(record: Any, paid: Payments | dict[str, Any]) -> tuple[int, float]:
+    """The record by host, step and table: (paid calls, USD); -1 and NaN when a query failed."""
     print("the record (call_spend, fake-gpt) by host, step, table:")
-    if isinstance(record, dict) or isinstance(twice, dict):
-        print(f"  FAILED: {(record if isinstance(record, dict) else twice)['error']}")
-        return -1, float("nan"), -1
+    if isinstance(record, dict) or isinstance(paid, dict):
+        print(f"  FAILED: {(record if isinstance(record, dict) else paid)['error']}")
+        return -1, float("nan")
     for r in record:
         print(f"  {r}")
     calls, usd = sum(int(r["paid_calls"]) for r in record), sum(float(r["paid_usd"] or 0) for r in record)
-    print(f"  RECORD: {calls} paid calls, ${usd:.6f}; calls paid twice {len(twice)} {twice[:3]}")
-    return calls, usd, len(twice)
+    print(f"  RECORD: {calls} paid calls, ${usd:.6f}; calls paid twice {len(paid.twice)} {paid.twice[:3]}")
+    print(
+        f"  lost at the kill: {paid.lost} billed, {paid.unbilled_lost} not billed "
+        f"(${paid.unbilled_lost_usd:.6f} estimated); billed answers to the killed client with no "
+        f"row: {paid.lost_unrecorded}"
+    )
+    return calls, usd
 
 
 LEDGER_SQL = {  # the coordination ledger; offline models settle calls of $0, left out
@@ -235,10 +242,59 @@ RECORD_SQL = (
     "round(sum(paid_usd), 6) AS paid_usd, count(*) FILTER (WHERE cached) AS cached_rows, count(*) AS rows "
     f"FROM call_spend WHERE model = '{MODEL}' GROUP BY ALL ORDER BY ALL"
 )
-TWICE_SQL = (
-    "SELECT call_id, count(*) AS payments, list(DISTINCT run) AS runs FROM call_spend "
-    f"WHERE paid AND model = '{MODEL}' GROUP BY call_id HAVING count(*) > 1"
+# Each call id's payments in the record: those its runs made, and its calls lost at a kill
+# (outcome lost_at_kill: the killed attempt's own charge, not a second payment by the pipeline).
+PAYMENTS_SQL = (
+    "SELECT call_id, count(*) FILTER (WHERE outcome IS DISTINCT FROM 'lost_at_kill') AS payments, "
+    "count(*) FILTER (WHERE outcome = 'lost_at_kill') AS lost, "
+    "coalesce(sum(paid_usd) FILTER (WHERE outcome = 'lost_at_kill'), 0) AS lost_usd, "
+    f"list(DISTINCT run) AS runs FROM call_spend WHERE paid AND model = '{MODEL}' GROUP BY call_id"
 )
+
+
+@dataclass
+class Payments:
+    """The record's payments judged by call id against the provider's bill."""
+
+    twice: list[dict[str, Any]]  # call ids the pipeline's own runs paid more than once
+    lost: int  # rows lost at a kill the provider billed (a second charge of its call id)
+    lost_usd: float  # their estimated cost (the ledger never settled them)
+    unbilled_lost: int  # lost rows the provider did not bill (the request got an error or never arrived)
+    unbilled_lost_usd: float  # their estimated cost, counted by the record but on no bill
+    lost_unrecorded: int  # billed answers to a killed client (gone_ids) no row of its call id covers
+
+
+def payments(rows: list[dict[str, Any]], billed: Counter[str], gone: Counter[str]) -> Payments:
+    """``PAYMENTS_SQL``'s rows judged against the provider's billed call ids (``ids``, with the
+    answers sent after the client hung up) and those answered to a killed client (``gone_ids``).
+
+    Two real payments of one call id are a double payment by us. A lost_at_kill row is the
+    killed attempt's charge: with the rerun's payment it makes two provider charges, right when
+    the provider billed the id as often; a lost row beyond the id's billed count is an attempt
+    the provider never billed (its cost is only an estimate)."""
+    twice, lost, lost_usd, unbilled, unbilled_usd = [], 0, 0.0, 0, 0.0
+    for row in rows:
+        real, lost_rows = int(row["payments"]), int(row["lost"])
+        if real > 1:
+            twice.append(row)
+        matched = min(lost_rows, max(0, billed[row["call_id"]] - real))
+        lost += matched
+        if lost_rows:
+            lost_usd += float(row["lost_usd"]) * matched / lost_rows
+            unbilled += lost_rows - matched
+            unbilled_usd += float(row["lost_usd"]) * (lost_rows - matched) / lost_rows
+    recorded = {row["call_id"]: int(row["payments"]) + int(row["lost"]) for row in rows}
+    missing = sum(1 for call_id in gone if gone[call_id] and billed[call_id] > recorded.get(call_id, 0))
+    return Payments(twice, lost, lost_usd, unbilled, unbilled_usd, missing)
+
+
+def answered_twice(live: Counter[str], rows: list[dict[str, Any]]) -> int:
+    """Call ids the provider answered more than once to live clients, each answer to the killed
+    host before it cached one (a lost_at_kill row of the call) left out: the rerun had to pay
+    for such a call again, which no coordination can spare."""
+    lost = {row["call_id"]: int(row["lost"]) for row in rows}
+    return sum(1 for call_id, n in live.items() if n - lost.get(call_id, 0) > 1)
+
 
 SKIPPED_SQL = "SELECT count(*) AS n FROM call_spend WHERE outcome = 'skipped_budget'"
 

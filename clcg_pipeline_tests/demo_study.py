@@ -22,6 +22,7 @@ from clcg_pipeline_tests.conftest import DEFAULT_CONFIG, cut_to_demo, run_clcg
 # move it away and back within one test.
 DEMO_STUDY_MODULES = (
     "clcg_pipeline_tests/test_study_run.py",
+    "clcg_pipeline_tests/orchestration/test_records_sync.py",
     "clcg_pipeline_tests/release/",
     "clcg_pipeline_tests/report/test_browser_demo.py",
     "clcg_pipeline_tests/report/test_report_identifiability.py",

@@ -244,3 +244,71 @@ def test_the_calling_phase_profile_names_the_drains(bench) -> None:  # type: ign
     assert phase_profile(stats) == (
         "3 calls in 1.20 s, in flight at an arrival: median 1, max 2; none in flight 0.70 s (longest 0.70 s)"
     )
+
+
+class _Runs:
+    """A stand-in for the study's instance: run records (``end_time`` None while in flight) and
+    each asset's latest materialization time."""
+
+    def __init__(
+        self, spans: list[tuple[float, float | None]], latest: dict[str, float] | None = None
+    ) -> None:
+        from types import SimpleNamespace
+
+        self.records = [SimpleNamespace(start_time=s, end_time=e) for s, e in spans]
+        self.latest = latest
+        self.looks: list[str] = []
+
+    def get_runs_count(self) -> int:
+        return len(self.records)
+
+    def get_run_records(self, filters: Any) -> list[Any]:
+        if filters.statuses:
+            return [r for r in self.records if r.end_time is None]
+        return self.records
+
+    def fetch_materializations(self, records_filter: Any, limit: int) -> Any:
+        from types import SimpleNamespace
+
+        asset = records_filter.asset_key.path[-1]
+        self.looks.append(asset)
+        if self.latest is None:
+            raise AssertionError(f"looked at {asset} while a run was in flight")
+        return SimpleNamespace(records=[SimpleNamespace(timestamp=self.latest[asset])])
+
+
+def test_a_refresh_is_not_looked_for_in_the_assets_while_a_run_is_in_flight(bench) -> None:  # type: ignore[no-untyped-def]
+    """One query per look while the launcher's runs call (the bench's load on the cores the
+    stream needs), not one per language."""
+    import hundred_launchers as launchers
+
+    running = launchers.Follow(_Runs([(10.0, None)]), ["en", "pt"], None, 0.2, lambda *_: 0.0)  # type: ignore[arg-type]
+    assert running.refreshed("fake-002") is False
+    done = _Runs([(10.0, 20.0)], {"scores": 18.0, "study_results": 19.0, "duckdb_catalog": 19.5})
+    assert launchers.Follow(done, ["en", "pt"], None, 0.2, lambda *_: 0.0).refreshed("fake-002")  # type: ignore[arg-type]
+    assert done.looks == ["scores", "scores", "study_results", "duckdb_catalog"]
+
+
+def test_a_launcher_s_wall_ends_at_its_last_run_s_end_not_at_the_bench_s_look(bench) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    import hundred_launchers as launchers
+
+    class Server:
+        def stats(self) -> dict[str, Any]:
+            return {
+                "total_requests": 0,
+                "calling_span_s": 0.0,
+                "arrivals_s": [],
+                "departures_s": [],
+                "in_flight_at_arrival": [],
+            }
+
+        def bodies(self) -> list[dict[str, Any]]:
+            return []
+
+    runs = _Runs([(1010.0, 1030.0), (1031.0, 1042.5)])
+    follow = launchers.Follow(runs, ["en"], Server(), 0.2, lambda *_: 0.0)  # type: ignore[arg-type]
+    found = launchers._launch("daemon", "fake-002", follow, (0, 1000.0, time.monotonic()))
+    assert found.wall == 42.5  # the edit (epoch 1000) to the last run's end, not ~0 s of this test
+    assert (found.runs, found.in_runs) == (2, 31.5)

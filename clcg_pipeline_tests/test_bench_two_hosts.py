@@ -3,6 +3,7 @@ the hosts' output as a user reads it (the refusal, the coordination line, the bu
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
@@ -100,3 +101,49 @@ def test_a_slow_request_ends_when_its_client_hung_up_not_at_arrival_plus_timeout
     spans += [(18.0, 19.0, "c", 200, None)]
     live = checks.of_keys(checks.clipped_spans(spans, 2.0), {"a", "b"})
     assert checks.peak_in_flight(live)[0] == 4
+
+
+def _paid(call_id: str, payments: int, lost: int = 0, lost_usd: float = 0.0) -> dict[str, object]:
+    return {"call_id": call_id, "payments": payments, "lost": lost, "lost_usd": lost_usd, "runs": ["r"]}
+
+
+def test_a_call_lost_at_the_kill_and_paid_again_is_not_paid_twice(checks: ModuleType) -> None:
+    """A lost_at_kill row is the killed attempt's charge: with the rerun's payment, two charges
+    the provider billed (its ``ids`` count the answer sent to the killed client), not a call the
+    pipeline paid twice. Two real payments of one call still are."""
+    billed, gone = Counter({"x": 2, "y": 1, "z": 2}), Counter({"x": 1})
+    paid = checks.payments([_paid("x", 1, lost=1, lost_usd=0.01), _paid("y", 1)], billed, gone)
+    assert (paid.twice, paid.lost, paid.unbilled_lost, paid.lost_unrecorded) == ([], 1, 0, 0)
+    assert paid.lost_usd == 0.01  # the ledger never settled it: the bill's upper bound counts it
+    twice = checks.payments([_paid("x", 1, lost=1), _paid("z", 2)], billed, gone)
+    assert [row["call_id"] for row in twice.twice] == ["z"]
+
+
+def test_a_lost_row_the_provider_never_billed_is_an_estimate_and_a_billed_one_missing_is_said(
+    checks: ModuleType,
+) -> None:
+    """A request lost at the kill that got an error (or never arrived) is on no bill: counted
+    apart, with its estimate. An answer billed to the killed client with no row is unrecorded."""
+    billed, gone = Counter({"x": 1, "w": 2}), Counter({"w": 1})
+    paid = checks.payments([_paid("x", 1, lost=1, lost_usd=0.02), _paid("w", 1)], billed, gone)
+    assert (paid.lost, paid.unbilled_lost, paid.unbilled_lost_usd, paid.lost_unrecorded) == (0, 1, 0.02, 1)
+
+
+def test_a_second_answer_of_a_call_lost_at_the_kill_is_not_answered_twice(checks: ModuleType) -> None:
+    """The killed host got x's answer and died before caching it (a lost row): the rerun's
+    answer is the second to a live client, which no coordination spares. y's is not."""
+    live = Counter({"x": 2, "y": 2, "z": 1})
+    assert checks.answered_twice(live, [_paid("x", 1, lost=1), _paid("y", 2)]) == 1
+
+
+def test_the_closing_lines_estimate_of_the_calls_lost_at_a_kill_is_said_paid(checks: ModuleType) -> None:
+    lines = {
+        "a": [
+            "0 new paid model calls costing $0.0000 (paid by this run)",
+            "paid by earlier runs that printed no closing line (killed; 1 run): $0.0091 in 15 calls",
+            "3 calls were in flight when run r was killed: the provider may have billed them "
+            "(estimated $0.0022 from the rerun's answers; in the study total, said once)",
+            "study total: $0.0285 paid for model calls in this data folder",
+        ]
+    }
+    assert round(checks.said_usd(lines), 4) == 0.0113

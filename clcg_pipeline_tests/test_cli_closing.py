@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from clcg_pipeline.cli._closing import closing_line, study_lines, unsaid_line
+from clcg_pipeline.cli._closing import closing_line, lost_line, study_lines, unsaid_line
 from clcg_pipeline.orchestration import RunSummary
-from clcg_pipeline.storage import start_ledger
+from clcg_pipeline.storage import IntentLog, LostCalls, start_ledger
 from clcg_pipeline_tests.storage.test_spend_view import PARTITION, _rows, _write
 
 OFFLINE = ["lexical-reader", "offline-judge-a", "offline-judge-b", "offline-writer"]
@@ -69,17 +69,12 @@ def test_a_run_with_nothing_to_do_still_prints_the_study_total(capsys: pytest.Ca
 def test_the_no_op_fast_path_says_the_study_total_and_a_killed_runs_spend_once(
     config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import clcg_pipeline.cli._run as cli_run
     from clcg_pipeline.cli import main
 
     data = tmp_path / "data"
     start_ledger(str(data))
     _write(data, "calls", PARTITION, _rows("k", 3, run="run-killed", cost=0.02))  # no closing line said it
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "400")
-    monkeypatch.setattr(cli_run, "_complete_run_holds", lambda *_: 5)  # the memo holds: no Dagster
-    monkeypatch.setattr(cli_run, "_print_study_results", lambda *_: None)
-    argv = ["run", "--config", str(config_dir), "--data", str(data)]
+    argv = _no_op_run(monkeypatch, tmp_path, config_dir, data)
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "everything is up to date (5 partitions)" in out
@@ -103,3 +98,61 @@ def test_one_call_is_said_in_the_singular() -> None:
     assert "; 1 new paid model call (1 responses" in line and "; 1 offline model call besides" in line
     said = unsaid_line({"fake-gpt": (1, 0.01)}, 1, OFFLINE)
     assert said is not None and "in 1 paid model call (" in said
+
+
+def test_calls_in_flight_at_a_kill_say_how_their_cost_is_known() -> None:
+    """Priced from the rerun's answers, at the worst case a budget reserved, or unknown."""
+    assert lost_line(LostCalls(run="r-1", calls=1, usd=0.5, worst_case=1)) == (
+        "1 call was in flight when run r-1 was killed: the provider may have billed it (estimated "
+        "$0.5000 from the worst case reserved; in the study total, not in this run's figure; said once)"
+    )
+    unknown = lost_line(LostCalls(run=None, calls=3, usd=0.0, unknown=3))
+    assert unknown.startswith(
+        "3 calls were in flight when a run was killed: the provider may have billed them"
+    )
+    assert "(cost unknown, $0 counted; in the study total" in unknown
+    both = lost_line(LostCalls(run="r-2", calls=3, usd=0.75, from_answer=1, worst_case=1, unknown=1))
+    assert (
+        "(estimated $0.7500 from the rerun's answers and the worst case reserved; 1 at unknown cost;" in both
+    )
+    # One line per killed run, after the earlier runs' figure and before the study total.
+    lines = study_lines(1.0, {}, 0, OFFLINE, [LostCalls(run="r-1", calls=1, usd=0.5, worst_case=1)] * 2)
+    assert [line.split(":")[0] for line in lines] == [
+        "1 call was in flight when run r-1 was killed",
+        "1 call was in flight when run r-1 was killed",
+        "study total",
+    ]
+
+
+def test_the_no_op_fast_path_says_calls_in_flight_at_a_kill_once(
+    config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clcg_pipeline.cli import main
+
+    data = tmp_path / "data"
+    start_ledger(str(data))
+    intents = IntentLog(data / "cache" / "calls")
+    intents.sent("f" * 64, "fake-gpt", "run-killed", "en|fake-gpt", 0.02)  # its run's budget reserved $0.02
+    intents.close()  # the process is gone with the call in flight
+    argv = _no_op_run(monkeypatch, tmp_path, config_dir, data)
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if "in flight" in line] == [
+        "1 call was in flight when run run-killed was killed: the provider may have billed it (estimated "
+        "$0.0200 from the worst case reserved; in the study total, not in this run's figure; said once)"
+    ]
+    assert "study total: $0.0200 paid for model calls in this data folder, by every run and host" in out
+    assert main(argv) == 0
+    again = capsys.readouterr().out
+    assert "in flight" not in again and "study total: $0.0200" in again  # said once; still in the total
+
+
+def _no_op_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, config_dir: Path, data: Path) -> list[str]:
+    """``clcg run``'s arguments for ``data``, its complete-run memo made to hold (no Dagster)."""
+    import clcg_pipeline.cli._run as cli_run
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.setattr(cli_run, "_complete_run_holds", lambda *_: 5)  # the memo holds: no Dagster
+    monkeypatch.setattr(cli_run, "_print_study_results", lambda *_: None)
+    return ["run", "--config", str(config_dir), "--data", str(data)]

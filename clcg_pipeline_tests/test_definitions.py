@@ -203,6 +203,7 @@ def test_graph_snapshot(demo_config_dir: Path, tmp_path: Path) -> None:
         "corpus_automation_sensor",
         "model_family_automation_sensor",
         "annotation_inbox_sensor",
+        "folder_records_sensor",
     }
     assert {s.name for s in defs.schedules or []} == {"missing_partitions_schedule"}
     jobs = {job.name for job in defs.resolve_all_job_defs() if not job.name.startswith("__")}

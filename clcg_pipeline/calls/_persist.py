@@ -7,6 +7,7 @@ from typing import Any
 
 from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.calls._coord import Ledger
+from clcg_pipeline.storage import IntentLog, sent_by
 
 Settle = tuple[str | None, float, str, str]  # SpendLedger.settle_many: reservation id, usd, model, call id
 _Record = tuple[str, dict[str, Any] | None, Settle | None, asyncio.Future[None]]
@@ -21,9 +22,10 @@ class Persister:
     released only once its own batch is written, so nothing is reported done before it is on disk.
     """
 
-    def __init__(self, cache: CallCache, ledger: Ledger | None) -> None:
+    def __init__(self, cache: CallCache, ledger: Ledger | None, intents: IntentLog | None = None) -> None:
         self.cache = cache
         self.ledger = ledger
+        self.intents = intents  # told of each answer cached: a kill from then on loses nothing
         self._pending: list[_Record] = []
         self._flusher: asyncio.Task[None] | None = None
 
@@ -45,13 +47,14 @@ class Persister:
         # cost (``calls._coord.settle_from_cache``): the ledger ends equal to the bill.
         try:
             # One object for the whole batch on an object store (``_segments.py``).
-            self.cache.put_many(
-                {
-                    call_id: _with_reservation(entry, settle)
-                    for call_id, entry, settle, _ in batch
-                    if entry is not None
-                }
-            )
+            cached = {
+                call_id: sent_by(_with_reservation(entry, settle), self.intents)
+                for call_id, entry, settle, _ in batch
+                if entry is not None
+            }
+            self.cache.put_many(cached)
+            if self.intents is not None:
+                self.intents.answered(cached)
         finally:
             # Settled even when the cache write fails (a full disk): what was paid stays on record.
             if self.ledger is not None:

@@ -36,15 +36,18 @@ from clcg_pipeline.calls._results import (
     CACHEABLE,
     CallResult,
     Origin,
+    _partitions,
     bind,
     cache_entry,
     cost_usd,
     estimate_cost,
     from_cache,
+    payer,
     split_cached,
 )
 from clcg_pipeline.calls._retry import RetryPolicy, backoff_delay
 from clcg_pipeline.config import ModelSpec
+from clcg_pipeline.storage import IntentLog
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +80,19 @@ class _Run:
         # Calls in progress (claimed, in flight or backing off): twice the limit keeps the
         # limiter busy while some calls back off, and bounds the claims this process holds.
         self.gate = asyncio.Semaphore(2 * model.concurrency)
-        self.persist = Persister(cache, coord.ledger)
+        # Each request noted before it is sent: a kill -9 then leaves the calls it may have been
+        # billed for on record (storage/_intents.py): in a local cache's folder, or this host's
+        # coordination folder for an object-store cache (read by the spend built on this host).
+        self.intents: IntentLog | None = IntentLog(cache.root)
+        self._payers: dict[Origin, tuple[str, str | None]] = {}
+        self.persist = Persister(cache, coord.ledger, self.intents)
         # Set (and replaced) whenever a call of this run settles its budget: budget waiters wake.
         self._settled = asyncio.Event()
+        # Whether the provider answered any call of this run, and whether it refused the
+        # configuration (a 401, an unknown model) before answering any: then no request of the
+        # run was accepted, and the calls cancelled in flight were billed nothing (see call()).
+        self._answered_any = False
+        self._refused_outright = False
 
     def _final(self, call_id: str, output: ModelOutput, latency: float, attempts: int) -> CallResult:
         return CallResult(
@@ -95,6 +108,23 @@ class _Run:
             attempts=attempts,
             cached=False,
         )
+
+    def _note_sent(self, call_id: str, origin: Origin, estimate: float) -> None:
+        """The intent log's line for a request about to leave: whom it is paid by and for."""
+        if self.intents is None:
+            return
+        paid = self._payers.get(origin)
+        if paid is None:
+            paid = self._payers[origin] = (payer(origin), _partitions(origin)[0])
+        self.intents.sent(call_id, self.model.id, paid[0], paid[1], estimate)
+
+    def _cancelled(self, call_id: str) -> None:
+        """A request cancelled in flight. Cancelled because the provider refused this run's
+        configuration before answering any call, it was refused too (nothing billed): ended.
+        Cancelled otherwise (Ctrl-C, a caller's error), it may have been billed: it stays open
+        in the intent log, counted lost once this process is gone."""
+        if self._refused_outright and self.intents is not None:
+            self.intents.ended(call_id)
 
     def _failed(self, call_id: str, outcome: str, error: str | None, attempts: int) -> CallResult:
         return CallResult(call_id, None, None, outcome, error, 0, 0, 0.0, 0.0, attempts, False)
@@ -244,6 +274,8 @@ class _Run:
             (rid, result.cost_usd, self.model.id, result.call_id) if self.coord.ledger is not None else None
         )
         entry = cache_entry(self.model, request, result, origin) if result.outcome in CACHEABLE else None
+        if entry is None and self.intents is not None:
+            self.intents.ended(result.call_id)  # an answer not to cache: in the calls table
         # Awaited, so a call counts as done (and its claim is dropped) only once its spend is
         # in the ledger and its response on disk.
         await self.persist.write(result.call_id, entry, settle)
@@ -252,6 +284,7 @@ class _Run:
     def _give_up(self, call_id: str, error: ProviderError, attempt: int) -> CallResult | None:
         """The call's final failure, or None when it is to be retried."""
         if error.kind == "config":
+            self._refused_outright = not self._answered_any
             raise ProviderConfigError(
                 f"model {self.model.id!r}: provider rejected the configuration "
                 f"({self.api.redact(str(error))[:300]})"
@@ -272,17 +305,24 @@ class _Run:
                 return self._failed(call_id, "skipped_budget", reason, attempt - 1)
             epoch, slot, rid = sending
             answered = False
+            self._note_sent(call_id, origin, estimate)
             try:
                 outcome, latency = await self._attempt(request, slot)
                 if isinstance(outcome, ModelOutput):
                     self.limiter.on_success()
-                    answered = True
+                    answered = self._answered_any = True
                     return await self._answered(
                         request, self._final(call_id, outcome, latency, attempt), estimate, rid, origin
                     )
+            except asyncio.CancelledError:
+                if not answered:
+                    self._cancelled(call_id)
+                raise
             finally:
                 if not answered:
                     self._unreserve(estimate, rid)
+            if self.intents is not None:
+                self.intents.ended(call_id)  # no answer: nothing billed to lose
             log.debug("call %s attempt %d: %s", call_id[:12], attempt, self.api.redact(str(outcome))[:300])
             if outcome.kind == "rate_limit":
                 self.limiter.on_rate_limit(epoch)
@@ -425,6 +465,8 @@ class CallSession:
         """Wait for the cache writes in progress, then close the coordinator and the API client."""
         if self._run is not None:
             await self._run.persist.aclose()
+            if self._run.intents is not None:
+                self._run.intents.close()
         if self._coord is not None:
             self._coord.close()
         if self._own_api and self._api is not None:

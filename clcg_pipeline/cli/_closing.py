@@ -1,5 +1,6 @@
 """The lines ``clcg run`` closes with: what this command's runs paid, what earlier runs paid
-that no closing line said, and the study's total, each labelled as what it is.
+that no closing line said, the calls a killed run had in flight (the provider may have billed
+them: an estimate), and the study's total, each labelled as what it is.
 
 Only text from figures (``orchestration.RunSummary``, ``storage.StudySpend``): no Dagster is
 imported, so the up-to-date fast path prints the same study lines as a run.
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from clcg_pipeline.orchestration import RunSummary
+    from clcg_pipeline.storage import LostCalls
 
 KINDS = (("responses", "responses"), ("tasks", "granularity tasks"), ("judges", "judges and writers"))
 
@@ -61,6 +63,24 @@ def unsaid_line(by_model: Mapping[str, tuple[int, float]], runs: int, offline: I
     )
 
 
+def lost_line(lost: LostCalls) -> str:
+    """The calls one killed run had in flight: sent, never answered to it, so the provider may
+    have billed them; their cost is an estimate (the rerun's answers, the worst case the run's
+    budget reserved) or unknown."""
+    run = f"run {lost.run}" if lost.run else "a run"
+    were, them = ("was", "it") if lost.calls == 1 else ("were", "them")
+    priced = ((lost.from_answer, "the rerun's answers"), (lost.worst_case, "the worst case reserved"))
+    sources = [phrase for count, phrase in priced if count]
+    cost = [f"estimated ${lost.usd:.4f} from {' and '.join(sources)}"] if sources else []
+    if lost.unknown:
+        cost.append(f"{lost.unknown} at unknown cost" if sources else "cost unknown, $0 counted")
+    return (
+        f"{lost.calls} call{'s' if lost.calls != 1 else ''} {were} in flight when {run} was killed: "
+        f"the provider may have billed {them} ({'; '.join(cost)}; in the study total, not in this "
+        "run's figure; said once)"
+    )
+
+
 def study_total_line(paid_usd: float) -> str:
     """The study's spend in all, labelled as such (this command's is the closing line's)."""
     return f"study total: ${paid_usd:.4f} paid for model calls in this data folder, by every run and host"
@@ -71,11 +91,14 @@ def study_lines(
     unsaid_by_model: Mapping[str, tuple[int, float]],
     unsaid_runs: int,
     offline: Iterable[str],
+    lost: Iterable[LostCalls] = (),
 ) -> list[str]:
-    """The lines after the closing line: earlier runs' unsaid spend (if any), the study total."""
+    """The lines after the closing line: earlier runs' unsaid spend (if any), the calls in
+    flight when a run was killed not said before (one line per killed run), the study total."""
     lines = []
     if line := unsaid_line(unsaid_by_model, unsaid_runs, offline):
         lines.append(line)
+    lines += [lost_line(calls) for calls in lost]
     if paid_usd is not None:
         lines.append(study_total_line(paid_usd))
     return lines

@@ -47,9 +47,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_sources_exist(config, config_dir)
     if outside_project(args):
         _say_where(config_dir, data_dir)
-    # Before the memo is read: a rebuilt catalog is a changed folder, and the full check that
-    # follows once writes the memo again.
-    _refresh_copied_catalog(data_dir)
     partitions = (
         None
         if args.force or args.regenerate_items
@@ -57,10 +54,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     offline = [model.id for model in config.models.models if model.provider == "offline"]
     if partitions is not None:
-        # The folder is as the last complete run for this request left it: no Dagster needed.
+        # The folder is as the last complete run for this request, in this folder, left it (its
+        # catalog too): no Dagster needed, and no catalog fetched (on s3://, a download).
         console.print(UP_TO_DATE.format(partitions=partitions))
         _print_study_spend(data_dir, offline)
     else:
+        # A copy misses the memo (it names its folder); its catalog is rebuilt before the full
+        # check, which then writes the memo for this folder.
+        _refresh_copied_catalog(data_dir)
         _say_coordination(data_dir)
         _start_ledger(data_dir)
         _print_run_summary(_run_with_progress(args, config_dir, data_dir), offline)
@@ -217,7 +218,8 @@ def _print_study_spend(data_dir: str, offline: list[str]) -> None:
     from clcg_pipeline.storage import study_spend
 
     study = study_spend(data_dir, ())
-    for line in study_lines(study.paid_usd, study.unsaid_by_model, len(study.unsaid_runs), offline):
+    unsaid = len(study.unsaid_runs)
+    for line in study_lines(study.paid_usd, study.unsaid_by_model, unsaid, offline, study.lost):
         console.print(line, markup=False, highlight=False)
 
 
@@ -231,7 +233,9 @@ def _print_run_summary(summary: RunSummary, offline: list[str]) -> None:
             f"[yellow]{summary.annotation_files_refused} annotation file(s) not imported "
             "(reasons above; a refused file changes nothing)[/yellow]"
         )
-    study = study_lines(summary.study_paid_usd, summary.unsaid_by_model, summary.unsaid_runs, offline)
+    study = study_lines(
+        summary.study_paid_usd, summary.unsaid_by_model, summary.unsaid_runs, offline, summary.lost_at_kill
+    )
     if summary.runs == 0 and summary.new_calls == 0 and not summary.budget_exhausted:
         console.print(UP_TO_DATE.format(partitions=summary.skipped))
         for line in study:

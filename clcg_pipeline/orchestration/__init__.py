@@ -12,6 +12,7 @@ from clcg_pipeline.orchestration._local_daemon import (
 )
 from clcg_pipeline.orchestration._partition_run import StudyRunError
 from clcg_pipeline.orchestration._plan import plan_granularity, plan_power, plan_spent, plan_study
+from clcg_pipeline.orchestration._records_sync import report_folder_records, sync_folder_records
 from clcg_pipeline.orchestration._study_run import DEFAULT_PARALLEL, covered_languages, run_study
 from clcg_pipeline.orchestration._summary import RunSummary
 
@@ -29,6 +30,8 @@ __all__ = [
     "plan_power",
     "plan_spent",
     "plan_study",
+    "report_folder_records",
     "run_study",
     "stop_process_group",
+    "sync_folder_records",
 ]

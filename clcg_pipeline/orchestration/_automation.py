@@ -20,7 +20,7 @@ import operator
 
 import dagster as dg
 
-from clcg_pipeline.orchestration._jobs import CORPUS_ASSETS, RESPONSE_ASSETS
+from clcg_pipeline.orchestration._jobs import CORPUS_ASSETS, RESPONSE_ASSETS, STUDY_INPUT_ASSETS
 
 AC = dg.AutomationCondition
 
@@ -103,51 +103,51 @@ def after_every_partition() -> dg.AutomationCondition:
     return (trigger & ~waiting & _idle() & ~_family_in_progress()).with_label("after_every_partition")
 
 
-study_automation_sensor = dg.AutomationConditionSensorDefinition(
-    "study_automation_sensor",
-    target=dg.AssetSelection.all() - dg.AssetSelection.assets(*CORPUS_ASSETS, *RESPONSE_ASSETS),
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=AUTOMATION_INTERVAL_S,
-    # Runs launched directly: a backfill would add the backfill daemon's 30 s hop per layer, and
-    # these assets are one run per partition anyway (a model's stream, or an unpartitioned asset).
-    emit_backfills=False,
-    description="Builds the study from nothing and follows new models (see orchestration/_automation.py).",
-)
-
-
-def _backfill_sensor(
-    name: str, assets: tuple[str, ...], description: str
+def _automation_sensor(
+    name: str, target: dg.AssetSelection, description: str, *, backfills: bool
 ) -> dg.AutomationConditionSensorDefinition:
-    """An automation sensor over ``assets`` that requests them as a backfill: only a backfill
-    honours the assets' single-run backfill policy (one run over the requested range, not one
-    per partition). Dagster emits a backfill only for a tick that requests more than one
-    partition of an asset, so a single partition is still one direct run, with no hop."""
+    """An automation sensor over ``target``; with ``backfills`` it requests them as a backfill:
+    only a backfill honours the assets' single-run backfill policy (one run over the requested
+    range, not one per partition). Dagster emits a backfill only for a tick that requests more
+    than one partition of an asset, so a single partition is still one direct run, with no hop."""
     return dg.AutomationConditionSensorDefinition(
         name,
-        target=dg.AssetSelection.assets(*assets),
+        target=target,
         default_status=dg.DefaultSensorStatus.RUNNING,
         minimum_interval_seconds=AUTOMATION_INTERVAL_S,
-        emit_backfills=True,
+        emit_backfills=backfills,
         description=description,
     )
+
+
+study_automation_sensor = _automation_sensor(
+    "study_automation_sensor",
+    dg.AssetSelection.all() - dg.AssetSelection.assets(*CORPUS_ASSETS, *RESPONSE_ASSETS),
+    "Builds the study from nothing and follows new models (see orchestration/_automation.py).",
+    # Runs launched directly: a backfill would add the backfill daemon's 30 s hop per layer, and
+    # these assets are one run per partition anyway (a model's stream, or an unpartitioned asset).
+    backfills=False,
+)
 
 
 # The corpus multi-asset: a fresh instance's languages are requested in one tick, and launched
 # directly they were one run per language, each a fresh interpreter parsing the whole source
 # (issue 32); as a backfill, one run over the language range.
-corpus_automation_sensor = _backfill_sensor(
+corpus_automation_sensor = _automation_sensor(
     "corpus_automation_sensor",
-    CORPUS_ASSETS,
+    dg.AssetSelection.assets(*CORPUS_ASSETS),
     "Loads the corpus of every language not yet built, in one run over their range.",
+    backfills=True,
 )
 
 # The language x model family (responses, scores, granularity answers,
 # ``partitions.single_run_policy``): a new model's languages are one Dagster run, at the cost of
 # one hop of the backfill daemon (it ticks every 30 s).
-model_family_automation_sensor = _backfill_sensor(
+model_family_automation_sensor = _automation_sensor(
     "model_family_automation_sensor",
-    RESPONSE_ASSETS,
+    dg.AssetSelection.assets(*RESPONSE_ASSETS),
     "Answers, scores and judges a model's partitions, all its languages in one run.",
+    backfills=True,
 )
 
 
@@ -155,36 +155,15 @@ model_family_automation_sensor = _backfill_sensor(
 # never materialized by the daemon.
 CONDITIONS: dict[str, dg.AutomationCondition] = {
     # corpus, per language: once; a changed source file is picked up by `clcg run`
-    **dict.fromkeys(("articles", "paragraphs", "corpus_audit", "item_translations"), build_once()),
-    # study inputs: cheap, follow the corpus
-    **dict.fromkeys(
-        (
-            "languages",
-            "study_sample",
-            "tokenizer_fertility_by_language",
-            "items",
-            "item_rejections",
-            "item_calls",
-            "item_level_audit",
-            "level_audit_calls",
-            # granularity documents follow the corpus; the task bank is frozen (kept unless regenerated)
-            "long_documents",
-            "long_paragraphs",
-            "granularity_tasks",
-            "task_rejections",
-            "task_writer_calls",
-        ),
-        follow_upstream(),
-    ),
+    **dict.fromkeys(CORPUS_ASSETS, build_once()),
+    # study inputs: cheap, follow the corpus (granularity documents too; the task bank is frozen:
+    # kept unless regenerated)
+    **dict.fromkeys(STUDY_INPUT_ASSETS, follow_upstream()),
     # a model's stream, per model: sent once, ahead of its responses partitions
     "model_calls": build_stream(),
-    # responses, per language x model: model calls are paid, so only partitions never answered
-    # (after their model's stream, which they depend on)
-    **dict.fromkeys(("predictions", "calls", "scores"), build_once()),
-    # granularity tasks per language x model: the answers and the judges are paid calls
-    **dict.fromkeys(
-        ("task_predictions", "task_calls", "task_scores", "task_judgements", "task_judge_calls"), build_once()
-    ),
+    # responses and granularity tasks, per language x model: model calls (answers, judges) are
+    # paid, so only partitions never answered (after their model's stream, which they depend on)
+    **dict.fromkeys(RESPONSE_ASSETS, build_once()),
     # whole-study outputs: once every partition upstream has been attempted
     **dict.fromkeys(("estimates", "study_results", "duckdb_catalog"), after_every_partition()),
     "report": follow_upstream(),

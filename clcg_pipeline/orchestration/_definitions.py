@@ -25,6 +25,7 @@ from clcg_pipeline.orchestration._automation import (
 )
 from clcg_pipeline.orchestration._jobs import build_jobs
 from clcg_pipeline.orchestration._model_calls import build_model_calls_defs
+from clcg_pipeline.orchestration._records_sync import folder_records_sensor
 from clcg_pipeline.orchestration._versions import with_code_versions
 from clcg_pipeline.report.assets import report_defs
 from clcg_pipeline.resources import StudyResource, load_study_config
@@ -64,7 +65,13 @@ def build_definitions(
         inference_automation_defs,
         dg.Definitions(
             jobs=build_jobs(config),
-            sensors=[study_automation_sensor, corpus_automation_sensor, model_family_automation_sensor],
+            sensors=[
+                study_automation_sensor,
+                corpus_automation_sensor,
+                model_family_automation_sensor,
+                # The data folder's records decide what is up to date: told to an instance that lacks them.
+                folder_records_sensor,
+            ],
             resources={
                 "study": StudyResource(config_dir=config_path, data_dir=data_path),
                 "io_manager": ParquetIOManager(base_path=data_path),

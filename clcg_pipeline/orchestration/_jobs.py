@@ -25,6 +25,8 @@ from clcg_pipeline.partitions import (
     MODEL_CALLS,
     MODEL_CALLS_JOB,
     MODEL_DIMENSION,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
     language_partitions,
     model_of_partition,
     model_partitions,
@@ -146,8 +148,8 @@ def provider_tags(config: ProjectConfig, run_tags: Mapping[str, str]) -> dict[st
         model_id = partition  # a model_calls run: partitioned by model alone
     if model_id is None:
         # A backfill's run over one model's languages (the family's single-run backfill policy).
-        first = model_of_partition(run_tags.get("dagster/asset_partition_range_start"))
-        last = model_of_partition(run_tags.get("dagster/asset_partition_range_end"))
+        first = model_of_partition(run_tags.get(RANGE_START_TAG))
+        last = model_of_partition(run_tags.get(RANGE_END_TAG))
         model_id = first if first == last else None
     return {PROVIDER_TAG: known[model_id]} if model_id in known else {}
 

@@ -2,7 +2,10 @@
 
 Started as ``make dev`` does (the project's ``dagster.yaml``, a workspace naming the
 ``clcg_pipeline`` code location), against its own ``DAGSTER_HOME``, config and data folders,
-in its own process group (``stop_process_group``).
+after the data folder's records are reported to its instance (``sync_records``), in its own
+process group (``stop_process_group``), watched by a guard (``dev.Guard``) that stops
+that group when the process that started it dies, ``kill -9`` included: a killed test or benchmark
+leaves no daemon, code server or run behind.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from typing import Any
 import yaml
 
 from clcg_pipeline.orchestration._jobs import CODE_LOCATION
+from clcg_pipeline.orchestration._records_sync import sync_folder_records
+from clcg_pipeline.orchestration.dev import Guard
+from clcg_pipeline.storage import RECORDS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,6 +56,7 @@ class LocalDaemon:
         self.data_dir = root / "data"
         self.log_path = root / "daemon.log"
         self._process: subprocess.Popen[bytes] | None = None
+        self._guard: Guard | None = None
 
     @property
     def env(self) -> dict[str, str]:
@@ -63,6 +70,7 @@ class LocalDaemon:
     def start(self) -> LocalDaemon:
         self.home.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(PROJECT_ROOT / "dagster.yaml", self.home / "dagster.yaml")
+        self.sync_records()
         workspace = self.root / "workspace.yaml"
         location = {
             "module_name": "clcg_pipeline.definitions",
@@ -70,17 +78,29 @@ class LocalDaemon:
             "working_directory": str(PROJECT_ROOT),
         }
         workspace.write_text(yaml.safe_dump({"load_from": [{"python_module": location}]}), encoding="utf-8")
-        daemon = Path(sys.executable).with_name("dagster-daemon")
         with self.log_path.open("wb") as log:
             self._process = subprocess.Popen(
-                [str(daemon), "run", "-w", str(workspace)],
+                self.command(workspace),
                 cwd=self.root,
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop() reaches every child
             )
+        self._guard = Guard(self._process.pid)
         return self
+
+    def sync_records(self) -> list[str]:
+        """Report the data folder's current partitions that the instance never materialized
+        (a copied or prebuilt folder, a fresh home), as ``make dev`` does before the daemon starts:
+        its first tick would otherwise rebuild them. A folder without records has nothing to tell."""
+        if not (self.data_dir / RECORDS).is_dir():
+            return []
+        return sync_folder_records(str(self.config_dir), str(self.data_dir), dagster_home=str(self.home))
+
+    def command(self, workspace: Path) -> list[str]:
+        """``dagster-daemon run`` over ``workspace`` (a test's stand-in overrides it)."""
+        return [str(Path(sys.executable).with_name("dagster-daemon")), "run", "-w", str(workspace)]
 
     @property
     def pid(self) -> int:
@@ -96,6 +116,9 @@ class LocalDaemon:
             stop_process_group(self._process)
         finally:
             self._process = None
+            if self._guard is not None:
+                self._guard.wait()  # the group is gone: the guard is done at once
+                self._guard = None
 
     def __enter__(self) -> LocalDaemon:
         return self.start()

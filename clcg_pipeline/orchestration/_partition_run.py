@@ -13,17 +13,11 @@ from typing import Any
 import dagster as dg
 
 from clcg_pipeline.orchestration._jobs import runs_under_code_location
-from clcg_pipeline.partitions import LANGUAGE_DIMENSION, response_key
+from clcg_pipeline.partitions import LANGUAGE_DIMENSION, RANGE_END_TAG, RANGE_START_TAG, response_key
 
 # The console logger stays silent: ``clcg run`` prints its own progress (see above).
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 INTERRUPTS = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
-
-
-# The tags of a run over a partition range, as an asset backfill with a single-run policy
-# sets them (Dagster's own names; its constants are private).
-RANGE_START_TAG = "dagster/asset_partition_range_start"
-RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
 class StudyRunError(RuntimeError):
@@ -83,16 +77,11 @@ def range_tags(keys: Sequence[str]) -> dict[str, str]:
     return {} if len(keys) == 1 else {RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]}
 
 
-def stale_ranges(model_id: str, order: Sequence[str], stale: Sequence[str]) -> list[LanguageRange]:
-    """The contiguous stretches of ``stale`` (selected languages to run) in ``order``: one run
-    each, so a language between them that was left out, or is up to date, is not run again
-    (prepared, scored and rewritten for nothing). A new model or new items: one run per model.
-    """
-    return [LanguageRange(model_id, isos) for isos in stretches(order, stale)]
-
-
 def stretches(order: Sequence[str], stale: Sequence[str]) -> list[tuple[str, ...]]:
-    """The contiguous stretches of ``stale`` in ``order`` (``stale_ranges``, any partition keys)."""
+    """The contiguous stretches of ``stale`` (partition keys to run) in ``order``: one run each,
+    so a key between them that was left out, or is up to date, is not run again (prepared,
+    scored and rewritten for nothing). A new model or new items: one run per model.
+    """
     wanted = set(stale)
     found: list[list[str]] = [[]]
     for key in order:

@@ -21,6 +21,7 @@ from clcg_pipeline.config import ProjectConfig, ensure_dagster_home
 from clcg_pipeline.corpus import study_coverage
 from clcg_pipeline.orchestration._partition_run import INTERRUPTS, StudyRunError
 from clcg_pipeline.orchestration._plan import select_models
+from clcg_pipeline.orchestration._records_sync import report_folder_records, runs_in_progress
 from clcg_pipeline.orchestration._study_steps import StudyRequest, StudyRun
 from clcg_pipeline.orchestration._summary import RunSummary
 from clcg_pipeline.resources import load_study_config
@@ -112,6 +113,17 @@ def _deferred_interrupts() -> Iterator[Callable[[], bool]]:
         writer.close()
 
 
+def _report_what_was_current(
+    instance: dg.DagsterInstance, run: StudyRun, data_dir: str, config: ProjectConfig
+) -> None:
+    """Tell the instance the partitions this run found current by the folder's records and
+    skipped, if it has never materialized them (a copied folder, another ``DAGSTER_HOME``): else
+    its UI shows them missing and its daemon would rebuild them. A run of another process still
+    going may be writing records: the daemon's sensor reports them once it is done."""
+    if not runs_in_progress(instance):
+        report_folder_records(instance, run.defs, data_dir, config)
+
+
 def run_study(
     *,
     config_dir: str,
@@ -168,6 +180,7 @@ def run_study(
         run.run_study_inputs()
         run.run_responses()  # planned after the inputs: new items make every partition stale
         run.run_analysis()
+        _report_what_was_current(instance, run, data_dir, config)
         summary = run.summary
         summary.uncovered_languages = uncovered
         if run.everything_current():

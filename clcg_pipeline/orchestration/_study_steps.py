@@ -38,7 +38,6 @@ from clcg_pipeline.orchestration._partition_run import (
     partition_order,
     range_tags,
     span_name,
-    stale_ranges,
     stretches,
 )
 from clcg_pipeline.orchestration._summary import (
@@ -47,8 +46,8 @@ from clcg_pipeline.orchestration._summary import (
     PARTITION_CALL_TABLES,
     RunSummary,
     Streams,
+    count_job_calls,
     count_new_calls,
-    materialized,
     record_imports,
     study_total,
 )
@@ -109,7 +108,7 @@ class StudyRun:
         self.instance = instance
         self.config = config
         self.request = request
-        self.on_step = on_step
+        self.on_step: Progress = on_step or (lambda _label, _step, _total: None)
         self.interrupted = interrupted
         self.defs = build_definitions(request.config_dir, request.data_dir)
         sync_model_partitions(instance, config)
@@ -134,32 +133,20 @@ class StudyRun:
             self.fresh.unfinished_calls(key)
         )
 
-    def _reruns_responses(self) -> bool:
-        # New items change the questions: every partition answers them (cached calls are free).
-        return self.request.force or self.request.regenerate_items
-
     def check_keys(self) -> None:
         """A missing key fails before anything runs, for the models with work left only."""
-        for model_id in self.request.model_ids:
-            pending = self._reruns_responses() or not all(
-                self.responses_done(iso, model_id) for iso in self.request.isos
-            )
-            if pending:
+        for model_id, stale in self.stale_languages().items():
+            if stale:
                 check_credentials(self.config.models.get(model_id))
 
     # -- running one job partition -------------------------------------------------------
 
-    def _range_tags(self, run_range: LanguageRange) -> dict[str, str]:
-        """A responses run's tags: its range's, and its model's provider (as the coordinator's)."""
-        return {
-            **self._tags(run_range.partition, run_range.tags),
-            **provider_tags(self.config, run_range.tags),
-        }
-
     def _tags(self, partition: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """A run's tags: ``extra`` (a range run's), and its model's provider (as the coordinator's)."""
         return {
             FINGERPRINT_TAG: self.versions["study"],
             **study_run_tags(self.config, partition),
+            **provider_tags(self.config, extra or {}),
             **self.coordination,  # how its calls coordinate (clcg/coordination)
             **(extra or {}),
         }
@@ -175,16 +162,19 @@ class StudyRun:
         done: Callable[[], bool] | None = None,
     ) -> dg.ExecuteInProcessResult | None:
         """Run an unpartitioned job unless it is up to date; its result when it ran, else None."""
-        if self.interrupted():
-            raise KeyboardInterrupt
         self.step += 1
-        if self.on_step:
-            self.on_step(label, self.step, self.total)
+        self._say(label)
         current = done or (lambda: self.fresh.up_to_date(assets, None, self.request.isos))
         if not (self.request.force or rerun) and current():
             self.summary.skipped += 1
             return None
         return self._launch(job, None, assets, run_config, self._tags(None))
+
+    def _say(self, label: str) -> None:
+        """Stop at a Ctrl-C noted between runs (a safe point), else show ``label`` at this step."""
+        if self.interrupted():
+            raise KeyboardInterrupt
+        self.on_step(label, self.step, self.total)
 
     def _launch(
         self,
@@ -199,7 +189,7 @@ class StudyRun:
         # No traceback from Dagster's helper processes; a Ctrl-C the run lost is sent again.
         with ctrl_c_for_this_process_only(self.interrupted):
             result = execute_job(self.instance, self.defs, job, partition, run_config, tags)
-        self.summary.ran(result.run_id)  # the calls it paid for are this command's
+        self.summary.run_ids.add(result.run_id)  # the calls it paid for are this command's
         self.summary.runs += 1
         self.fresh.forget(assets)
         message, ours, was_interrupt = ("", False, False) if result.success else failure_of(result)
@@ -231,17 +221,14 @@ class StudyRun:
     # -- the budget ----------------------------------------------------------------------
 
     def spend(self, spent: float, stopped: bool) -> None:
-        if stopped:
-            self.summary.budget_exhausted = True
+        # (A budget stop is already on the summary: ``count_new_calls`` says it.)
         if self.remaining is not None:
             self.remaining = 0.0 if stopped else max(self.remaining - spent, 0.0)
 
     def account(self, iso: str, model_id: str) -> tuple[float, bool]:
         """Count a finished partition's new calls; (its new spend, whether the budget stopped it)."""
         partition = {"language": iso, "model": model_id}
-        return count_new_calls(
-            self.summary, self.request.data_dir, PARTITION_CALL_TABLES, partition, self.started_at
-        )
+        return count_new_calls(self.summary, self.request.data_dir, PARTITION_CALL_TABLES, partition)
 
     # -- the steps -----------------------------------------------------------------------
 
@@ -258,13 +245,11 @@ class StudyRun:
         ]
         self.summary.skipped += len(isos) - len(stale)
         runs = stretches(partition_order(self.defs, "corpus_job"), stale)
-        if not runs and self.on_step:
+        if not runs:
             self.on_step("corpus up to date", self.step, self.total)
         for keys in runs:
             one = keys[0] if len(keys) == 1 else None  # a stretch of one: that partition's run
-            if self.on_step:
-                count = "" if one else f" ({len(keys)} languages)"
-                self.on_step(f"corpus {span_name(keys)}{count}", self.step, self.total)
+            self._say(f"corpus {span_name(keys)}" + ("" if one else f" ({len(keys)} languages)"))
             tags = self._tags(one, range_tags(keys))
             self._launch("corpus_job", one, CORPUS_ASSETS, {}, tags, name=span_name(keys))
 
@@ -279,33 +264,28 @@ class StudyRun:
         inputs = self.execute(
             "study_inputs_job", "sample, items, fertility", STUDY_INPUT_ASSETS, items_config, rerun=regenerate
         )
-        if inputs is not None:
-            # The item generator's and the writers' calls, from their tables (a writer stopped by
-            # the budget fails the job instead: the bank is frozen once written).
-            written = materialized(inputs)
-            tables = {t: k for t, k in INPUT_CALL_TABLES.items() if t in written}
-            spent, _ = count_new_calls(self.summary, self.request.data_dir, tables, None)
-            self.spend(spent, False)
+        # The item generator's and the writers' calls, from their tables (a writer stopped by
+        # the budget fails the job instead: the bank is frozen once written).
+        spent, _ = count_job_calls(self.summary, self.request.data_dir, inputs, INPUT_CALL_TABLES)
+        self.spend(spent, False)
 
     def stale_languages(self) -> dict[str, list[str]]:
         """Each model's selected languages whose responses run (all of them when reruns are asked)."""
+        # New items change the questions: every partition answers them (cached calls are free).
+        rerun = self.request.force or self.request.regenerate_items
         return {
-            model_id: [
-                iso
-                for iso in self.request.isos
-                if self._reruns_responses() or not self.responses_done(iso, model_id)
-            ]
+            model_id: [iso for iso in self.request.isos if rerun or not self.responses_done(iso, model_id)]
             for model_id in self.request.model_ids
         }
 
     def response_ranges(self, stale: dict[str, list[str]]) -> list[LanguageRange]:
-        """Each model's runs: the stretches of its stale languages (``stale_ranges``); the
+        """Each model's runs: the stretches of its stale languages (``stretches``); the
         partitions up to date are counted as skipped here."""
         order = partition_order(self.defs, "responses_job")
         ranges: list[LanguageRange] = []
         for model_id, isos in stale.items():
             self.summary.skipped += len(self.request.isos) - len(isos)
-            ranges += stale_ranges(model_id, order, isos)
+            ranges += [LanguageRange(model_id, run) for run in stretches(order, isos)]
         return ranges
 
     def plan_streams(self, stale: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -321,7 +301,7 @@ class StudyRun:
     def record_streams(self, streams: dict[str, list[str]], stale: dict[str, list[str]]) -> None:
         """Record ``model_calls`` of each model not streamed now and never recorded on this
         instance, with why: else ``make dev``'s daemon would launch it, for nothing."""
-        version = version_for(MODEL_CALLS, self.versions)
+        version = version_for(MODEL_CALLS, self.versions, self.fresh.kinds)
         unstreamed = unstreamed_models(self.instance, self.request.model_ids)
         for model_id in [m for m in unstreamed if m not in streams]:
             why = _NOT_AHEAD if stale[model_id] else _NOTHING_PENDING
@@ -348,16 +328,13 @@ class StudyRun:
                 raise KeyboardInterrupt
             self.step += 1
             own = [r for r in ranges if r.model_id == model_id]
-            if not own and self.on_step:
+            if not own:
                 self.on_step(f"{model_id} up to date", self.step, self.total)
             for run_range in own:
                 self._range_in_process(run_range)
 
     def _range_in_process(self, run_range: LanguageRange) -> None:
-        if self.interrupted():
-            raise KeyboardInterrupt
-        if self.on_step:
-            self.on_step(run_range.label, self.step, self.total)
+        self._say(run_range.label)
         if self.remaining is not None and self.remaining <= 0:
             self.summary.budget_exhausted = True
             return
@@ -367,7 +344,7 @@ class StudyRun:
             RESPONSE_ASSETS,
             # The budget left caps the whole run: one Budget per Dagster run (calls.run_budget).
             self.paid_ops("responses_job", self.remaining),
-            self._range_tags(run_range),
+            self._tags(run_range.partition, run_range.tags),
             name=run_range.name,
         )
         counted = [self.account(iso, run_range.model_id) for iso in run_range.isos]  # each as if alone
@@ -413,20 +390,17 @@ class StudyRun:
             self.summary.calls_ahead = Streams()
         hooks = WorkerHooks(
             run_config=self.paid_ops("responses_job", None),
-            tags=self._range_tags,
-            step_of=step_of,
+            tags=lambda run_range: self._tags(run_range.partition, run_range.tags),
             account=self.account,
             on_forget=lambda: self.fresh.forget(RESPONSE_ASSETS),
-            on_step=self.on_step,
+            progress=lambda label, model_id: self.on_step(label, step_of(model_id), self.total),
             interrupted=self.interrupted,
             streams=self._stream_runs(streams),
             on_stream=self._stream_ended(self.summary.calls_ahead or Streams(), time.monotonic()),
         )
-        WorkerPool(
-            self.instance, self.defs, ranges, self.request.parallel, hooks, self.summary, self.total
-        ).run()
+        WorkerPool(self.instance, self.defs, ranges, self.request.parallel, hooks, self.summary).run()
         for model_id in self.request.model_ids:  # the models with nothing to run, last
-            if model_id not in steps and self.on_step:
+            if model_id not in steps:
                 self.on_step(f"{model_id} up to date", step_of(model_id), self.total)
         self.step = base + len(self.request.model_ids)
 
@@ -461,9 +435,7 @@ class StudyRun:
         analysis = self.execute(
             "analysis_job", "estimates and report", ANALYSIS_ASSETS, run_config, done=self.analysis_done
         )
-        written = materialized(analysis) if analysis is not None else {}
-        tables = {t: k for t, k in ANALYSIS_CALL_TABLES.items() if t in written}
-        self.spend(*count_new_calls(self.summary, self.request.data_dir, tables, None, self.started_at))
+        self.spend(*count_job_calls(self.summary, self.request.data_dir, analysis, ANALYSIS_CALL_TABLES))
         # What each annotation file did (imported, skipped, revised, refused), whether or not
         # the analysis ran: a refused file is said on every run until it is fixed.
         record_imports(self.summary, self.request.data_dir, self.started_at)

@@ -7,7 +7,8 @@ nor what another host's runs paid meanwhile. They are kept by model too, so the 
 counts the hosted models' calls (one provider request each) apart from the offline models'
 (local work no provider bills). The study's total is said apart, labelled as such, and so is,
 once, what earlier runs paid that no closing line said (a run killed with kill -9, the
-daemon's): ``storage.study_spend``. The annotation files are counted from
+daemon's), and the calls a killed run had in flight (``lost_at_kill``: the provider may have
+billed them): ``storage.study_spend``. The annotation files are counted from
 ``annotation_imports`` (``imported_at``).
 """
 
@@ -15,14 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import dagster as dg
 import pandas as pd
 from upath import UPath
 
 from clcg_pipeline.calls import died_mid_call, study_charged
-from clcg_pipeline.storage import RunSpend, partition_dir, read_frame, run_spend, study_spend
+from clcg_pipeline.storage import LostCalls, RunSpend, partition_dir, read_frame, run_spend, study_spend
 from clcg_pipeline.validation.human import REFUSED_STATUSES, import_lines
 
 # Call outcomes that mean a responses partition is unfinished: the next run resumes it.
@@ -88,10 +88,9 @@ class RunSummary:
     #: run``), by model: (paid calls, USD); said once, apart from this command's figure.
     unsaid_by_model: dict[str, tuple[int, float]] = field(default_factory=dict)
     unsaid_runs: int = 0  # how many such runs
-
-    def ran(self, run_id: str) -> None:
-        """Note a Dagster run this command started (before it pays anything)."""
-        self.run_ids.add(run_id)
+    #: The calls in flight when a run was killed that no closing line said, by the killed run
+    #: (the provider may have billed them; estimated): said once, in no run's own figure.
+    lost_at_kill: tuple[LostCalls, ...] = ()
 
     def count(self, kind: str, calls: int, cost_usd: float, model: str | None = None) -> None:
         self.new_calls += calls
@@ -135,15 +134,12 @@ def count_new_calls(
     data_dir: str,
     tables: dict[str, str],
     partition: dict[str, str] | None,
-    since: pd.Timestamp | None = None,
 ) -> tuple[float, bool]:
     """Count what this command's runs paid in the given calls tables; (that spend, a budget stopped any).
 
     A call counts when the spend view says it was paid and its ``paid_run`` is one of
     ``summary.run_ids``: a call an earlier run paid for keeps its record in the table
-    (``storage/_paid.py``), and one another host's run paid for is that run's. ``since`` is
-    no longer needed (kept for callers that still pass the command's start)."""
-    del since
+    (``storage/_paid.py``), and one another host's run paid for is that run's."""
     found: RunSpend = run_spend(data_dir, tables=tuple(tables), partition=partition, runs=summary.run_ids)
     for (table, model), (calls, cost) in sorted(found.by_model.items()):
         if table in tables:
@@ -163,6 +159,7 @@ def study_total(summary: RunSummary, data_dir: str) -> None:
     summary.study_paid_usd = study.paid_usd
     summary.unsaid_by_model = dict(study.unsaid_by_model)
     summary.unsaid_runs = len(study.unsaid_runs)
+    summary.lost_at_kill = study.lost
     if summary.study_budget_usd is not None:
         # Only a study budget reserves in the ledger (and a run without one opens none).
         summary.study_charged_usd = study_charged(str(UPath(data_dir) / "cache" / "calls"))
@@ -182,12 +179,15 @@ def record_imports(summary: RunSummary, data_dir: str, since: pd.Timestamp) -> N
     summary.annotation_files_refused = int(now["status"].isin(REFUSED_STATUSES).sum())
 
 
-def materialized(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
-    """Asset name -> metadata of each materialization the run recorded."""
-    found: dict[str, dict[str, Any]] = {}
-    for event in result.get_asset_materialization_events():
-        materialization = event.step_materialization_data.materialization
-        found[materialization.asset_key.to_user_string()] = {
-            k: v.value for k, v in materialization.metadata.items()
-        }
-    return found
+def count_job_calls(
+    summary: RunSummary, data_dir: str, result: dg.ExecuteInProcessResult | None, tables: dict[str, str]
+) -> tuple[float, bool]:
+    """``count_new_calls`` in the unpartitioned calls ``tables`` an in-process run of a job
+    wrote; (0, False) when it did not run."""
+    if result is None:
+        return 0.0, False
+    written = {
+        event.step_materialization_data.materialization.asset_key.to_user_string()
+        for event in result.get_asset_materialization_events()
+    }
+    return count_new_calls(summary, data_dir, {t: k for t, k in tables.items() if t in written}, None)

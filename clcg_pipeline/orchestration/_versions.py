@@ -26,15 +26,11 @@ from collections.abc import Iterator, Mapping
 import dagster as dg
 
 from clcg_pipeline.config import ProjectConfig, code_versions, model_version_key
-from clcg_pipeline.partitions import MODEL_CALLS, MODEL_DIMENSION, model_of_partition
+from clcg_pipeline.orchestration._jobs import CORPUS_ASSETS
+from clcg_pipeline.partitions import MODEL_DIMENSION, model_of_partition
 from clcg_pipeline.storage import MODEL_VERSIONS
 
-# Corpus assets depend on the source, the panel and the study settings, not on the models:
-# adding a model must not make every corpus partition stale.
-CORPUS_ASSETS = frozenset({"articles", "paragraphs", "corpus_audit", "item_translations"})
 CORPUS, INPUTS, FAMILY, STUDY = "corpus", "inputs", "family", "study"
-# What is known without the graph (``version_for`` called with no kinds).
-_NAMED_KINDS: dict[str, str] = {**dict.fromkeys(CORPUS_ASSETS, CORPUS), MODEL_CALLS: FAMILY}
 
 
 def _per_model(partitions_def: dg.PartitionsDefinition | None) -> bool:
@@ -69,6 +65,8 @@ def version_kinds(defs: dg.Definitions) -> dict[str, str]:
     kinds: dict[str, str] = {}
     for name in parents:
         if name in CORPUS_ASSETS:
+            # The source, the panel and the study settings, not the models: adding a model
+            # must not make every corpus partition stale.
             kinds[name] = CORPUS
         elif name in family:
             kinds[name] = FAMILY
@@ -77,9 +75,9 @@ def version_kinds(defs: dg.Definitions) -> dict[str, str]:
     return kinds
 
 
-def version_for(asset: str, versions: Mapping[str, str], kinds: Mapping[str, str] | None = None) -> str:
+def version_for(asset: str, versions: Mapping[str, str], kinds: Mapping[str, str]) -> str:
     """The asset's code version (Dagster's, per asset); ``kinds`` from ``version_kinds``."""
-    kind = (kinds or _NAMED_KINDS).get(asset, STUDY)
+    kind = kinds.get(asset, STUDY)
     return versions[INPUTS] if kind == FAMILY else versions[kind]
 
 

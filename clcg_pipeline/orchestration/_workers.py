@@ -33,8 +33,8 @@ _STREAMING_NICE = 10
 # Streams at once, each a worker process: enough models' calls overlapping to keep providers
 # busy, while a study of a hundred new models does not fork a hundred processes.
 _STREAMS_AT_ONCE = 16
-# (success, root-cause line, raised by this project's code, was an interrupt) of one run.
-Outcome = tuple[bool, str, bool, bool]
+# (success, root-cause line, was an interrupt) of one run.
+Outcome = tuple[bool, str, bool]
 
 # Set by the parent just before it forks the worker processes, which inherit them.
 _WORKER: dict[str, Any] = {}
@@ -175,9 +175,9 @@ def _execute(
     job: str, partition: str | None, run_config: dict[str, Any], tags: dict[str, str], run_id: str, nice: bool
 ) -> Outcome:
     """In a worker: run one job partition, or the range its tags name; (success, root-cause
-    line, ours, interrupted). ``nice``: streams are calling in other workers."""
+    line, interrupted). ``nice``: streams are calling in other workers."""
     if _WORKER.get("interrupted"):
-        return False, "interrupted", False, True
+        return False, "interrupted", True
     if nice and not _WORKER.get("niced"):
         # This run's CPU work (loading, scoring) yields to the streams, so a small machine
         # keeps their calls flowing. (Only once every stream is handed out: a worker niced
@@ -186,15 +186,16 @@ def _execute(
         _WORKER["niced"] = True
     result = execute_job(_WORKER["instance"], _WORKER["defs"], job, partition, run_config, tags, run_id)
     if result.success:
-        return True, "", False, False
-    return (False, *failure_of(result))
+        return True, "", False
+    message, _ours, was_interrupt = failure_of(result)
+    return False, message, was_interrupt
 
 
-def _in_step(instance: dg.DagsterInstance, run_id: str, step: str = "responses") -> bool:
-    """True until the run's ``step`` has ended (or before the run exists)."""
+def _in_step(instance: dg.DagsterInstance, run_id: str) -> bool:
+    """True until the run's ``responses`` step has ended (or before the run exists)."""
     ended = (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE)
     records = instance.get_records_for_run(run_id, of_type=set(ended)).records
-    return not any(record.event_log_entry.step_key == step for record in records)
+    return not any(record.event_log_entry.step_key == "responses" for record in records)
 
 
 @dataclass
@@ -203,13 +204,13 @@ class WorkerHooks:
 
     run_config: dict[str, Any]
     tags: Callable[[LanguageRange], dict[str, str]]  # a run's tags
-    step_of: Callable[[str], int]  # a model's progress step (one per model, whatever its runs)
     account: Callable[[str, str], tuple[float, bool]]  # (language, model) finished: count its calls
     on_forget: Callable[[], None]  # a run ended: the responses' stored records changed
-    on_step: Callable[[str, int, int], None] | None
+    # (line, model): say the line at the model's progress step (one per model, whatever its runs)
+    progress: Callable[[str, str], None]
     interrupted: Callable[[], bool]
-    streams: Sequence[StreamRun] = ()  # run first; a model's ranges wait for its stream
-    on_stream: Callable[[str, str, bool, str], None] | None = None  # (model, run id, ok, why not)
+    streams: Sequence[StreamRun]  # run first; a model's ranges wait for its stream
+    on_stream: Callable[[str, str, bool, str], None]  # (model, run id, ok, why not)
 
 
 @dataclass(frozen=True)
@@ -242,15 +243,12 @@ class WorkerPool:
         parallel: int,
         hooks: WorkerHooks,
         summary: RunSummary,
-        total: int,
     ) -> None:
         self.instance = instance
         self.defs = defs
         self.parallel = parallel
         self.hooks = hooks
         self.summary = summary
-        self.total = total
-        self.ranges = list(ranges)
         self.queue = list(ranges)
         self.running: dict[futures.Future[Outcome], LanguageRange] = {}
         self.calling: dict[futures.Future[Outcome], str] = {}  # run id, until the calls end
@@ -267,7 +265,7 @@ class WorkerPool:
         self.pids = context.SimpleQueue()
         _WORKER["defs"] = self.defs
         self.pool = futures.ProcessPoolExecutor(
-            max(min(self.parallel, len(self.ranges)), 1) + min(len(self.streams), _STREAMS_AT_ONCE),
+            max(min(self.parallel, len(self.queue)), 1) + min(len(self.streams), _STREAMS_AT_ONCE),
             mp_context=context,
             initializer=_worker_start,
             initargs=(self.instance.get_ref(), self.pids),
@@ -318,13 +316,9 @@ class WorkerPool:
         """Streams first, before any responses run that waits for them (``_STREAMS_AT_ONCE``)."""
         while self.streams and len(self.streaming) < _STREAMS_AT_ONCE and not self.hooks.interrupted():
             stream = self.streams.pop(0)
-            if self.hooks.on_step:
-                step = self.hooks.step_of(stream.model_id)
-                self.hooks.on_step(f"{stream.model_id}: calls streaming", step, self.total)
-            run_id = str(uuid.uuid4())
-            self.summary.ran(run_id)  # the calls it pays for are this command's
-            future = self.pool.submit(
-                _execute, MODEL_CALLS_JOB, stream.model_id, stream.run_config, stream.tags, run_id, False
+            self.hooks.progress(f"{stream.model_id}: calls streaming", stream.model_id)
+            future, run_id = self._submit(
+                MODEL_CALLS_JOB, stream.model_id, stream.run_config, stream.tags, False
             )
             self.streaming[future] = (stream.model_id, run_id)
 
@@ -333,7 +327,7 @@ class WorkerPool:
         ok, message, was_interrupt = self._outcome(future)
         if was_interrupt or self.hooks.interrupted():
             self.stopped = True
-        elif self.hooks.on_stream is not None:
+        else:
             # A failed stream fails nothing: its model's runs make their own calls (and meet
             # the same error, if it was the provider's: they say it).
             self.hooks.on_stream(model_id, run_id, ok, message)
@@ -352,17 +346,22 @@ class WorkerPool:
             if not waiting:
                 break  # every run left waits for its model's stream
             run_range = self.queue.pop(waiting[0])
-            if self.hooks.on_step:
-                self.hooks.on_step(run_range.label, self.hooks.step_of(run_range.model_id), self.total)
-            run_id = str(uuid.uuid4())
-            self.summary.ran(run_id)  # the calls it pays for are this command's
+            self.hooks.progress(run_range.label, run_range.model_id)
             tags, nice = self.hooks.tags(run_range), bool(self.streaming) and not self.streams
-            future = self.pool.submit(
-                _execute, "responses_job", run_range.partition, self.hooks.run_config, tags, run_id, nice
+            future, run_id = self._submit(
+                "responses_job", run_range.partition, self.hooks.run_config, tags, nice
             )
             self.running[future] = run_range
             self.calling[future] = run_id
             self.started += 1
+
+    def _submit(
+        self, job: str, partition: str | None, run_config: dict[str, Any], tags: dict[str, str], nice: bool
+    ) -> tuple[futures.Future[Outcome], str]:
+        """Hand one run to a worker; (its future, its run id)."""
+        run_id = str(uuid.uuid4())
+        self.summary.run_ids.add(run_id)  # the calls it pays for are this command's
+        return self.pool.submit(_execute, job, partition, run_config, tags, run_id, nice), run_id
 
     def _forward_interrupt(self) -> None:
         for pid in set(self.workers) - self.signalled:  # once each: see _worker_start
@@ -370,15 +369,14 @@ class WorkerPool:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGINT)
 
-    def _outcome(self, future: futures.Future[Outcome]) -> tuple[bool, str, bool]:
+    def _outcome(self, future: futures.Future[Outcome]) -> Outcome:
         """(success, root-cause line, was an interrupt) of a run that ended."""
         self.summary.runs += 1
         try:
-            ok, message, _ours, was_interrupt = future.result()
+            return future.result()
         except futures.process.BrokenProcessPool:
             # Killed from outside (out of memory, kill -9): its run stays as Dagster last saw it.
             return False, "its worker process died (out of memory?)", False
-        return ok, message, was_interrupt
 
     def _finish(self, future: futures.Future[Outcome]) -> None:
         run_range = self.running.pop(future)

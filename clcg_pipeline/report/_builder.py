@@ -44,6 +44,13 @@ _ESTIMATE_FIELDS = {
     "warnings",
 }
 _MAX_NOTE = 240
+# Counts of a bootstrap's resamples, said by its "N of M bootstrap replicates valid" flag when it has one.
+_RESAMPLE_COUNTS = {"resamples", "valid_resamples"}
+
+
+def _says_valid_count(flags: list[str], valid: float) -> bool:
+    """Whether a flag already says how many bootstrap replicates were valid ("198 of 200 ...")."""
+    return any(re.match(rf"{int(valid)} of \d+ bootstrap replicates valid", flag) for flag in flags)
 
 
 def title_words(key: str) -> str:
@@ -185,13 +192,16 @@ class SectionBuilder:
         flags = flags_of(block)
         notes = []
         valid = as_float(block.get("valid_replicates"))
-        if valid is not None and (self.replicates is None or valid < self.replicates):
+        # A flag saying "198 of 200 bootstrap replicates valid" says it for the note, and for the
+        # resample counts beside it: in the note too, it repeated a flag said once per section.
+        counted = valid is not None and _says_valid_count(flags, valid)
+        if valid is not None and not counted and (self.replicates is None or valid < self.replicates):
             # Only worth a note when some replicates were dropped (or the planned count is unknown).
             notes.append(
                 f"valid replicates: {fmt_int(valid)}" + (f" of {self.replicates}" if self.replicates else "")
             )
         for k, v in block.items():
-            if k in _ESTIMATE_FIELDS:
+            if k in _ESTIMATE_FIELDS or (counted and k in _RESAMPLE_COUNTS):
                 continue
             if is_p_name(str(k)) and isinstance(v, float):
                 # A p in a note reads as the p column does: never "0.0000" for a tiny p.

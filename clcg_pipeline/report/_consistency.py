@@ -8,10 +8,11 @@ names success is rewritten when every estimate row of the section is marked not 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from clcg_pipeline.report._format import MISSING
-from clcg_pipeline.report._page import _OK_STATUSES, Part, Section
-from clcg_pipeline.report._studies import CI_WITHHELD
+from clcg_pipeline.report._page import _OK_STATUSES, Part, Row, Section
+from clcg_pipeline.report._studies import CI_WITHHELD, WITHHELD_MARK
 
 _STATUS_NAMES = ("Status", "status")
 
@@ -116,11 +117,98 @@ def withheld_note(section: Section) -> Section:
         first,
         Part(
             "note",
-            text=f"\u201c{CI_WITHHELD}\u201d: the interval is not identifiable; why is said once, in the "
-            "section's status line or the row's flags.",
+            text=f"\u201c{CI_WITHHELD}\u201d: the row's interval is withheld; why is said once, in the "
+            "section's status line or the note on its flags.",
         ),
     )
     return section
+
+
+#: After ``WITHHELD_MARK`` in the cell of a row with no lettered reason.
+_NO_LETTER = "*"
+#: Cells of a section saying "CI withheld" before they turn into the short mark (one is read as is).
+_SHARED_CELLS = 2
+
+
+def _withheld_cells(section: Section) -> list[tuple[Row, int]]:
+    """Each (row, cell index) of the section's tables whose cell is a withheld interval."""
+    return [
+        (row, index)
+        for part in section.parts
+        if part.kind == "table"
+        for row in part.rows
+        for index, cell in enumerate(row.cells)
+        if cell == CI_WITHHELD
+    ]
+
+
+def _reason_letters(row: Row) -> str:
+    """The note's letters of the row's flags that say why its interval is withheld ("a", "a, c")."""
+    letters: list[str] = []
+    for flag, shown in row.marks.items():
+        if "not identifiable" in flag or "withheld" in flag:
+            # "score: a, b" (a labelled flag) -> "a", "b"
+            letters += [x for x in shown.rpartition(": ")[2].split(", ") if x not in letters]
+    return ", ".join(letters)
+
+
+def _mark_cell(row: Row, index: int) -> bool:
+    """Give the cell its short mark and spoken name; True when the row has a lettered reason."""
+    letters = _reason_letters(row)
+    shown = f"{WITHHELD_MARK} {letters or _NO_LETTER}"
+    spoken = f"{CI_WITHHELD} (note {letters})" if letters else CI_WITHHELD
+    row.cell_marks[index] = (shown, spoken)
+    return bool(letters)
+
+
+def _marks_said(lettered: bool, unlettered: bool) -> str:
+    """What the cells' short marks stand for, with "CI withheld" said once."""
+    by_letter = "for the reason under its letter in the note on the rows' flags"
+    by_row = "for the reason on the row's own flag or in the section's status line"
+    if lettered and unlettered:
+        return (
+            f"\u201c{WITHHELD_MARK} a\u201d: {CI_WITHHELD}, {by_letter}; "
+            f"\u201c{WITHHELD_MARK} {_NO_LETTER}\u201d: {by_row}"
+        )
+    mark = f"{WITHHELD_MARK} a" if lettered else f"{WITHHELD_MARK} {_NO_LETTER}"
+    return f"\u201c{mark}\u201d: {CI_WITHHELD}, {by_letter if lettered else by_row}"
+
+
+def withheld_once(section: Section) -> Section:
+    """``section`` with "CI withheld" said once and each withheld interval's cell a short mark.
+
+    The demo's error taxonomy printed "CI withheld" in 24 cells and the granularity section in
+    12, beside the rows' flags that already say why (issue 34). A cell now shows "\u2014 a" (the
+    letter of its row's reason in the note on the flags; "\u2014 *" when the row has none), is
+    spoken and hovered as "CI withheld", and keeps the words in ``cells`` for the checks that read
+    them. The marks are explained where the words were: in the status line of a not-identifiable
+    study ("shown as ..."), else in a note above the first table. One such cell in a section
+    keeps its words (``withheld_note``).
+    """
+    cells = _withheld_cells(section)
+    if len(cells) < _SHARED_CELLS:
+        return withheld_note(section)
+    lettered = [_mark_cell(row, index) for row, index in cells]
+    said = _marks_said(any(lettered), not all(lettered))
+    quoted = f"\u201c{CI_WITHHELD}\u201d"
+    statuses = [part for part in section.parts if part.kind == "status" and quoted in part.text]
+    for part in statuses:
+        part.text = part.text.replace(quoted, said)
+    if not statuses:
+        _insert_above_first(
+            section,
+            lambda part: bool(part.kind == "table" and any(r.cell_marks for r in part.rows)),
+            Part("note", text=f"In an interval column, {said}."),
+        )
+    return section
+
+
+def _insert_above_first(section: Section, found: Callable[[Part], bool], note: Part) -> None:
+    """``note`` put above the first part ``found`` accepts (above its heading, if it has one)."""
+    first = next(i for i, part in enumerate(section.parts) if found(part))
+    if first > 0 and section.parts[first - 1].kind == "heading":
+        first -= 1
+    section.parts.insert(first, note)
 
 
 #: A table this long with a column of nothing but "CI withheld" drops it; a short one keeps the mark
@@ -164,7 +252,8 @@ def drop_withheld_columns(section: Section) -> Section:
         Part(
             "note",
             text="Interval columns in which every interval is withheld (not identifiable) are left out of "
-            "the long tables below; why is said once, in the section's status line or the rows' flags.",
+            "the long tables below; why is said once, in the section's status line or the note on the "
+            "rows' flags.",
         ),
     )
     return section

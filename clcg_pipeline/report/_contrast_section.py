@@ -42,7 +42,8 @@ def _pairs_note(
     # A document written before the pairs moved out holds them all (estimates table: model_contrasts).
     total = (table.pairs if table else None) or len(mapping_at(value, "pairs"))
     where = (table.query if table else None) or ALL_PAIRS_QUERY
-    # Its pairs are not repeated here: the new model's section lists them all (issue 37).
+    # Its pairs are not repeated here: the new model's section says how it stands against every
+    # other model, shows those a reader needs and names the query with all of them (issue 37).
     new = (
         f" The new model ({new_model}) against every other model (H1 micro): its own section, first."
         if new_model

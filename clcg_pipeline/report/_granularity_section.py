@@ -30,6 +30,8 @@ from clcg_pipeline.report._labels import granularity_group_label, granularity_ro
 from clcg_pipeline.report._linechart import Point, Series, line_chart_svg
 from clcg_pipeline.report._page import Part, Section
 from clcg_pipeline.report._studies import (
+    CI_WITHHELD,
+    WITHHELD_MARK,
     Walk,
     caveat_parts,
     chart,
@@ -205,16 +207,24 @@ def heatmap_grid(
         gap = as_float(c.gap)
         key, region, group = row_key_of(c.granularity, c.metric), str(c.region), str(c.language_group)
         interval = ci_cell(r, "gap")
+        # A withheld interval: a dash under the value (the note above the maps says so once) and the
+        # words in the cell's tooltip, its spoken name; "CI withheld" in each of 27 cells buried them.
+        withheld = interval == CI_WITHHELD
         cells[group][(key, region)] = Cell(
             value=gap,
             text=fmt_num(gap) if gap is not None else "no gap",
-            sub=interval if gap is not None else "",
+            sub=(WITHHELD_MARK if withheld else interval) if gap is not None else "",
             tip=f"{granularity_group_label(group)}, {key}, {region} of the document: "
-            f"gap {fmt_num(gap)} {interval}" + (f" (n = {fmt_int(c.n)})" if c.n is not None else ""),
+            f"gap {fmt_num(gap)}{', interval withheld' if withheld else ' ' + interval}"
+            + (f" (n = {fmt_int(c.n)})" if c.n is not None else ""),
         )
         if gap is not None:
             scales[key] = max(scales.get(key, 0.0), abs(gap))
     return groups, row_keys, regions, cells, scales
+
+
+def _any_withheld(cells: dict[str, dict[tuple[str, str], Cell]]) -> bool:
+    return any(cell.sub == WITHHELD_MARK for group in cells.values() for cell in group.values())
 
 
 def _heatmaps(block: GranularityResults, view: GranularityView, status: str) -> list[Part]:
@@ -230,9 +240,10 @@ def _heatmaps(block: GranularityResults, view: GranularityView, status: str) -> 
     parts.append(
         Part(
             "note",
-            text="Each cell: the gap (English minus the language group) and its interval. Red = English "
-            "ahead, blue = the language ahead; each row (a granularity and its metric) has its own colour "
-            "scale, shared by every language group, because the metrics differ.",
+            text="Each cell: the gap (English minus the language group) and its interval"
+            + (f" (\u201c{WITHHELD_MARK}\u201d: interval withheld)" if _any_withheld(cells) else "")
+            + ". Red = English ahead, blue = the language ahead; each row (a granularity and its metric) "
+            "has its own colour scale, shared by every language group, because the metrics differ.",
         )
     )
     for group in groups:
@@ -284,8 +295,8 @@ def _curves(block: GranularityResults, view: GranularityView, status: str) -> li
         "Lines: the gap per language group, with interval whiskers; hollow points have their interval "
         "withheld."
         if drawn
-        else "Lines: the gap per language group; every interval is withheld (not identifiable), so the "
-        "points are hollow and carry no whiskers."
+        else "Lines: the gap per language group; every interval is withheld, so the points are hollow "
+        "and carry no whiskers."
     )
     parts.append(
         Part(

@@ -16,11 +16,21 @@ _OK_STATUSES = {"ok", "estimated", "converged", "fitted", "available", "done"}
 
 @dataclass
 class Row:
-    """One table row; ``flags`` mark it visibly, ``title`` is a tooltip on its first cell."""
+    """One table row; ``flags`` mark it visibly, ``title`` is a tooltip on its first cell.
+
+    ``marks`` maps a flag to the short mark the row shows for it ("a", "score: a") when the
+    section's note says the flag's reason once under that mark (``report._flag_notes``); the flag's
+    words stay the mark's spoken name and tooltip, and in ``flags`` for the checks that read them.
+    ``cell_marks`` does the same for cells: a cell's index to the short mark it shows ("\u2014 a")
+    and its spoken name, when the section says the cell's words ("CI withheld") once
+    (``report._consistency.withheld_once``); ``cells`` keep the words for the checks.
+    """
 
     cells: list[str]
     flags: list[str] = field(default_factory=list)
     title: str = ""
+    marks: dict[str, str] = field(default_factory=dict)
+    cell_marks: dict[int, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass

@@ -25,7 +25,7 @@ from clcg_pipeline.report._consistency import (
     drop_withheld_columns,
     simulated_status,
     with_hint,
-    withheld_note,
+    withheld_once,
 )
 from clcg_pipeline.report._decision import decision
 from clcg_pipeline.report._document import (
@@ -85,7 +85,7 @@ def _finished(section: Section, said: str, simulated_models: list[str]) -> Secti
     (and its data: no green under a simulated reader), withheld-only interval columns left out."""
     section = consistent_status(collapse_empty_tables(flags_once(section, said)))
     section = drop_withheld_columns(simulated_status(section, simulated_models))
-    return with_hint(withheld_note(section))
+    return with_hint(withheld_once(section))
 
 
 def _study_sections(
@@ -158,7 +158,7 @@ def render_report(
     said = first_screen.global_reason
     summary_flags = shared_flags_note([summary], said)
     estimates_flags = shared_flags_note([Part("table", rows=estimate_rows)], said)
-    new_model = new_model_section(view.new_model, builder)
+    new_model = new_model_section(view.new_model, builder, view.model_contrasts)
     new_model = flags_once(new_model, said) if new_model is not None else None
     # Flags shortened before an empty table becomes one line, so that line keeps the short mark
     # and the reason stays said once for the section.

@@ -19,6 +19,8 @@ from clcg_pipeline.report._page import Part, Row, flags_of
 from clcg_pipeline.storage import StudyView
 
 CI_WITHHELD = "CI withheld"
+# What a withheld interval shows once its section says "CI withheld" in words (``_consistency``).
+WITHHELD_MARK = "\u2014"
 # The generic builder's walk (value, heading path, parts to extend, key, context): renders what a
 # study's contract does not name.
 Walk = Callable[[object, list[str], list[Part], str, str], None]

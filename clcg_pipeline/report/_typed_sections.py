@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from clcg_pipeline.report._builder import SectionBuilder, fact_text
 from clcg_pipeline.report._format import MISSING, fmt_bootstrap_p, fmt_int
 from clcg_pipeline.report._labels import H1_SUMMARY, LABELS
-from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
+from clcg_pipeline.report._page import _OK_STATUSES, Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.storage import (
     BootstrapTost,
     ContextGainEntry,
@@ -79,6 +79,60 @@ def _contrast_rows(builder: SectionBuilder, label: str, contrast: H2Contrast) ->
     ]
 
 
+def _arms_withheld(contrast: H2Contrast) -> bool:
+    """Both arms of ``contrast`` not identifiable while their difference has its interval."""
+    arms = (contrast.memorizable, contrast.new)
+    difference = contrast.difference
+    return (
+        all(arm is not None and arm.identifiable is False for arm in arms)
+        and difference is not None
+        and difference.identifiable is not False
+        and difference.has_interval
+    )
+
+
+def _paired_sentence(contrast: H2Contrast) -> str:
+    """Why a difference has an interval when neither of its arms does (said once per section)."""
+    articles = contrast.difference.n_articles if contrast.difference is not None else None
+    on = f"on {articles} articles" if articles is not None else "on the articles of both arms"
+    return (
+        "the arms' own intervals are withheld (each arm has fewer articles than study.min_articles) "
+        f"but their difference is paired {on} and identifiable"
+    )
+
+
+def _note_paired_differences(contrasts: list[tuple[H2Contrast, list[Row]]]) -> None:
+    """Say on the first difference row whose arms are both withheld why it still has an interval;
+    later such rows point to it. Without it the table reads "withheld, withheld, [interval]"."""
+    said = False
+    for contrast, rows in contrasts:
+        if not _arms_withheld(contrast) or not rows:
+            continue
+        row = rows[-1]  # the difference, shown last
+        note = "paired on both arms' articles, as said above" if said else _paired_sentence(contrast)
+        row.cells[-1] = "; ".join(part for part in (note, row.cells[-1]) if part)
+        said = True
+
+
+# What a success status says when every arm's interval is withheld (the demo's H2): the status, and
+# the folded section's hint made from it, then match the table (withheld, withheld, [interval]).
+_ARMS_WITHHELD_STATUS = "{status}, the arms' intervals withheld (only their differences have one)"
+
+
+def _status_with_arms_withheld(section: Section, contrasts: list[tuple[H2Contrast, list[Row]]]) -> None:
+    """A success status ("estimated") says so when both arms of every contrast are withheld."""
+    if not contrasts or not all(_arms_withheld(contrast) for contrast, _ in contrasts):
+        return
+    for part in section.parts:
+        if part.kind == "facts":
+            part.facts = [
+                (name, _ARMS_WITHHELD_STATUS.format(status=value))
+                if name in ("Status", "status") and value.strip().lower() in _OK_STATUSES
+                else (name, value)
+                for name, value in part.facts
+            ]
+
+
 def h2_section(key: str, title: str, typed: H2Results, builder: SectionBuilder, caption: str) -> Section:
     """H2: the status and definition, the pooled contrast, one per model, one per Joshi class."""
     section = Section(key=key, title=title, caption=caption)
@@ -93,13 +147,18 @@ def h2_section(key: str, title: str, typed: H2Results, builder: SectionBuilder, 
         typed,
         ("status", "reason", "definition", "alternative", "rows_without_date_or_cutoff"),
     )
+    contrasts: list[tuple[H2Contrast, list[Row]]] = []
+    if typed.pooled is not None:
+        contrasts.append((typed.pooled, _contrast_rows(builder, "", typed.pooled)))
+    for model, entry in (typed.by_model or {}).items():
+        contrasts.append((entry, _contrast_rows(builder, model, entry)))
+    _note_paired_differences(contrasts)
+    _status_with_arms_withheld(section, contrasts)
     if typed.pooled is not None:
         section.parts.append(Part("heading", text=LABELS["pooled"]))
-        section.parts.append(builder.estimate_table(_contrast_rows(builder, "", typed.pooled)))
+        section.parts.append(builder.estimate_table(contrasts[0][1]))
     if typed.by_model:
-        rows = [
-            row for model, entry in typed.by_model.items() for row in _contrast_rows(builder, model, entry)
-        ]
+        rows = [row for _, found in contrasts[1 if typed.pooled is not None else 0 :] for row in found]
         section.parts.append(Part("heading", text=LABELS["by_model"]))
         section.parts.append(builder.estimate_table(rows))
     if typed.by_class_sensitivity:

@@ -123,6 +123,7 @@ from clcg_pipeline.storage._inference_sections import (
     RuleCounts,
     RuleEstimates,
 )
+from clcg_pipeline.storage._intents import LOST_OUTCOME, IntentLog, sent_by
 from clcg_pipeline.storage._json import finite, jsonable
 from clcg_pipeline.storage._leaderboard_document import (
     LeaderboardDocument,
@@ -180,7 +181,14 @@ from clcg_pipeline.storage._result_models import (
     TieGroupsModel,
     TransitionView,
 )
-from clcg_pipeline.storage._run_spend import RunSpend, StudySpend, run_spend, start_ledger, study_spend
+from clcg_pipeline.storage._run_spend import (
+    LostCalls,
+    RunSpend,
+    StudySpend,
+    run_spend,
+    start_ledger,
+    study_spend,
+)
 from clcg_pipeline.storage._shared_shapes import (
     BhFamily,
     BhTest,
@@ -223,6 +231,7 @@ __all__ = [
     "CALL_TABLE_STEPS",
     "CATALOG_FILE",
     "DOCUMENT_SHAPES",
+    "LOST_OUTCOME",
     "MODEL_VERSIONS",
     "PREDICTION_STATUSES",
     "RECORDS",
@@ -292,6 +301,7 @@ __all__ = [
     "HumanValidationResults",
     "HumanValidationView",
     "IncompleteKeypoints",
+    "IntentLog",
     "Interval",
     "JoshiClassResults",
     "JudgeAgreement",
@@ -306,6 +316,7 @@ __all__ = [
     "LeaderboardRow",
     "LeaderboardTies",
     "LevelScale",
+    "LostCalls",
     "MetricSensitivity",
     "MetricSensitivityEntry",
     "MetricSensitivityEntryView",
@@ -397,6 +408,7 @@ __all__ = [
     "refresh_catalog",
     "run_named_query",
     "run_spend",
+    "sent_by",
     "spend",
     "start_ledger",
     "stored_tables",

@@ -29,6 +29,9 @@ call id no calls table records as paid (:func:`unrecorded_payments`): each is on
 names. The view counts such an entry only while no table records the call (a table that does
 says what was paid), so nothing is counted twice. Only the ids are listed to find them (file
 names locally; an object store's segments are read whole, as the cache's own index reads them).
+The calls a killed process sent and never cached (billed by the provider, in no table nor
+entry) are read from the intent logs (``storage/_intents.py``) into the same spend, outcome
+``lost_at_kill``, calls_table "killed run", once each and at an estimated cost.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import pandas as pd
 from clcg_pipeline.config import project_path
 from clcg_pipeline.storage._duck import connect_duckdb, duckdb_location, is_local, local_path
 from clcg_pipeline.storage._files import DATA_FILE, data_root, partition_dir, relative_table_glob, table_glob
+from clcg_pipeline.storage._intents import LOST_STEP, LOST_TABLE, CachedEntry, lost_at_kill
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +255,7 @@ def catalog_call_records(
             glob = relative_table_glob(table) if relative else table_glob(data_dir, table)
             left_out = _left_out_glob(table_glob(data_dir, table))
             sources[table] = [glob, _left_out_glob(glob)] if _exists(left_out) else glob
-    rows = unrecorded_payments(data_dir, _recorded_call_ids(con, sources))
+    rows = _with_lost(data_dir, unrecorded_payments(data_dir, _recorded_call_ids(con, sources)))
     if not len(rows):
         return register_call_records(con, sources)
     con.register("unrecorded_rows", rows)
@@ -384,19 +388,49 @@ def _entry_rows(entries: list[dict[str, Any]]) -> pd.DataFrame:
                 "partition": paid_for or None,
             }
         )
-    columns = [*(name for name in _RECORD_COLUMNS if name != "cached"), "partition"]
-    return pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=_UNRECORDED_COLUMNS)
+    return frame.assign(calls_table=CACHE_TABLE, step=UNRECORDED_STEP)
+
+
+# The columns of the payments no calls table holds (the call cache's, the calls lost at a kill).
+_UNRECORDED_COLUMNS = [*(name for name in _RECORD_COLUMNS if name != "cached"), "partition"]
+
+
+def _with_lost(data_dir: str | os.PathLike[str], unrecorded: pd.DataFrame) -> pd.DataFrame:
+    """``unrecorded`` and the calls the dead processes of this host sent and never cached
+    (``storage/_intents.py``; an object-store cache's logs are in a local folder of the host
+    that sent): calls_table :data:`LOST_TABLE`, outcome ``lost_at_kill``."""
+    root = call_cache_dir(data_dir)
+    lost = lost_at_kill(local_path(root)) if is_local(root) else lost_at_kill(root, _segment_lookup(root))
+    if not lost:
+        return unrecorded
+    frame = pd.DataFrame(lost, columns=_UNRECORDED_COLUMNS).assign(calls_table=LOST_TABLE, step=LOST_STEP)
+    return pd.concat([unrecorded, frame], ignore_index=True) if len(unrecorded) else frame
+
+
+def _segment_lookup(root: str) -> CachedEntry:
+    """An object-store cache's entry by call id, its segments read once at the first lookup
+    (only when a dead intent log has calls in flight)."""
+    entries: dict[str, dict[str, Any]] = {}
+
+    def cached(call_id: str) -> dict[str, Any] | None:
+        if not entries:
+            entries.update((entry["call_id"], entry) for entry in _remote_entries(root, set()))
+        return entries.get(call_id)
+
+    return cached
 
 
 def _cache_projection() -> str:
-    """The SELECT list turning :func:`unrecorded_payments`' rows into call_records' shape."""
+    """The SELECT list turning :func:`unrecorded_payments`' rows (and :func:`_with_lost`'s) into
+    call_records' shape."""
     parts = [
         "CAST(false AS BOOLEAN) AS cached" if name == "cached" else f"CAST({name} AS {kind}) AS {name}"
         for name, kind in _RECORD_COLUMNS.items()
     ]
     parts += [
-        f"'{CACHE_TABLE}' AS calls_table",
-        f"'{UNRECORDED_STEP}' AS step",
+        "CAST(calls_table AS VARCHAR) AS calls_table",
+        "CAST(step AS VARCHAR) AS step",
         "CAST(partition AS VARCHAR) AS partition",
     ]
     return ", ".join(parts)
@@ -434,7 +468,7 @@ def call_spend(
         rows = _spend_rows(con) if register_call_records(con, sources) else None
         if whole_study:
             recorded = set(rows.loc[rows["paid"].astype(bool), "call_id"]) if rows is not None else set()
-            unrecorded = unrecorded_payments(data_dir, recorded)
+            unrecorded = _with_lost(data_dir, unrecorded_payments(data_dir, recorded))
             if len(unrecorded):  # the view again, over the tables and these payments
                 con.register("unrecorded_rows", unrecorded)
                 register_call_records(con, sources, con.table("unrecorded_rows"))

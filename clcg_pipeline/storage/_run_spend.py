@@ -23,6 +23,12 @@ Only a run that has ended is an earlier one (:func:`ended_runs`): one the Dagste
 says finished, or this host's whose process is gone (kill -9), and not one of a ``clcg run``
 still under way (``closing_lines/under_way/``: one mark per command, from its start to its
 closing line). Another host's run still going is said by that host's own closing line.
+
+The calls a killed process had in flight (sent, never answered: outcome ``lost_at_kill``, from
+the intent logs, ``storage/_intents.py``) are said apart, once each (:class:`LostCalls`, the
+ledger's ``lost`` keys): the provider may have billed them, at a cost only estimated. They
+belong to the run that sent them, are in the study total, and are not in the earlier runs'
+figure (that one says what the record holds as answered and paid).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ if TYPE_CHECKING:
     import dagster as dg
 
 from clcg_pipeline.storage._files import data_root, write_json
+from clcg_pipeline.storage._intents import COST_UNKNOWN, ESTIMATED_FROM_ANSWER, LOST_OUTCOME
 from clcg_pipeline.storage._paid import CALL_TABLE_STEPS, STUDY_BUDGET_ERROR, call_spend, this_host, usd_sum
 
 LEDGER = "closing_lines"
@@ -68,6 +75,18 @@ class RunSpend:
 
 
 @dataclass(frozen=True)
+class LostCalls:
+    """The calls one killed run had in flight, not said before: the provider may have billed them."""
+
+    run: str | None  # the run that sent them (None: a send that named none)
+    calls: int
+    usd: float  # the estimate the spend counts for them
+    from_answer: int = 0  # priced at the usage of the same call's answer, cached since (a rerun's)
+    worst_case: int = 0  # priced at the worst case the run's budget reserved for it
+    unknown: int = 0  # neither: cost unknown, $0 counted
+
+
+@dataclass(frozen=True)
 class StudySpend:
     """The study's spend in all, and what earlier runs no closing line reported paid."""
 
@@ -76,6 +95,8 @@ class StudySpend:
     unsaid_runs: tuple[str, ...] = ()
     #: model -> (paid calls, USD) of those runs.
     unsaid_by_model: dict[str, tuple[int, float]] = field(default_factory=dict)
+    #: The calls in flight when a run was killed that no closing line said, by run (said now).
+    lost: tuple[LostCalls, ...] = ()
 
     @property
     def unsaid_usd(self) -> float:
@@ -108,8 +129,9 @@ def run_spend(
 def start_ledger(data_dir: str | os.PathLike[str]) -> None:
     """Start the ledger of a folder that has none, with every run paid so far (said by the
     study totals of their time), and mark this command as under way (:func:`_mark_command`)."""
-    if _said(data_dir) is None:
-        _write_entry(data_dir, before=_paid_runs(_paid(call_spend(data_dir))))
+    if _ledger(data_dir) is None:
+        paid = _paid(call_spend(data_dir))
+        _write_entry(data_dir, before=_paid_runs(paid), lost=_lost_keys(paid))
     _mark_command(data_dir)
 
 
@@ -123,24 +145,66 @@ def study_spend(
 
     An earlier run is one that has ended (:func:`ended_runs`, asking ``instance`` or the one
     ``DAGSTER_HOME`` names): a run still going, on another host say, is left to its own
-    closing line, which says it as its own."""
+    closing line, which says it as its own.
+
+    The calls lost at a kill that no closing line said are said apart (``lost``), whoever's run
+    sent them (its process is gone: that is how they are known), and left out of the earlier
+    runs' figure."""
     paid = _paid(call_spend(data_dir))
     runs, own = _paid_runs(paid), set(own_runs)
-    said = _said(data_dir)
-    if said is None:  # a folder from before the ledger: what was paid before is not news
+    ledger = _ledger(data_dir)
+    lost = paid[paid["outcome"] == LOST_OUTCOME]
+    if ledger is None:  # a folder from before the ledger: what was paid before is not news
         if own:  # a run started it; a rerun with nothing to do writes nothing
-            _write_entry(data_dir, own=runs & own, before=runs - own)
+            _write_entry(data_dir, own=runs & own, before=runs - own, lost=_lost_keys(lost))
         unsaid: set[str] = set()
+        lost = lost.iloc[:0]
     else:
+        said = _said_in(ledger, _RUN_KEYS)
         unsaid = ended_runs(paid, runs - said - own, instance, _commands_under_way(data_dir))
-        if unsaid or (runs & own) - said:
-            _write_entry(data_dir, own=(runs & own) - said, unsaid=unsaid)
+        lost = lost[~_row_keys(lost).isin(_said_in(ledger, ("lost",)))]
+        if unsaid or (runs & own) - said or len(lost):
+            _write_entry(data_dir, own=(runs & own) - said, unsaid=unsaid, lost=_lost_keys(lost))
     _unmark_command()  # after the entry: another host finds this command's runs said or under way
-    earlier = paid[paid["run"].isin(unsaid)]
+    earlier = paid[paid["run"].isin(unsaid) & (paid["outcome"] != LOST_OUTCOME)]
     by_model = {model: calls for (model,), calls in _paid_by(earlier, ["model"]).items()}
     return StudySpend(
-        paid_usd=usd_sum(paid["paid_usd"]), unsaid_runs=tuple(sorted(unsaid)), unsaid_by_model=by_model
+        paid_usd=usd_sum(paid["paid_usd"]),
+        unsaid_runs=tuple(sorted(_paid_runs(earlier))),
+        unsaid_by_model=by_model,
+        lost=_lost_by_run(lost),
     )
+
+
+def _row_keys(rows: pd.DataFrame) -> pd.Series:
+    """One key per lost call's row (its run, call id and send time: a call sent again after a
+    kill, and lost again, is another payment)."""
+    if not len(rows):
+        return pd.Series([], dtype=object)
+    return rows["run"].astype(str) + "|" + rows["call_id"].astype(str) + "|" + rows["paid_at"].astype(str)
+
+
+def _lost_keys(paid: pd.DataFrame) -> list[str]:
+    return sorted(_row_keys(paid[paid["outcome"] == LOST_OUTCOME]))
+
+
+def _lost_by_run(lost: pd.DataFrame) -> tuple[LostCalls, ...]:
+    """``lost``'s calls by the run that sent them, with how each one's cost is known."""
+    found = []
+    for run, group in lost.groupby(lost["run"].fillna(""), sort=True):
+        notes = group["error"]
+        answered, unknown = int((notes == ESTIMATED_FROM_ANSWER).sum()), int((notes == COST_UNKNOWN).sum())
+        found.append(
+            LostCalls(
+                run=str(run) or None,
+                calls=len(group),
+                usd=usd_sum(group["paid_usd"]),
+                from_answer=answered,
+                worst_case=len(group) - answered - unknown,
+                unknown=unknown,
+            )
+        )
+    return tuple(found)
 
 
 def ended_runs(
@@ -321,12 +385,20 @@ def _paid_by(rows: pd.DataFrame, keys: list[str]) -> dict[Any, tuple[int, float]
     }
 
 
-def _said(data_dir: str | os.PathLike[str]) -> set[str] | None:
-    """Every run some closing line (or the ledger's start) said; None when there is no ledger."""
+_RUN_KEYS = ("own", "unsaid", "before")  # the ledger entries' lists of runs said
+
+
+def _said_in(ledger: list[dict[str, Any]], keys: Iterable[str]) -> set[str]:
+    """What the ``ledger``'s entries list under ``keys`` (runs; "lost": lost calls' row keys)."""
+    return {str(item) for entry in ledger for key in keys for item in entry.get(key, [])}
+
+
+def _ledger(data_dir: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
+    """Every entry of the ledger (each a closing line's, or its start); None when there is none."""
     root = ledger_dir(data_dir)
     if not root.exists():
         return None
-    said: set[str] = set()
+    entries = []
     for path in root.iterdir():
         if not path.name.endswith(".json"):
             continue  # a file being written (``write_json`` writes beside it, then renames)
@@ -334,9 +406,10 @@ def _said(data_dir: str | os.PathLike[str]) -> set[str] | None:
             entry = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: not a closing-line ledger entry ({exc}); remove it") from None
-        for key in ("own", "unsaid", "before"):
-            said.update(str(run) for run in entry.get(key, []))
-    return said
+        if not isinstance(entry, dict):
+            raise ValueError(f"{path}: not a closing-line ledger entry (not an object); remove it")
+        entries.append(entry)
+    return entries
 
 
 def _write_entry(
@@ -345,6 +418,7 @@ def _write_entry(
     own: Iterable[str] = (),
     unsaid: Iterable[str] = (),
     before: Iterable[str] = (),
+    lost: Iterable[str] = (),
 ) -> None:
     """One new ledger file: never an existing one rewritten (hosts share the folder)."""
     now = pd.Timestamp.now(tz="UTC")
@@ -355,5 +429,6 @@ def _write_entry(
         "own": sorted(own),
         "unsaid": sorted(unsaid),
         "before": sorted(before),
+        "lost": sorted(lost),
     }
     write_json(ledger_dir(data_dir) / name, entry)

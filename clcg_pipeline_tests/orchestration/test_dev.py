@@ -10,6 +10,7 @@ Dagster starts them (``watch_orphans.py``, which prints a traceback when it gets
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -203,3 +205,124 @@ def test_what_ignores_ctrl_c_is_killed_after_the_bound() -> None:
     assert dev.stop_group(process.pid, stop_s=1.0) is False
     assert process.wait(timeout=5) == -signal.SIGKILL
     assert time.monotonic() - started < _GONE_WITHIN_S
+
+
+# A Python process at exit: its last Python code has run and the interpreter has given the
+# signals back to the system (no Ctrl-C handler left), then frees its memory (seconds on a busy
+# machine; ``dagster dev``'s processes, one after another, made an idle stop take 6-15 s).
+_EXITING = """
+import signal, time
+print(flush=True)
+try:
+    while True:
+        time.sleep(0.05)
+except KeyboardInterrupt:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    time.sleep(30)
+"""
+
+# A daemon evaluating a sensor through its code server when Ctrl-C comes, both below a leader;
+# with ``restart``, the leader starts the code server again once it has exited, as ``dagster
+# dev`` does when it sees it gone before its own shutdown is done.
+_SERVICES = """
+import subprocess, sys, time
+from pathlib import Path
+
+here, role, *rest = Path(sys.argv[1]), *sys.argv[2:]
+if role == "leader":
+    kids = [subprocess.Popen([sys.executable, __file__, str(here), r]) for r in ("daemon", "code-server")]
+    try:
+        for kid in kids:
+            kid.wait()
+    except KeyboardInterrupt:
+        for kid in kids:
+            kid.wait()
+    if rest:
+        subprocess.Popen([sys.executable, __file__, str(here), "code-server", "again"])
+        (here / "restarted").touch()
+    sys.exit(0)
+(here / role).touch()
+try:
+    while True:
+        time.sleep(0.05)
+except KeyboardInterrupt:
+    if role == "daemon":
+        time.sleep(1.0)  # the sensor's evaluation in flight
+        (here / "daemon done").touch()
+    else:
+        done = (here / "daemon done").exists()
+        (here / " ".join(["code server stopped", *rest])).write_text("after" if done else "before")
+"""
+
+
+def _start_services(tmp_path: Path, *options: str) -> subprocess.Popen[bytes]:
+    script = tmp_path / "services.py"
+    script.write_text(_SERVICES, encoding="utf-8")
+    command = [sys.executable, str(script), str(tmp_path), "leader", *options]
+    process = subprocess.Popen(command, start_new_session=True)
+    deadline = time.monotonic() + _READY_WITHIN_S
+    while not ((tmp_path / "daemon").exists() and (tmp_path / "code-server").exists()):
+        assert time.monotonic() < deadline, "the stand-in's services never started"
+        time.sleep(0.05)
+    time.sleep(0.3)  # their handlers are set
+    return process
+
+
+def _guarded_stop(process: subprocess.Popen[bytes]) -> tuple[float, int]:
+    """Stop ``process``'s group as the launcher does (its guard, released): (seconds taken,
+    the guard's exit status, 0 if the group stopped without SIGKILL)."""
+    guard = dev.Guard(process.pid)
+    started = time.monotonic()
+    guard.release()
+    process.wait(timeout=dev.STOP_S)  # reaped as it exits, as the launcher does
+    return time.monotonic() - started, guard.process.wait(timeout=dev.STOP_S)
+
+
+def test_a_process_that_has_begun_to_exit_is_ended_at_once() -> None:
+    """Before: waited for until it exited by itself (here 30 s, SIGKILL after ``STOP_S``)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _EXITING], start_new_session=True, stdout=subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline()  # its handler is set
+        took, guard_status = _guarded_stop(process)
+        assert (process.returncode, guard_status) == (-signal.SIGTERM, 0)
+        assert took < 5.0, took
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_code_servers_are_stopped_after_their_callers(tmp_path: Path) -> None:
+    """Before: Ctrl-C stopped the code server under a daemon still evaluating a sensor, which
+    logged tracebacks for it."""
+    process = _start_services(tmp_path)
+    try:
+        _, guard_status = _guarded_stop(process)
+        assert guard_status == 0
+        assert (tmp_path / "code server stopped").read_text() == "after"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_a_code_server_started_again_during_the_stop_is_stopped_too(tmp_path: Path) -> None:
+    """Before: never interrupted, it kept the stop waiting for the kill after ``STOP_S`` (idle,
+    ``make dev`` took 45 s to stop, one time in three here)."""
+    process = _start_services(tmp_path, "restart")
+    stopped: list[bool] = []
+    stop = threading.Thread(target=lambda: stopped.append(dev.stop_group(process.pid, stop_s=10.0)))
+    try:
+        stop.start()
+        process.wait(timeout=_GONE_WITHIN_S)  # reaped as it exits, as the launcher does
+        stop.join(timeout=15.0)
+        assert (tmp_path / "restarted").exists()
+        assert stopped == [True]  # (Ctrl-C may reach it before its interpreter handles it)
+    finally:
+        stop.join(timeout=15.0)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        if process.poll() is None:
+            process.wait()

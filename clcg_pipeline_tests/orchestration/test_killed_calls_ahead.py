@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 from clcg_pipeline.calls import fake_server
 from clcg_pipeline.calls.fake_server import FakeServer, Faults
 from clcg_pipeline.orchestration import run_study
-from clcg_pipeline.storage import CALL_TABLE_STEPS, spend
+from clcg_pipeline.storage import CALL_TABLE_STEPS, LOST_OUTCOME, call_spend, spend
 from clcg_pipeline_tests.conftest import FAKE_PRICE_IN, FAKE_PRICE_OUT, add_fake_model
 
 pytestmark = pytest.mark.slow
@@ -40,11 +40,13 @@ class _Provider:
         self.charges: list[tuple[str, float]] = []
         self.gated = True
         self.admitted = 0
+        self.gated_ids: set[str] = set()  # the killed run's requests held at the gate
         original = fake_server.App.openai
 
         async def billed(app: object, request: object) -> object:
             self.admitted += 1
             if self.gated and self.admitted > ANSWERED:
+                self.gated_ids.add(request.headers.get(fake_server.CALL_ID_HEADER, "-"))  # type: ignore[attr-defined]
                 while self.gated:
                     await asyncio.sleep(0.05)
                 return JSONResponse({"error": "gated"}, status_code=503)
@@ -123,12 +125,22 @@ def test_a_run_killed_after_its_stream_paid_keeps_the_record_of_payment(
     # Each answered request is one paid row (the killed run's included), none recorded twice.
     assert sorted(hosted["call_id"]) == sorted(billed)
     bill = sum(usd for _, usd in provider.charges)
-    figures = {"spend view": spend(data).paid_usd, "calls tables": float(paid["cost_usd"].sum())}
+    # The requests the killed run sent into the gate are on record as lost at the kill, once each,
+    # at the rerun's usage (storage/_intents.py): a provider billing on arrival billed them; this
+    # one's gate did not, so its bill is the spend less them.
+    lost = call_spend(data).query(f"outcome == '{LOST_OUTCOME}'")
+    assert provider.gated_ids <= set(lost["call_id"]) and lost["call_id"].is_unique
+    lost_usd = float(lost["paid_usd"].sum())
+    figures = {"spend view": spend(data).paid_usd - lost_usd, "calls tables": float(paid["cost_usd"].sum())}
     assert {name: _cents(usd) for name, usd in figures.items()} == dict.fromkeys(figures, _cents(bill))
     assert figures["spend view"] == pytest.approx(bill)
     # The killed stream's run is left STARTED on the instance (kill -9): the rerun on this host
-    # sees its process is gone, says what it paid once, apart from its own figure, and marks it.
+    # sees its process is gone, says what it paid once, apart from its own figure, and marks it;
+    # the calls it had in flight are said on their own line (the provider may have billed them).
     assert rerun.unsaid_by_model["fake-gpt"] == (ANSWERED, pytest.approx(killed_bill))
+    (in_flight,) = rerun.lost_at_kill
+    assert (in_flight.calls, in_flight.usd) == (len(lost), pytest.approx(lost_usd))
+    assert in_flight.run == lost["run"].iloc[0] and in_flight.from_answer == len(lost)
     with dg.DagsterInstance.get() as instance:
         killed = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
     assert killed == []

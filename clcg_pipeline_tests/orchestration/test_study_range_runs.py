@@ -18,12 +18,8 @@ import yaml
 
 from clcg_pipeline.orchestration import StudyRunError, run_study
 from clcg_pipeline.orchestration._jobs import CORPUS_ASSETS
-from clcg_pipeline.orchestration._partition_run import (
-    RANGE_END_TAG,
-    RANGE_START_TAG,
-    LanguageRange,
-    stale_ranges,
-)
+from clcg_pipeline.orchestration._partition_run import LanguageRange, stretches
+from clcg_pipeline.partitions import RANGE_END_TAG, RANGE_START_TAG
 from clcg_pipeline.storage import RECORDS, read_records
 from clcg_pipeline_tests.conftest import DEFAULT_CONFIG, cut_to_demo
 
@@ -224,7 +220,7 @@ def test_stale_languages_run_in_contiguous_stretches(
     stale: list[str], expected: list[tuple[str, ...]]
 ) -> None:
     order = ["en", "pt", "is", "ka", "ht"]
-    assert stale_ranges(MODEL, order, stale) == [LanguageRange(MODEL, isos) for isos in expected]
+    assert stretches(order, stale) == expected
 
 
 def test_a_range_of_one_language_is_a_partition_run() -> None:

@@ -22,7 +22,7 @@ def test_the_summary_keeps_new_calls_by_model_and_the_offline_ones_apart(tmp_pat
         data, "task_judge_calls", PARTITION, _rows("j", 5, model="offline-judge-a", run="run-here", cost=0.0)
     )
     summary = RunSummary()
-    summary.ran("run-here")
+    summary.run_ids.add("run-here")
     tables = {"calls": "responses", "task_calls": "tasks", "task_judge_calls": "judges"}
     spent, stopped = count_new_calls(summary, str(data), tables, PARTITION)
     # Every new call is still counted (the budget's and the tables' figures are unchanged) ...
@@ -39,12 +39,12 @@ def test_study_total_says_what_a_killed_run_paid_once(tmp_path: Path) -> None:
     _write(data, "calls", PARTITION, _rows("k", 2, run="run-killed", cost=0.04))
     _write(data, "calls", {"language": "pt", "model": "m"}, _rows("a", 3, run="run-here"))
     summary = RunSummary()
-    summary.ran("run-here")
+    summary.run_ids.add("run-here")
     study_total(summary, str(data))
     assert summary.study_paid_usd == pytest.approx(0.11)
     assert summary.unsaid_by_model == {"m": (2, pytest.approx(0.08))} and summary.unsaid_runs == 1
     later = RunSummary()
-    later.ran("run-later")
+    later.run_ids.add("run-later")
     study_total(later, str(data))
     assert later.unsaid_by_model == {} and later.unsaid_runs == 0  # said once
     assert later.study_paid_usd == pytest.approx(0.11)

@@ -9,7 +9,7 @@ import pytest
 
 from clcg_pipeline.orchestration._summary import RunSummary, count_new_calls
 from clcg_pipeline.storage import spend
-from clcg_pipeline_tests.storage.test_spend_view import PAID_AT, PARTITION, _rows, _study, _write
+from clcg_pipeline_tests.storage.test_spend_view import PARTITION, _rows, _study, _write
 
 
 def test_a_run_summary_counts_only_the_calls_its_own_runs_paid(tmp_path: Path) -> None:
@@ -19,10 +19,8 @@ def test_a_run_summary_counts_only_the_calls_its_own_runs_paid(tmp_path: Path) -
     theirs = _rows("b", 2, run="run-other-host", cost=0.05)
     _write(data, "calls", PARTITION, pd.concat([mine, theirs]))
     summary = RunSummary()
-    summary.run_ids = {"run-here"}  # the runs this command started (``RunSummary.ran``)
-    spent, stopped = count_new_calls(
-        summary, str(data), {"calls": "responses"}, PARTITION, PAID_AT - pd.Timedelta("1h")
-    )
+    summary.run_ids = {"run-here"}  # the runs this command started
+    spent, stopped = count_new_calls(summary, str(data), {"calls": "responses"}, PARTITION)
     assert (summary.new_calls, summary.response_calls) == (3, 3)
     assert spent == pytest.approx(0.03) and summary.new_cost_usd == pytest.approx(0.03)
     assert not stopped and not summary.budget_exhausted
@@ -32,7 +30,7 @@ def test_a_budget_stop_is_said_once_with_the_budget_the_spend_and_the_calls_left
     data = tmp_path / "data"
     _study(data)
     summary = RunSummary(study_budget_usd=0.5)
-    summary.ran("run-a")
+    summary.run_ids.add("run-a")
     _, stopped = count_new_calls(summary, str(data), {"calls": "responses"}, PARTITION)
     assert stopped and summary.budget_exhausted  # the caller need not pass it on
     summary.study_paid_usd = spend(data).paid_usd
@@ -42,7 +40,7 @@ def test_a_budget_stop_is_said_once_with_the_budget_the_spend_and_the_calls_left
     assert "raise budget_usd in study.yaml and run `clcg run` again" in line
 
     run_stop = RunSummary(run_budget_usd=0.02)
-    run_stop.ran("run-b")
+    run_stop.run_ids.add("run-b")
     _write(
         data,
         "calls",

@@ -10,7 +10,9 @@ Skipped when Chromium, chromedriver or Selenium are missing, unless CLCG_REQUIRE
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -90,3 +92,60 @@ def test_demo_report_leads_with_the_decision_and_fits_ten_screens(
     assert simulated
     assert page["greenStatuses"] == 0 and page["all"].count("Status: ok") == 0
     assert "Status estimated" not in page["visible"]
+
+
+# The state every withheld row shares; the demo printed it 739 times (732 of them one short mark per
+# row of the folded study tables) before each section said it once and its rows a note's letter.
+_STATE = "not identifiable"
+_WITHHELD = "CI withheld"
+_SECTION = re.compile(r"<section\b[^>]*\bid=\"([^\"]+)\"")
+_ROW_BADGE = re.compile(r"<td[^>]*>(?:(?!</td>).)*?<span class=\"flag\"[^>]*>&#9888; ([^<]*)</span>", re.S)
+
+
+def _text_of(fragment: str) -> str:
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", fragment)))
+
+
+def _sections_of(page: str) -> dict[str, str]:
+    """Each section's HTML, from its opening tag to the next section's (folded parts included)."""
+    starts = [(m.start(), m.group(1)) for m in _SECTION.finditer(page)]
+    ends = [start for start, _ in starts[1:]] + [len(page)]
+    return {key: page[start:end] for (start, key), end in zip(starts, ends, strict=True)}
+
+
+def test_demo_report_says_each_reason_once_per_section_in_its_html(demo_study: DemoStudy) -> None:
+    """Counted in the HTML's text, folded parts included (no browser needed): each reason at
+    most once per section, the state "not identifiable" at most a few times per section (its
+    status line and notes) and, over the page, no more often than there are sections."""
+    results = json.loads((demo_study.data_dir / "study_results.json").read_text(encoding="utf-8"))
+    page = (demo_study.data_dir / "report.html").read_text(encoding="utf-8")
+    sections = _sections_of(page)
+    texts = {key: _text_of(part) for key, part in sections.items()}
+    counts = {key: text.count(_STATE) for key, text in texts.items() if _STATE in text}
+    print(f"{_STATE!r} per section:", counts, "page:", _text_of(page).count(_STATE))
+    assert len(sections) >= 20, list(sections)
+    assert _text_of(page).count(_STATE) <= len(sections), counts
+    assert all(n <= 5 for n in counts.values()), counts
+    for reason in set(_reasons(results)):
+        for key, text in texts.items():
+            assert text.count(reason) <= 1, (key, reason)
+    # No two rows of a section carry the same flag in words: a shared one is the note's letter.
+    for key, part in sections.items():
+        badges = Counter(_ROW_BADGE.findall(part))
+        assert [b for b, n in badges.items() if n > 1 and len(b) > 8] == [], (key, badges)
+    # Each withheld row is still marked: its badge is spoken (and hovered) as "not identifiable".
+    spoken = re.findall(r'<span class="flag" role="img" aria-label="([^"]*)"', page)
+    assert sum(_STATE in label for label in spoken) >= 100, len(spoken)
+    # "CI withheld" too: said once per section (its status line or a note); each withheld cell a
+    # short mark ("\u2014 a") spoken as the words. Before: 94 times, one per cell (67 in granularity).
+    withheld = {key: text.count(_WITHHELD) for key, text in texts.items() if _WITHHELD in text}
+    print(f"{_WITHHELD!r} per section:", withheld, "page:", _text_of(page).count(_WITHHELD))
+    assert all(n <= 1 for n in withheld.values()), withheld
+    marked = re.findall(r'<span class="withheld" role="img" aria-label="([^"]*)"', page)
+    assert len(marked) >= 30 and all(label.startswith(_WITHHELD) for label in marked), marked
+    assert f">{_WITHHELD}</td>" not in page
+    # A note a row's flag already says ("198 of 200 bootstrap replicates valid") is not repeated in
+    # its notes: before, "valid replicates: 198 of 200" stood on 7 rows of H2 (2 left: the arm
+    # without that flag, pooled and per model).
+    notes = {key: text.count("valid replicates:") for key, text in texts.items()}
+    assert all(n <= 2 for n in notes.values()), notes

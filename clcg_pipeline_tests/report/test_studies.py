@@ -130,7 +130,11 @@ def test_taxonomy_not_identifiable_shows_estimates_with_ci_withheld() -> None:
     assert level == "warn" and status.startswith("Not identifiable: too few articles: 6")
     assert "CI withheld" in status
     text = _text(section)
-    assert "fine judge-a vs judge-b 81.0% [76.0%, 86.0%] 0.620 CI withheld" in text
+    # The withheld interval's cell is a short mark (the letter of the row's reason), spoken and
+    # hovered as "CI withheld", which the status line says once (issue 34).
+    assert "fine judge-a vs judge-b 81.0% [76.0%, 86.0%] 0.620 \u2014 a" in text
+    assert 'aria-label="CI withheld (note a)" title="CI withheld (note a)">\u2014 a</span>' in section
+    assert text.count("CI withheld") == 1
     # A long table whose every interval is withheld leaves the column out, said once (issue 34).
     assert "judge-a target contradiction 12 75 16.0% \u26a0" in text
     assert text.count("are left out of the long tables below") == 1
@@ -214,7 +218,8 @@ def test_ceiling_triggered_and_withheld_bootstrap_are_visible() -> None:
     section = _section(_render(human_validation=block), "human_validation")
     text = _text(section)
     assert "Ceiling rule TRIGGERED: minimum adequacy median across resource classes 4.60" in text
-    assert re.search(r"Annotator-cluster bootstrap 0\.648 CI withheld", text)
+    assert re.search(r"Annotator-cluster bootstrap 0\.648 \u2014 a", text)
+    assert 'role="img" aria-label="CI withheld (note a)"' in section
     assert _status(section)[1].startswith("Not identifiable: only 4 items")
 
 
@@ -291,10 +296,12 @@ def test_granularity_not_identifiable_and_skipped() -> None:
     section = _section(html, "granularity")
     text = _text(section)
     assert _status(section)[1].startswith("Not identifiable: too few documents: 2 < study.min_articles = 10")
-    assert "CI withheld" in _svg(html, "heatmap-granularity-low")
+    # A heat-map cell's withheld interval: a dash under its value, the words in its tooltip.
+    assert "interval withheld" in _svg(html, "heatmap-granularity-low")
+    assert "(\u201c\u2014\u201d: interval withheld)" in text
     assert "interval withheld" in _svg(html, "curve-word-accuracy")  # hollow points, said in the tooltip
     assert 'class="whisker"' not in _svg(html, "curve-word-accuracy")
-    assert "cloze accuracy sw lexical-reader 0.700 0.200 0.500 CI withheld" in text
+    assert "cloze accuracy sw lexical-reader 0.700 0.200 0.500 \u2014 a" in text
     skipped = _section(_render(granularity=fx.granularity("skipped")), "granularity")
     level, status = _status(skipped)
     assert level == "warn" and status.startswith("Skipped: study.granularity.enabled is false")
@@ -427,7 +434,8 @@ def test_status_reason_is_not_said_twice() -> None:
     text = _status(_section(_render(error_taxonomy=block), "error_taxonomy"))[1]
     assert text == (
         "Not identifiable: too few articles: 6 < study.min_articles = 10. Point estimates are shown as "
-        "descriptions; their intervals are withheld (\u201cCI withheld\u201d)."
+        "descriptions; their intervals are withheld (\u201c\u2014 a\u201d: CI withheld, for the reason "
+        "under its letter in the note on the rows' flags)."
     )
 
 

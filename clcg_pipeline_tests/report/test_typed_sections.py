@@ -3,6 +3,8 @@ of another type is refused naming it (no blank or string cell), and each row sho
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from clcg_pipeline.report import render_report
@@ -113,3 +115,57 @@ def test_repetitions_show_each_repetition_the_models_and_the_pairs_from_typed_fi
     assert "not available: no rows" in _text(
         _section_html(render_report(results, None), "result-repetitions")
     )
+
+
+def test_h2_says_once_why_a_difference_of_two_withheld_arms_has_an_interval() -> None:
+    # The demo: both arms rest on fewer than min_articles articles (interval withheld), their
+    # paired difference on all 11 (identifiable). Before, the table read "withheld, withheld,
+    # [interval]" with no word on why; now the first such difference row says it, once.
+    def arm(articles: int) -> dict:
+        reason = f"too few articles: {articles} < study.min_articles = 10"
+        return _est(0.06, None, None, n=300, n_articles=articles, identifiable=False, reason=reason)
+
+    def contrast() -> dict:
+        return {
+            "memorizable": arm(5),
+            "new": arm(6),
+            "difference": _est(0.007, -0.04, 0.04, n=864, n_articles=11),
+        }
+
+    results = _full()
+    results["h2"]["pooled"] = contrast()
+    results["h2"]["by_model"] = {"gpt-x": contrast(), "claude-y": contrast()}
+    h2 = _text(_section_html(render_report(results, None), "result-h2"))
+    sentence = (
+        "the arms' own intervals are withheld (each arm has fewer articles than study.min_articles) "
+        "but their difference is paired on 11 articles and identifiable"
+    )
+    assert h2.count(sentence) == 1
+    assert "Difference 0.007 [-0.040, 0.040]" in h2 and h2.index("Difference 0.007") < h2.index(sentence)
+    assert h2.count("paired on both arms' articles, as said above") == 2  # the per-model rows
+    # The estimates themselves are unchanged: the arms still show no interval.
+    assert "[0.06" not in h2 and h2.count("0.060") == 6
+
+
+def test_h2_says_nothing_of_pairing_when_an_arm_has_its_interval() -> None:
+    h2 = _text(_section_html(render_report(_full(), None), "result-h2"))
+    assert "paired on" not in h2
+
+
+def test_h2_status_and_hint_say_the_arms_intervals_are_withheld() -> None:
+    # The demo's H2: "Status: estimated" beside the folded title, above arms that are all withheld.
+    def contrast() -> dict:
+        arm = _est(0.06, None, None, n=300, n_articles=5, identifiable=False, reason="too few articles")
+        return {"memorizable": arm, "new": arm, "difference": _est(0.007, -0.04, 0.04, n=864, n_articles=11)}
+
+    results = _full()
+    results["h2"]["pooled"] = contrast()
+    results["h2"]["by_model"] = {"gpt-x": contrast()}
+    h2 = _section_html(render_report(results, None), "result-h2")
+    hint = re.findall(r'<span class="hint">([^<]*)</span>', h2)
+    assert hint == ["Status: estimated, the arms&#39; intervals withheld"]
+    assert "Status estimated, the arms' intervals withheld (only their differences have one)" in _text(h2)
+    # One arm with its interval: the status stays as recorded.
+    results["h2"]["by_model"]["gpt-x"]["new"] = _est(0.05, 0.02, 0.08, n=300, n_articles=12)
+    h2 = _section_html(render_report(results, None), "result-h2")
+    assert re.findall(r'<span class="hint">([^<]*)</span>', h2) == ["Status: estimated"]

@@ -4,7 +4,6 @@ is refused with the file and the field named."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from clcg_pipeline.results import (
 from clcg_pipeline.storage import DocumentError
 from clcg_pipeline.synthetic import synthetic_scores
 from clcg_pipeline_tests.analysis.conftest import small_config
+from clcg_pipeline_tests.results.conftest import assert_refused_naming
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +51,6 @@ def test_a_written_comparison_reads_back_as_its_typed_document(written: Path, co
     assert comparison_lines(document) == comparison_lines(info)
 
 
-def _tampered(path: Path, change) -> Path:
-    document = json.loads(path.read_text(encoding="utf-8"))
-    change(document)
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
-
-
 WRONG = [
     (lambda d: d["rows"][0].update(p="0.1"), "rows[0].p"),
     (lambda d: d["rows"][1].update(pairing="matched"), "rows[1].pairing"),
@@ -71,11 +64,9 @@ WRONG = [
 
 @pytest.mark.parametrize(("change", "field"), WRONG, ids=[w[1] for w in WRONG])
 def test_a_comparison_with_a_wrong_field_is_refused_naming_it(written: Path, change, field) -> None:
-    path = _tampered(written, change)
-    with pytest.raises(DocumentError) as raised:
-        read_comparison(path)
-    assert str(raised.value).startswith(f"{path}: field {field}:"), raised.value
-    assert "ComparisonDocument, clcg_pipeline.results" in str(raised.value)
+    assert_refused_naming(
+        read_comparison, written, change, field, "ComparisonDocument, clcg_pipeline.results"
+    )
 
 
 def test_a_comparison_whose_facts_do_not_fit_is_not_written(tmp_path: Path, compared) -> None:

@@ -1,5 +1,6 @@
-"""Issue 37: the main study_results.json, as the IO manager writes it, is under 2 MB at 500 models,
-and the new model is still shown against every other model."""
+"""Issue 37: the main study_results.json, as the IO manager writes it, is under 2 MB at 500 models;
+the document keeps the new model's difference from every other model, and the report's section
+shows the ones a reader needs and names the query with all of them."""
 
 from __future__ import annotations
 
@@ -8,17 +9,19 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-import dagster as dg
 import pytest
 
 from clcg_pipeline.analysis.sections.model_contrasts import pair_label
 from clcg_pipeline.report import render_report
 from clcg_pipeline.results import index_without_models, new_model_block, split_model_pairs
-from clcg_pipeline.storage import ParquetIOManager, read_json
+from clcg_pipeline.storage import read_json
 from clcg_pipeline_tests.report.test_report import _section_html, _text
 from clcg_pipeline_tests.results.test_model_pairs import wide_study
+from clcg_pipeline_tests.storage.conftest import write_output
 
 LIMIT = 2_000_000  # bytes at 500 models (issue 37 item 3)
+# The new model's section at any size: its CLCG, its two neighbours in rank, 10 significant ones.
+SECTION_ROWS = 1 + 2 + 10
 
 
 def _per_model(value: Any, base: list[str], ids: list[str]) -> Any:
@@ -79,8 +82,7 @@ def as_stored(document: dict[str, Any], tmp_path: Path) -> Path:
     document["new_model"] = new_model_block(document, models[len(models) // 2])
     split_model_pairs(document)
     index_without_models(document, 1234)
-    context = dg.build_output_context(asset_key=dg.AssetKey("study_results"))
-    ParquetIOManager(base_path=str(tmp_path)).handle_output(context, document)
+    write_output(tmp_path, "study_results", document)
     return tmp_path / "study_results.json"
 
 
@@ -100,10 +102,18 @@ def test_the_main_document_is_under_2_mb_at_500_models(at_500: tuple[dict[str, A
     assert read_json(path) == document  # the same values, whatever the layout
 
 
-def test_the_new_model_is_shown_against_every_other_model(at_500: tuple[dict[str, Any], Path]) -> None:
+def test_the_new_model_section_is_bounded_and_names_the_query(at_500: tuple[dict[str, Any], Path]) -> None:
     document, path = at_500
     new = document["new_model"]["model"]
     others = {d["other"] for d in document["new_model"]["differences"]}
-    assert others == set(document["model_contrasts"]["models"]) - {new}
-    section = _text(_section_html(render_report(read_json(path), None), "new-model"))
-    assert all(f"{new} minus {other}" in section for other in others)
+    assert others == set(document["model_contrasts"]["models"]) - {new}  # the document keeps all 499
+    html = _section_html(render_report(read_json(path), None), "new-model")
+    # Its CLCG and the rows a reader needs (its two neighbours, at most 10 significant ones): the
+    # section listed all 499 differences (500 rows) before.
+    rows = html.count("<tr") - html.count("<thead")
+    assert 1 + 2 <= rows <= SECTION_ROWS
+    section = _text(html)
+    assert sum(f"{new} minus {other} " in section for other in others) == rows - 1
+    assert "Against the other 499 models (H1 micro; p (adj.) <" in section
+    assert "more; every pair is in the catalog view model_pairs (clcg query --named model_pairs)" in section
+    assert f"'{new}' IN (model_a, model_b)" in section

@@ -4,7 +4,6 @@ another type is refused with the file and the field named."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 from clcg_pipeline.analysis import LEADERBOARD_COLUMNS, leaderboard, write_leaderboard
 from clcg_pipeline.storage import DocumentError, LeaderboardDocument, LeaderboardRow, read_leaderboard
 from clcg_pipeline_tests.analysis.test_tie_groups import run_planted
+from clcg_pipeline_tests.results.conftest import assert_refused_naming, tampered
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +53,6 @@ def test_a_leaderboard_of_a_partial_document_fits_its_shape(tmp_path: Path, sour
     assert document.ranking is None and document.tie_groups.reason
 
 
-def _tampered(path: Path, change) -> Path:
-    document = json.loads(path.read_text(encoding="utf-8"))
-    change(document)
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
-
-
 WRONG = [
     (lambda d: d["models"][0].update(rank="1"), "models[0].rank"),
     (lambda d: d["models"][1].update(tie_group=1.5), "models[1].tie_group"),
@@ -75,11 +68,9 @@ WRONG = [
 
 @pytest.mark.parametrize(("change", "field"), WRONG, ids=[w[1] for w in WRONG])
 def test_a_leaderboard_with_a_wrong_field_is_refused_naming_it(written: Path, change, field) -> None:
-    path = _tampered(written, change)
-    with pytest.raises(DocumentError) as raised:
-        read_leaderboard(path)
-    assert str(raised.value).startswith(f"{path}: field {field}:"), raised.value
-    assert "LeaderboardDocument, clcg_pipeline.storage" in str(raised.value)
+    assert_refused_naming(
+        read_leaderboard, written, change, field, "LeaderboardDocument, clcg_pipeline.storage"
+    )
 
 
 def test_a_leaderboard_that_does_not_fit_is_refused_before_it_is_written(tmp_path: Path, results) -> None:
@@ -116,5 +107,5 @@ def test_an_older_leaderboard_without_the_simulated_column_still_reads(written: 
         for row in document["models"]:
             row.pop("simulated")
 
-    document = read_leaderboard(_tampered(written, older))
+    document = read_leaderboard(tampered(written, older))
     assert [row.simulated for row in document.models] == [None, None, None]  # not recorded, not False

@@ -11,9 +11,7 @@ the document is written and read, naming the field. Before, each was ``Any`` or
 from __future__ import annotations
 
 import copy
-import json
 import re
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -23,16 +21,14 @@ import pytest
 from clcg_pipeline.corpus import audit_corpus
 from clcg_pipeline.results import drop_incomplete_versions, new_model_block, split_model_pairs
 from clcg_pipeline.storage import DocumentError, validate_document
+from clcg_pipeline_tests.storage.conftest import SOURCE, golden_results
 
-# The whole suite's document on a small deterministic panel (analysis/test_suite_golden.py).
-GOLDEN = Path(__file__).parents[1] / "analysis" / "golden_suite.json"
-SOURCE = "run/study_results.json"
 PAIR = "model-a vs model-b"
 
 
 @pytest.fixture(scope="module")
 def golden() -> dict[str, Any]:
-    return json.loads(GOLDEN.read_text(encoding="utf-8"))["results"]
+    return golden_results()
 
 
 def _excluded_versions() -> list[dict[str, Any]]:

@@ -10,20 +10,21 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from upath import UPath
 
-from clcg_pipeline.storage import ParquetIOManager, _files, _io_manager, read_frame, write_frame
+from clcg_pipeline.storage import _files, _io_manager, read_frame, write_frame
 from clcg_pipeline.storage._files import ConcurrentWriteError
+from clcg_pipeline_tests.storage.conftest import write_output
 
 ASSET = "probe_calls"  # calls-shaped, outside the table contracts: the merge is what is tested
 
 
-def _calls(paid: str) -> pd.DataFrame:
-    """Calls x and y of one partition; this writer paid for ``paid``, found the other cached."""
+def calls(paid: str) -> pd.DataFrame:
+    """Calls x and y of one partition; this writer paid for ``paid``, found the other cached
+    (both, where ``paid`` is ``"none"``)."""
     return pd.DataFrame(
         {
             "call_id": ["x", "y"],
@@ -39,13 +40,7 @@ def _calls(paid: str) -> pd.DataFrame:
 
 
 def _write(base: str, frame: pd.DataFrame, run_id: str) -> None:
-    context = dg.build_output_context(
-        asset_key=dg.AssetKey(ASSET),
-        partition_key="en",
-        asset_partitions_def=dg.StaticPartitionsDefinition(["en"]),
-        run_id=run_id,
-    )
-    ParquetIOManager(base_path=base).handle_output(context, frame)
+    write_output(base, ASSET, frame, run_id, partition="en")
 
 
 def _race_inside_merge(monkeypatch: pytest.MonkeyPatch, other_writer: Callable[[], None]) -> None:
@@ -109,9 +104,9 @@ def test_two_writers_of_one_partition_on_s3_keep_both_payments(
 ) -> None:
     base = f"s3://{bucket}/clcg"
     if stored_before:  # A's write is then conditional on an ETag (If-Match), else on none (If-None-Match)
-        _write(base, _calls(paid="none"), "run-0")
-    _race_inside_merge(monkeypatch, lambda: _write(base, _calls(paid="y"), "run-b"))
-    _write(base, _calls(paid="x"), "run-a")  # before the fix: B's payment of y was overwritten
+        _write(base, calls(paid="none"), "run-0")
+    _race_inside_merge(monkeypatch, lambda: _write(base, calls(paid="y"), "run-b"))
+    _write(base, calls(paid="x"), "run-a")  # before the fix: B's payment of y was overwritten
     _assert_both_payments_kept(base)
 
 
@@ -120,14 +115,14 @@ def test_a_table_replaced_while_it_is_read_on_s3_is_read_whole_not_crashed(
 ) -> None:
     """The crash seen with two hosts: ``PreconditionFailed`` on GetObject, the object replaced mid-read."""
     path = f"s3://{bucket}/clcg/{ASSET}/language=en/data.parquet"
-    write_frame(path, _calls(paid="x"))
+    write_frame(path, calls(paid="x"))
     real = pq.read_table
     replaced: list[bool] = []
 
     def replaced_mid_read(source: object, *args: object, **kwargs: object) -> object:
         if not replaced:  # another host writes the table after this reader opened it
             replaced.append(True)
-            write_frame(path, _calls(paid="y"))
+            write_frame(path, calls(paid="y"))
         return real(source, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pq, "read_table", replaced_mid_read)
@@ -138,7 +133,7 @@ def test_two_processes_writing_one_partition_in_a_local_folder_keep_both_payment
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base = str(tmp_path / "data")
-    race_two_writers(monkeypatch, base, _calls(paid="x"), _calls(paid="y"))
+    race_two_writers(monkeypatch, base, calls(paid="x"), calls(paid="y"))
     _assert_both_payments_kept(base)
 
 
@@ -154,14 +149,14 @@ def test_a_writer_that_always_loses_the_race_on_s3_stops_with_a_clear_error(
         if not inside:  # writer A's merge: writer B writes first, every time
             inside.append(True)
             try:
-                _write(base, _calls(paid="y"), "run-b")
+                _write(base, calls(paid="y"), "run-b")
             finally:
                 inside.pop()
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_io_manager, "keep_paid_record", always_beaten)
     with pytest.raises(ConcurrentWriteError, match=r"probe_calls/language=en/data.parquet.* 8 writes"):
-        _write(base, _calls(paid="x"), "run-a")
+        _write(base, calls(paid="x"), "run-a")
     _assert_paid(base, {"y": "run-b"})  # the winner's payment stands
 
 
@@ -169,7 +164,7 @@ def test_a_table_replaced_between_its_head_and_get_on_s3_is_read_again(
     bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = UPath(f"s3://{bucket}/clcg/{ASSET}/language=en/data.parquet")
-    write_frame(path, _calls(paid="x"))
+    write_frame(path, calls(paid="x"))
     fs = path.fs
     real = fs.info
     replaced: list[bool] = []
@@ -178,7 +173,7 @@ def test_a_table_replaced_between_its_head_and_get_on_s3_is_read_again(
         details = real(*args, **kwargs)
         if not replaced:  # the GET pinned to this ETag now fails with PreconditionFailed
             replaced.append(True)
-            write_frame(path, _calls(paid="y"))
+            write_frame(path, calls(paid="y"))
         return details
 
     monkeypatch.setattr(fs, "info", replaced_after_head)

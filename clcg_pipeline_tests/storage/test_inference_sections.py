@@ -6,9 +6,6 @@ field. Before, the four sections were open mappings and took anything."""
 
 from __future__ import annotations
 
-import copy
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,18 +17,11 @@ from clcg_pipeline.storage import (
     ParseRuleResults,
     validate_document,
 )
-from clcg_pipeline_tests.storage.conftest import refused
+from clcg_pipeline_tests.storage.conftest import SOURCE, golden_results, refused
 
-# The whole suite's document on a small deterministic panel (analysis/test_suite_golden.py):
-# the four sections exactly as analysis/sections/h1.py, h4.py and mixed.py write them.
-GOLDEN = Path(__file__).parents[1] / "analysis" / "golden_suite.json"
+# The four sections of the golden document, exactly as analysis/sections/h1.py, h4.py and
+# mixed.py write them.
 SECTIONS = ("equivalence", "parse_rule", "h4", "mixed_effects")
-SOURCE = "run/study_results.json"
-
-
-def _document() -> dict[str, Any]:
-    results = json.loads(GOLDEN.read_text(encoding="utf-8"))["results"]
-    return {name: copy.deepcopy(results[name]) for name in SECTIONS}
 
 
 def _withheld() -> dict[str, Any]:
@@ -86,7 +76,7 @@ def _withheld() -> dict[str, Any]:
 
 
 def test_the_suites_sections_fit_and_read_as_typed_fields() -> None:
-    document = _document()
+    document = golden_results(*SECTIONS)
     validate_document(document, source=SOURCE)
     equivalence = EquivalenceResults.model_validate(document["equivalence"])
     assert equivalence.bootstrap is not None and equivalence.bootstrap.bounds == [-0.02, 0.02]
@@ -131,7 +121,7 @@ MISSPELT = [
 def test_a_misspelt_key_is_refused_naming_it(
     section: str, path: tuple[str, ...], key: str, field: str
 ) -> None:
-    document = _document()
+    document = golden_results(*SECTIONS)
     block = document[section]
     for part in path:
         block = block[part]
@@ -156,7 +146,7 @@ WRONG_TYPE = [
 def test_a_wrong_typed_field_is_refused_naming_it(
     section: str, path: tuple[str, ...], key: str, value: object, field: str, said: str
 ) -> None:
-    document = _document()
+    document = golden_results(*SECTIONS)
     block = document[section]
     for part in path:
         block = block[part]

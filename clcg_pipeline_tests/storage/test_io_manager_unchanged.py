@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dagster as dg
 import pandas as pd
 
-from clcg_pipeline.storage import ParquetIOManager, read_frame, read_records
+from clcg_pipeline.storage import read_frame, read_records
+from clcg_pipeline_tests.storage.conftest import write_output
 
 
 def _write(base: Path, frame: pd.DataFrame, run_id: str) -> None:
-    context = dg.build_output_context(asset_key=dg.AssetKey("frozen_sample"), run_id=run_id)
-    ParquetIOManager(base_path=str(base)).handle_output(context, frame)
+    write_output(base, "frozen_sample", frame, run_id)
 
 
 def _sample(*tasks: str) -> pd.DataFrame:

@@ -19,7 +19,6 @@ import pytest
 
 from clcg_pipeline.storage import (
     UNRECORDED_STEP,
-    ParquetIOManager,
     build_catalog,
     call_spend,
     default_catalog_path,
@@ -28,6 +27,7 @@ from clcg_pipeline.storage import (
     spend,
 )
 from clcg_pipeline.storage._paid import LEFT_OUT_FILE
+from clcg_pipeline_tests.storage.conftest import write_output
 from clcg_pipeline_tests.storage.test_paid_redrawn_sample import _calls as _judge_calls
 
 TABLE = "task_judge_calls"
@@ -46,10 +46,7 @@ def _calls(*rows: tuple[str, bool, str]) -> pd.DataFrame:
 
 
 def _write(base: Path, frame: pd.DataFrame, run_id: str) -> None:
-    context = dg.build_output_context(
-        asset_key=dg.AssetKey(TABLE), partition_key=KEY, asset_partitions_def=PARTITIONS, run_id=run_id
-    )
-    ParquetIOManager(base_path=str(base)).handle_output(context, frame)
+    write_output(base, TABLE, frame, run_id, partition=KEY, partitions=PARTITIONS)
 
 
 def _cache_entry(base: Path, call_id: str, run_id: str) -> None:

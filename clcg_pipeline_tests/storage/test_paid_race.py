@@ -10,27 +10,15 @@ import pytest
 from upath import UPath
 
 from clcg_pipeline.storage import read_frame
-from clcg_pipeline_tests.storage.test_concurrent_writes import ASSET, race_two_writers
+from clcg_pipeline_tests.storage.test_concurrent_writes import ASSET, calls, race_two_writers
 
 PAID_AT = pd.Timestamp("2026-12-01 10:00", tz="UTC")
 
 
 def _found_cached() -> pd.DataFrame:
     """Calls x and y, both answered from the cache; the killed run paid for x and recorded nothing."""
-    return pd.DataFrame(
-        {
-            "call_id": ["x", "y"],
-            "cached": [True, True],
-            "cost_usd": [0.01, 0.02],
-            "input_tokens": [100, 200],
-            "output_tokens": [10, 20],
-            "latency_s": [0.5, 0.5],
-            "attempts": [1, 1],
-            "outcome": ["ok", "ok"],
-            "paid_run": ["killed-run", None],
-            "paid_host": ["host-k", None],
-            "paid_at": [PAID_AT, None],
-        }
+    return calls(paid="none").assign(
+        paid_run=["killed-run", None], paid_host=["host-k", None], paid_at=[PAID_AT, None]
     )
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dagster as dg
 import pandas as pd
 
-from clcg_pipeline.storage import ParquetIOManager, read_frame
+from clcg_pipeline.storage import read_frame
 from clcg_pipeline.storage._paid import call_spend
+from clcg_pipeline_tests.storage.conftest import write_output
 
 
 def _calls(*rows: tuple[str, bool, str]) -> pd.DataFrame:
@@ -41,13 +41,7 @@ def _calls(*rows: tuple[str, bool, str]) -> pd.DataFrame:
 
 
 def _write(base: Path, asset: str, frame: pd.DataFrame, run_id: str, partition: str | None = None) -> None:
-    context = dg.build_output_context(
-        asset_key=dg.AssetKey(asset),
-        partition_key=partition,
-        asset_partitions_def=dg.StaticPartitionsDefinition([partition]) if partition else None,
-        run_id=run_id,
-    )
-    ParquetIOManager(base_path=str(base)).handle_output(context, frame)
+    write_output(base, asset, frame, run_id, partition=partition)
 
 
 def test_a_redrawn_sample_keeps_the_payments_of_the_calls_it_left_out(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from upath import UPath
 
@@ -26,27 +25,7 @@ from clcg_pipeline.storage import (
     write_frame,
 )
 from clcg_pipeline_tests.conftest import run_clcg
-
-
-def _scores(language: str, n: int) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "model": ["m"] * n,
-            "language": [language] * n,
-            "doc_id": [f"d{i}" for i in range(n)],
-            "item_id": [f"i{i}" for i in range(n)],
-            "rep": [1] * n,
-            "context_scope": ["full_body"] * n,
-            "level": ["L3"] * n,
-            "item_source": ["llm"] * n,
-            "token_f1": [0.5] * n,
-            "exact_match": [0.0] * n,
-            "accuracy": [None] * n,
-            "rouge_l": [0.5] * n,
-            "semsim": [None] * n,
-            "status": ["ok"] * n,
-        }
-    )
+from clcg_pipeline_tests.storage.conftest import score_rows
 
 
 def test_catalog_and_reads_on_s3(bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,7 +33,7 @@ def test_catalog_and_reads_on_s3(bucket: str, tmp_path: Path, monkeypatch: pytes
     for language, n in (("en", 3), ("ka", 2)):
         write_frame(
             partition_dir(data, "scores", {"language": language, "model": "m"}) / "data.parquet",
-            _scores(language, n),
+            score_rows(language, [0.5] * n, levels=["L3"] * n, statuses=["ok"] * n),
             contract="scores",
         )
     monkeypatch.chdir(tmp_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,22 +11,10 @@ import pytest
 from clcg_pipeline.storage import (
     RECORDS,
     complete_run_holds,
-    complete_run_request,
     write_complete_run,
     write_record,
 )
-
-
-def _asked(**change: object) -> dict:
-    asked = {
-        "config_dir": "config",
-        "versions": {"corpus": "c1", "study": "s1"},
-        "models": None,
-        "languages": ["en", "pt"],
-        "mode": "online",
-        "budget_usd": None,
-    }
-    return complete_run_request(**{**asked, **change})  # type: ignore[arg-type]
+from clcg_pipeline_tests.storage.conftest import asked_run
 
 
 @pytest.fixture
@@ -39,17 +28,17 @@ def folder(tmp_path: Path) -> Path:
     ):
         (data / name).parent.mkdir(parents=True, exist_ok=True)
         (data / name).write_text(name)
-    write_complete_run(str(data), _asked(), 7)
+    write_complete_run(str(data), asked_run(), 7)
     return data
 
 
 def test_the_same_folder_and_request_hold(folder: Path) -> None:
-    assert complete_run_holds(str(folder), _asked()) == 7
-    assert complete_run_holds(f"file://{folder}", _asked()) == 7
+    assert complete_run_holds(str(folder), asked_run()) == 7
+    assert complete_run_holds(f"file://{folder}", asked_run()) == 7
     # The call cache may grow (another study's calls) without touching a partition.
     (folder / "cache" / "calls" / "cd").mkdir()
     (folder / "cache" / "calls" / "cd" / "y.json").write_text("{}")
-    assert complete_run_holds(str(folder), _asked()) == 7
+    assert complete_run_holds(str(folder), asked_run()) == 7
 
 
 @pytest.mark.parametrize(
@@ -63,26 +52,31 @@ def test_the_same_folder_and_request_hold(folder: Path) -> None:
     ],
 )
 def test_another_request_misses(folder: Path, change: dict) -> None:
-    assert complete_run_holds(str(folder), _asked(**change)) is None
+    assert complete_run_holds(str(folder), asked_run(**change)) is None
 
 
 def test_a_changed_added_or_removed_file_misses(folder: Path) -> None:
     results = folder / "study_results.json"
     stat = results.stat()
     os.utime(results, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
-    assert complete_run_holds(str(folder), _asked()) is None
-    write_complete_run(str(folder), _asked(), 7)
+    assert complete_run_holds(str(folder), asked_run()) is None
+    write_complete_run(str(folder), asked_run(), 7)
     (folder / "inbox" / "b.csv").write_text("a new annotation file")
-    assert complete_run_holds(str(folder), _asked()) is None
-    write_complete_run(str(folder), _asked(), 7)
+    assert complete_run_holds(str(folder), asked_run()) is None
+    write_complete_run(str(folder), asked_run(), 7)
     (folder / "scores" / "language=en" / "data.parquet").unlink()
-    assert complete_run_holds(str(folder), _asked()) is None
+    assert complete_run_holds(str(folder), asked_run()) is None
 
 
-def test_no_record_or_an_object_store_misses(tmp_path: Path) -> None:
-    assert complete_run_holds(str(tmp_path), _asked()) is None
-    write_complete_run("s3://bucket/clcg", _asked(), 7)  # not written: listing a bucket costs as much
-    assert complete_run_holds("s3://bucket/clcg", _asked()) is None
+def test_a_copy_of_the_folder_misses(folder: Path, tmp_path: Path) -> None:
+    # The memo names its folder: a copy (times kept) may hold a catalog that reads the original.
+    shutil.copytree(folder, tmp_path / "copy")
+    assert complete_run_holds(str(tmp_path / "copy"), asked_run()) is None
+    assert complete_run_holds(str(folder), asked_run()) == 7
+
+
+def test_no_record_misses(tmp_path: Path) -> None:
+    assert complete_run_holds(str(tmp_path), asked_run()) is None  # on an object store: test_snapshot_s3.py
 
 
 def test_any_record_written_since_misses_even_with_the_same_size_and_time(folder: Path) -> None:
@@ -91,16 +85,16 @@ def test_any_record_written_since_misses_even_with_the_same_size_and_time(folder
     record = folder / RECORDS / "scores" / "en.json"
     record.parent.mkdir(parents=True)
     write_record(str(folder), "scores", "en", code_version="v1", run_id="r", path="p", metadata={})
-    write_complete_run(str(folder), _asked(), 7)
-    assert complete_run_holds(str(folder), _asked()) == 7
+    write_complete_run(str(folder), asked_run(), 7)
+    assert complete_run_holds(str(folder), asked_run()) == 7
     stat = record.stat()
     record.write_text(record.read_text().replace('"v1"', '"v2"'))
     os.utime(record, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert record.stat().st_size == stat.st_size
-    assert complete_run_holds(str(folder), _asked()) is None
-    write_complete_run(str(folder), _asked(), 7)
+    assert complete_run_holds(str(folder), asked_run()) is None
+    write_complete_run(str(folder), asked_run(), 7)
     write_record(str(folder), "scores", "pt", code_version="v1", run_id="r", path="p", metadata={})
-    assert complete_run_holds(str(folder), _asked()) is None
+    assert complete_run_holds(str(folder), asked_run()) is None
 
 
 @pytest.mark.parametrize("spelling", ["absolute", "relative"])
@@ -113,11 +107,11 @@ def test_a_new_file_in_an_inbox_outside_the_data_folder_misses(
     outside.mkdir()
     (outside / "a.csv").write_text("imported")
     inbox = str(outside) if spelling == "absolute" else "../shared-inbox"
-    write_complete_run(str(folder), _asked(inbox=inbox), 7)
-    assert complete_run_holds(str(folder), _asked(inbox=inbox)) == 7
+    write_complete_run(str(folder), asked_run(inbox=inbox), 7)
+    assert complete_run_holds(str(folder), asked_run(inbox=inbox)) == 7
     (outside / "b.csv").write_text("a new annotation file")
-    assert complete_run_holds(str(folder), _asked(inbox=inbox)) is None
+    assert complete_run_holds(str(folder), asked_run(inbox=inbox)) is None
     # Inside the data folder, the inbox is among the folder's files already.
-    write_complete_run(str(folder), _asked(inbox="inbox"), 7)
+    write_complete_run(str(folder), asked_run(inbox="inbox"), 7)
     (folder / "inbox" / "c.csv").write_text("another")
-    assert complete_run_holds(str(folder), _asked(inbox="inbox")) is None
+    assert complete_run_holds(str(folder), asked_run(inbox="inbox")) is None

@@ -5,11 +5,7 @@ misspelt key or a value of another type is refused naming the field."""
 
 from __future__ import annotations
 
-import copy
-import functools
-import json
 import typing
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,22 +19,10 @@ from clcg_pipeline.storage import (
     study_results_view,
     validate_document,
 )
-from clcg_pipeline_tests.storage.conftest import refused
+from clcg_pipeline_tests.storage.conftest import golden_results, refused
 
-# The suite's document on the golden synthetic panel (analysis/test_suite_golden.py keeps it
-# equal to what the producers write today): every section of it, with replication scores.
-GOLDEN = Path(__file__).parents[1] / "analysis" / "golden_suite.json"
+# The golden document's four sections (it has every section, with replication scores).
 SECTIONS = ("nomological", "replication", "joshi_class", "metric_sensitivity")
-
-
-@functools.cache
-def _golden() -> dict[str, Any]:
-    results = json.loads(GOLDEN.read_text(encoding="utf-8"))["results"]
-    return {name: results[name] for name in SECTIONS}
-
-
-def _document() -> dict[str, Any]:
-    return copy.deepcopy(_golden())
 
 
 def test_the_document_declares_the_four_sections_with_their_models() -> None:
@@ -50,12 +34,12 @@ def test_the_document_declares_the_four_sections_with_their_models() -> None:
 
 
 def test_the_producers_sections_fit_and_read_as_typed_fields() -> None:
-    document = _document()
+    document = golden_results(*SECTIONS)
     validate_document(document, source="run/study_results.json")
     view = study_results_view(document)
     nom, rep, classes, metrics = view.nomological, view.replication, view.joshi_class, view.metric_sensitivity
     assert nom is not None and nom.spearman is not None and nom.standardized_ols is not None
-    golden = _golden()
+    golden = golden_results(*SECTIONS)
     assert nom.spearman["fertility"].rho == golden["nomological"]["spearman"]["fertility"]["rho"]
     assert nom.spearman_joshi_sensitivity is not None and nom.spearman_joshi_sensitivity.languages
     assert nom.partial_spearman_on_joshi is not None and set(nom.partial_spearman_on_joshi) == {
@@ -121,7 +105,7 @@ def _at(document: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
 def test_a_misspelt_key_is_refused_naming_it(
     call: Any, section: str, path: tuple[str, ...], key: str
 ) -> None:
-    document = _document()
+    document = golden_results(*SECTIONS)
     _at(document, path)[key] = 1.0
     message = refused(call, document)
     field = ".".join((*path, key))
@@ -148,7 +132,7 @@ WRONG_TYPE = [
 def test_a_wrong_typed_field_is_refused_naming_it(
     call: Any, path: tuple[str, ...], key: str, value: object, expected: str
 ) -> None:
-    document = _document()
+    document = golden_results(*SECTIONS)
     _at(document, path)[key] = value
     message = refused(call, document)
     field = ".".join((*path, key))

@@ -1,6 +1,7 @@
 -- What was paid, by model, step (responses, granularity tasks, judges, writers, item
 -- generation) and outcome, over every calls table and the call cache's payments no table records yet
--- (step 'not yet recorded in a partition'; the call_spend view): calls, how many were
+-- (step 'not yet recorded in a partition'; the call_spend view) and the calls a killed run sent and
+-- never cached (outcome 'lost_at_kill', cost estimated): calls, how many were
 -- found in the call cache, how many were paid for, tokens, and the paid total (a partition run
 -- again keeps the record of the calls it paid for, so this does not drop).
 SELECT model, step, outcome, count(*) AS calls,

@@ -19,6 +19,10 @@
 -- (storage/_io_manager.py), so a model added to the study leaves nothing here; a partition's
 -- calls table asking fewer calls keeps those it paid for beside it (left_out_payments.parq,
 -- read into call_records under the table's name: storage/_paid.py's LEFT_OUT_FILE).
+-- call_records also holds the calls a killed process sent and never cached an answer for
+-- (calls_table 'killed run', outcome 'lost_at_kill', from the intent logs:
+-- storage/_intents.py): billed by the provider, each one its own payment (never merged with
+-- another row of its call id: the rerun that sent it again paid again), at an estimated cost.
 CREATE OR REPLACE VIEW call_spend AS
 WITH made AS (
     SELECT
@@ -32,7 +36,10 @@ claims AS (
         * EXCLUDE (made_and_paid),
         made_and_paid AND NOT (
             calls_table = 'call cache'
-            AND coalesce(bool_or(made_and_paid AND calls_table <> 'call cache') OVER (PARTITION BY call_id), false)
+            AND coalesce(
+                bool_or(made_and_paid AND calls_table NOT IN ('call cache', 'killed run')) OVER (PARTITION BY call_id),
+                false
+            )
         ) AS claims_payment
     FROM made
 ),
@@ -40,7 +47,7 @@ numbered AS (
     SELECT
         *,
         CASE
-            WHEN claims_payment AND paid_run IS NOT NULL
+            WHEN claims_payment AND paid_run IS NOT NULL AND calls_table <> 'killed run'
                 THEN row_number() OVER (
                     PARTITION BY claims_payment, call_id, paid_run
                     ORDER BY paid_at, calls_table, partition
