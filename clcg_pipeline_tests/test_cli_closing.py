@@ -66,6 +66,26 @@ def test_a_run_with_nothing_to_do_still_prints_the_study_total(capsys: pytest.Ca
     assert "study total: $1.5000 paid for model calls" in out
 
 
+def test_what_the_run_told_a_fresh_instance_is_said_once_and_nothing_when_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``run_study`` reports a copied folder's current partitions to the instance; it said nothing."""
+    from clcg_pipeline.cli._run import _print_run_summary
+
+    _print_run_summary(RunSummary(skipped=5, reported_current=42), OFFLINE)
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.count("told the Dagster instance") == 1
+    assert (
+        "told the Dagster instance about 42 partitions and assets already current in this folder "
+        "(a copied folder or a new DAGSTER_HOME): its UI and daemon now see them built" in out
+    )
+    assert "everything is up to date (5 partitions)" in out
+    _print_run_summary(RunSummary(runs=1, reported_current=3), OFFLINE)
+    assert "about 3 partitions and assets" in " ".join(capsys.readouterr().out.split())
+    _print_run_summary(RunSummary(skipped=5), OFFLINE)
+    assert "told the Dagster instance" not in capsys.readouterr().out
+
+
 def test_the_no_op_fast_path_says_the_study_total_and_a_killed_runs_spend_once(
     config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

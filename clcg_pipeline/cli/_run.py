@@ -233,6 +233,8 @@ def _print_run_summary(summary: RunSummary, offline: list[str]) -> None:
             f"[yellow]{summary.annotation_files_refused} annotation file(s) not imported "
             "(reasons above; a refused file changes nothing)[/yellow]"
         )
+    if summary.reported_current:
+        console.print(reported_line(summary.reported_current), markup=False, highlight=False)
     study = study_lines(
         summary.study_paid_usd, summary.unsaid_by_model, summary.unsaid_runs, offline, summary.lost_at_kill
     )
@@ -258,6 +260,14 @@ def _print_run_summary(summary: RunSummary, offline: list[str]) -> None:
         console.print(f"[yellow]{escape(budget)}[/yellow]")
 
 
+def reported_line(count: int) -> str:
+    """The line saying ``run_study`` told the Dagster instance what the folder already had."""
+    return (
+        f"told the Dagster instance about {count} partitions and assets already current in this "
+        "folder (a copied folder or a new DAGSTER_HOME): its UI and daemon now see them built"
+    )
+
+
 def _print_study_results(data_dir: str) -> None:
     """The H1 table of study_results.json, and where the outputs are."""
     from upath import UPath
@@ -269,8 +279,10 @@ def _print_study_results(data_dir: str) -> None:
     root = UPath(data_dir)
     results = read_json(root / "study_results.json")
     languages = results.get("languages")
-    for line in new_model_lines(results):  # the model just added first: what its owner asks next
-        console.print(line, highlight=False)
+    # The model just added first: what its owner asks next; its query reads this folder.
+    # Not wrapped and no markup: the last line ends with a command to copy as it is.
+    for line in new_model_lines(results, data_option=data_option(data_dir)):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if (board := leaderboard_table(results)) is not None:  # then the models ranked, tie groups
         console.print(board)
     table = format_h1_table(results["h1"], languages, results=results)
@@ -288,12 +300,18 @@ def _print_study_results(data_dir: str) -> None:
 def query_hint(data_dir: str) -> str:
     """The ``clcg query`` command that reads ``data_dir``'s catalog, typed as shown: ``--data`` is
     named unless the folder is the one a bare ``clcg query`` reads (``$CLCG_DATA_DIR`` or ./clcg_data)."""
+    data = data_option(data_dir)
+    return f"clcg query{' ' if data else ''}{data} --named clcg_by_language"
+
+
+def data_option(data_dir: str) -> str:
+    """``--data <folder>`` (shell-quoted) for a ``clcg`` command to read ``data_dir``; "" when
+    it is the folder a bare command reads (``$CLCG_DATA_DIR`` or ./clcg_data)."""
     import shlex
 
     from clcg_pipeline.config import default_data_dir
 
-    data = "" if _same_folder(data_dir, default_data_dir()) else f" --data {shlex.quote(data_dir)}"
-    return f"clcg query{data} --named clcg_by_language"
+    return "" if _same_folder(data_dir, default_data_dir()) else f"--data {shlex.quote(data_dir)}"
 
 
 def _same_folder(left: str, right: str) -> bool:

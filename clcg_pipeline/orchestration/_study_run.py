@@ -115,13 +115,15 @@ def _deferred_interrupts() -> Iterator[Callable[[], bool]]:
 
 def _report_what_was_current(
     instance: dg.DagsterInstance, run: StudyRun, data_dir: str, config: ProjectConfig
-) -> None:
+) -> int:
     """Tell the instance the partitions this run found current by the folder's records and
     skipped, if it has never materialized them (a copied folder, another ``DAGSTER_HOME``): else
     its UI shows them missing and its daemon would rebuild them. A run of another process still
-    going may be writing records: the daemon's sensor reports them once it is done."""
-    if not runs_in_progress(instance):
-        report_folder_records(instance, run.defs, data_dir, config)
+    going may be writing records: the daemon's sensor reports them once it is done. Returns how
+    many it told (``clcg run`` says so once)."""
+    if runs_in_progress(instance):
+        return 0
+    return len(report_folder_records(instance, run.defs, data_dir, config))
 
 
 def run_study(
@@ -180,8 +182,9 @@ def run_study(
         run.run_study_inputs()
         run.run_responses()  # planned after the inputs: new items make every partition stale
         run.run_analysis()
-        _report_what_was_current(instance, run, data_dir, config)
+        reported = _report_what_was_current(instance, run, data_dir, config)
         summary = run.summary
+        summary.reported_current = reported
         summary.uncovered_languages = uncovered
         if run.everything_current():
             # The next run asked the same finds the folder as it is and needs no Dagster at all.

@@ -91,6 +91,10 @@ class RunSummary:
     #: The calls in flight when a run was killed that no closing line said, by the killed run
     #: (the provider may have billed them; estimated): said once, in no run's own figure.
     lost_at_kill: tuple[LostCalls, ...] = ()
+    #: The partitions (and unpartitioned assets) current by the folder's records that this
+    #: command told the Dagster instance of, as it had never materialized them (a copied folder,
+    #: a new ``DAGSTER_HOME``: ``orchestration._records_sync``); said once, nothing when 0.
+    reported_current: int = 0
 
     def count(self, kind: str, calls: int, cost_usd: float, model: str | None = None) -> None:
         self.new_calls += calls

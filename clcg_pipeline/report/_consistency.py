@@ -152,26 +152,40 @@ def _reason_letters(row: Row) -> str:
     return ", ".join(letters)
 
 
-def _mark_cell(row: Row, index: int) -> bool:
-    """Give the cell its short mark and spoken name; True when the row has a lettered reason."""
+def _mark_cell(row: Row, index: int) -> str:
+    """Give the cell its short mark and spoken name; return the letters of its row's reason."""
     letters = _reason_letters(row)
     shown = f"{WITHHELD_MARK} {letters or _NO_LETTER}"
     spoken = f"{CI_WITHHELD} (note {letters})" if letters else CI_WITHHELD
     row.cell_marks[index] = (shown, spoken)
-    return bool(letters)
+    return letters
 
 
-def _marks_said(lettered: bool, unlettered: bool) -> str:
-    """What the cells' short marks stand for, with "CI withheld" said once."""
+#: Marks a status line or note lists by name ("“— a”, “— b” or
+#: “— c”"); with more it says "a letter".
+_LISTED = 4
+
+
+def _lettered_marks(letters: list[str]) -> str:
+    """The lettered marks the cells show, quoted as a reader sees them, each letter once: a status
+    line that said "“— a”" above rows showing "— b" read as if only "a" meant withheld."""
+    used = list(dict.fromkeys(x for shown in letters for x in shown.split(", ") if x))
+    if len(used) > _LISTED:
+        return f"“{WITHHELD_MARK}” and a letter"
+    quoted = [f"“{WITHHELD_MARK} {x}”" for x in used]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _marks_said(letters: list[str]) -> str:
+    """What the cells' short marks stand for (``letters``: each cell's, "" for none), with
+    "CI withheld" said once."""
     by_letter = "for the reason under its letter in the note on the rows' flags"
     by_row = "for the reason on the row's own flag or in the section's status line"
-    if lettered and unlettered:
-        return (
-            f"\u201c{WITHHELD_MARK} a\u201d: {CI_WITHHELD}, {by_letter}; "
-            f"\u201c{WITHHELD_MARK} {_NO_LETTER}\u201d: {by_row}"
-        )
-    mark = f"{WITHHELD_MARK} a" if lettered else f"{WITHHELD_MARK} {_NO_LETTER}"
-    return f"\u201c{mark}\u201d: {CI_WITHHELD}, {by_letter if lettered else by_row}"
+    unlettered = f"“{WITHHELD_MARK} {_NO_LETTER}”"
+    if not any(letters):
+        return f"{unlettered}: {CI_WITHHELD}, {by_row}"
+    lettered = f"{_lettered_marks(letters)}: {CI_WITHHELD}, {by_letter}"
+    return f"{lettered}; {unlettered}: {by_row}" if not all(letters) else lettered
 
 
 def withheld_once(section: Section) -> Section:
@@ -188,8 +202,7 @@ def withheld_once(section: Section) -> Section:
     cells = _withheld_cells(section)
     if len(cells) < _SHARED_CELLS:
         return withheld_note(section)
-    lettered = [_mark_cell(row, index) for row, index in cells]
-    said = _marks_said(any(lettered), not all(lettered))
+    said = _marks_said([_mark_cell(row, index) for row, index in cells])
     quoted = f"\u201c{CI_WITHHELD}\u201d"
     statuses = [part for part in section.parts if part.kind == "status" and quoted in part.text]
     for part in statuses:

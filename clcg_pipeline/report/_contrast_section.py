@@ -6,8 +6,9 @@ comes first and lists every model, whatever their number (never cut to the secti
 budget). At hundreds of models the pairs grow with their square (issue 37): the report shows
 only the pairs adjacent in the H1 micro ranking and those significant after Benjamini-Hochberg
 (``results.kept_pairs``, the rule that also decides which pairs study_results.json keeps), says
-that the new model's difference from every other model is in its own section (``new_model``),
-and names the catalog query that lists them all.
+where the new model's differences are (its own section: every one, or beyond
+``ALL_SHOWN_UP_TO`` other models the ones a reader needs and the query with all), and names the
+catalog query that lists every pair.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import Any
 
 from clcg_pipeline.report._builder import SectionBuilder
 from clcg_pipeline.report._format import fmt_num, mapping_at
+from clcg_pipeline.report._new_model_section import shown_differences
 from clcg_pipeline.report._page import Part, Row, Section, _pruned, flags_of
 from clcg_pipeline.results import SIGNIFICANT_KEPT, kept_pairs, rank_order, significant_pairs
-from clcg_pipeline.storage import EstimateModel, ModelContrastsModel, PairsTableView, TieGroupsModel
+from clcg_pipeline.storage import EstimateModel, ModelContrastsModel, NewModelView, TieGroupsModel
 
 _GAPS = (("h1_micro", "H1 micro"), ("macro", "macro"), ("macro_net", "macro net"))
 #: The named catalog query with every pair of a document that holds them all (its estimates table's
@@ -35,20 +37,38 @@ def needed_pairs(value: Mapping[str, Any]) -> list[str]:
     return kept_pairs(value)
 
 
+def _new_model_sentence(new_model: NewModelView, view: ModelContrastsModel) -> str:
+    """Where the new model's pairs are, as its own section shows them (its pairs are not repeated
+    here): every difference up to ``ALL_SHOWN_UP_TO`` other models; beyond, a selection with the
+    query listing all of them (issue 37). The sentence said "against every other model" in both."""
+    model, n = new_model.model, len(new_model.differences or [])
+    if not n:
+        return f" The new model ({model}) has its own section, first."
+    shown = shown_differences(new_model, view)
+    if not shown.rest:  # every difference shown
+        others = "the other model" if n == 1 else f"each of the {n} other models"
+        return f" The new model ({model}) against {others} (H1 micro): its own section, first."
+    return (
+        f" The new model ({model}) against the {n} other models (H1 micro): its own section, first, "
+        f"says how many it is significantly better or worse than, shows {len(shown.rows)} of the {n} "
+        "differences (its neighbours in the ranking and the significant ones closest in rank) and "
+        "names the query with all of them."
+    )
+
+
 def _pairs_note(
-    shown: int, value: Mapping[str, Any], table: PairsTableView | None, new_model: str | None, level: float
+    shown: int,
+    value: Mapping[str, Any],
+    view: ModelContrastsModel,
+    new_model: NewModelView | None,
+    level: float,
 ) -> str:
     """How many pairs are shown, by which rule, and where every pair is."""
+    table = view.pairs_table
     # A document written before the pairs moved out holds them all (estimates table: model_contrasts).
     total = (table.pairs if table else None) or len(mapping_at(value, "pairs"))
     where = (table.query if table else None) or ALL_PAIRS_QUERY
-    # Its pairs are not repeated here: the new model's section says how it stands against every
-    # other model, shows those a reader needs and names the query with all of them (issue 37).
-    new = (
-        f" The new model ({new_model}) against every other model (H1 micro): its own section, first."
-        if new_model
-        else ""
-    )
+    new = _new_model_sentence(new_model, view) if new_model is not None else ""
     significant = table.significant if table and table.model_fields_set else significant_pairs(value)
     cap = (
         f"; {significant} are significant, the {SIGNIFICANT_KEPT} closest in rank shown"
@@ -88,7 +108,10 @@ def _rank_flags(block: Mapping[str, Any]) -> list[str]:
 
 
 def _contrast_rows(
-    value: Mapping[str, Any], view: ModelContrastsModel, builder: SectionBuilder, new_model: str | None
+    value: Mapping[str, Any],
+    view: ModelContrastsModel,
+    builder: SectionBuilder,
+    new_model: NewModelView | None,
 ) -> tuple[list[Row], str]:
     """The needed pairs' rows on each gap, and the line that says how many the catalog has."""
     pairs = mapping_at(value, "pairs")
@@ -100,7 +123,7 @@ def _contrast_rows(
         if isinstance(pairs[name].get(gap), Mapping)
     ]
     level = (view.tie_groups.level if view.tie_groups else None) or _DEFAULT_LEVEL
-    return rows, _pairs_note(len(shown), value, view.pairs_table, new_model, level)
+    return rows, _pairs_note(len(shown), value, view, new_model, level)
 
 
 def _leaderboard_order(ranks: Mapping[str, Any]) -> list[str]:
@@ -145,7 +168,7 @@ def contrast_section(
     builder: SectionBuilder,
     caption: str,
     view: ModelContrastsModel,
-    new_model: str | None = None,
+    new_model: NewModelView | None = None,
 ) -> Section:
     """The section from ``view`` (the typed ``model_contrasts``, built once by the report) and, for
     its estimate rows (every field of a record shown), ``value`` (the entry as the document holds it)."""

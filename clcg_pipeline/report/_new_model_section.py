@@ -9,7 +9,9 @@ bounded whatever the number of models (issue 37), both from one selection (``sho
 a study of up to ``ALL_SHOWN_UP_TO`` other models lists every difference; a larger one says how
 many models the new one is significantly better or worse than, lists only the differences a
 reader needs (its neighbours in the ranking, the significant ones closest in rank, at most
-``SIGNIFICANT_SHOWN``) and names the catalog query with all of them.
+``SIGNIFICANT_SHOWN``) and names the catalog query with all of them: typed as printed, it reads
+the folder ``clcg run`` ran on (``--data`` named unless it is the default), and in the report it
+is code (a ``<code>`` element).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from markupsafe import Markup
 
 from clcg_pipeline.report._builder import SectionBuilder
 from clcg_pipeline.report._format import fmt_num
@@ -78,7 +82,7 @@ def new_model_section(
     rows += [builder.estimate_row(label, differences[k]) for label, k in shown.rows]
     section.parts.append(_pruned(Part("table", columns=builder.estimate_columns, rows=rows)))
     if shown.rest:
-        section.parts.append(Part("text", text=f"Not shown here: {shown.rest}"))
+        section.parts.append(Part("text", text=Markup("Not shown here: ") + shown.rest.text(html=True)))
     return section
 
 
@@ -139,24 +143,59 @@ def _needed(
     return sorted(adjacent | set(closest), key=lambda k: (position.get(others[k], far), k))
 
 
-def _all_of_them(model: str, n: int, contrasts: ModelContrastsModel | None) -> str:
-    """Where every difference of ``model`` is: the catalog's ``model_pairs`` view, with the command
-    (last, to copy) that lists its ``n`` pairs; for a document that still holds every pair, the
-    estimates table's named query."""
+def _with_data(command: str, data_option: str) -> str:
+    """``command`` (a ``clcg query ...``) reading the folder ``data_option`` names, if any."""
+    head = "clcg query"
+    if not data_option or not command.startswith(head + " "):
+        return command
+    return f"{head} {data_option}{command[len(head) :]}"
+
+
+@dataclass(frozen=True)
+class Rest:
+    """The differences not shown: how many, and where every one is (the catalog's ``model_pairs``
+    view and the command listing the ``n`` pairs; for a document that still holds every pair, the
+    estimates table's named query)."""
+
+    hidden: int
+    n: int
+    view: str = ""  # the catalog view with every pair; "" for a document before the pairs table
+    named: str = ""  # the view's named query ("clcg query --named model_pairs"), if recorded
+    command: str = ""  # the command (last, to copy) listing the new model's every pair
+
+    def text(self, data_option: str = "", *, html: bool = False) -> str:
+        """The words, each command reading the folder ``data_option`` names; with ``html``,
+        ``Markup`` whose commands are ``<code>`` elements (everything else escaped)."""
+        commands = {
+            "named": _with_data(self.named, data_option),
+            "command": _with_data(self.command, data_option),
+        }
+        if html:
+            commands = {key: Markup("<code>{}</code>").format(c) for key, c in commands.items()}
+        if not self.view:
+            template = "{hidden} more; all {n}: {command}"
+        else:
+            where = " ({named})" if self.named else ""
+            template = (
+                "{hidden} more; every pair is in the catalog view {view}" + where + "; "
+                "all {n}, model_a minus model_b: {command}"
+            )
+        form = Markup(template) if html else template
+        return form.format(hidden=self.hidden, n=self.n, view=self.view, **commands)
+
+
+def _rest(model: str, hidden: int, n: int, contrasts: ModelContrastsModel | None) -> Rest:
+    """Where every difference of ``model`` is (``Rest``)."""
     table = contrasts.pairs_table if contrasts else None
     if table is None or not table.table:
-        return f"all {n}: {_OLD_PAIRS_QUERY}"
+        return Rest(hidden, n, command=_OLD_PAIRS_QUERY)
     name = model.replace("'", "''")  # a SQL string literal
     sql = (
         f"SELECT model_a, model_b, estimate, ci_low, ci_high, p_adj FROM {table.table} "
         f"WHERE gap = 'h1_micro' AND '{name}' IN (model_a, model_b) ORDER BY p_adj"
     )
     word = shlex.quote(sql) if _SHELL_SPECIAL & set(sql) else f'"{sql}"'
-    every = f" ({table.query})" if table.query else ""
-    return (
-        f"every pair is in the catalog view {table.table}{every}; "
-        f"all {n}, model_a minus model_b: clcg query {word}"
-    )
+    return Rest(hidden, n, view=table.table, named=table.query or "", command=f"clcg query {word}")
 
 
 @dataclass(frozen=True)
@@ -166,7 +205,7 @@ class ShownDifferences:
     # (its label, "m minus o (rank 12)", and its index in ``new_model.differences``), in rank order
     rows: list[tuple[str, int]] = field(default_factory=list)
     summary: str = ""  # how many it is significantly better or worse than; "" when every one is shown
-    rest: str = ""  # how many more and the query listing every one; "" when none is left out
+    rest: Rest | None = None  # how many more and the query listing every one; None when none is left out
 
 
 def _order(contrasts: ModelContrastsModel | None) -> list[str]:
@@ -205,12 +244,15 @@ def shown_differences(block: NewModelView, contrasts: ModelContrastsModel | None
     return ShownDifferences(
         rows=[(_ranked_label(model, others[k], contrasts), k) for k in needed],
         summary=_summary(rows, level),
-        rest=f"{hidden} more; {_all_of_them(model, len(rows), contrasts)}" if hidden else "",
+        rest=_rest(model, hidden, len(rows), contrasts) if hidden else None,
     )
 
 
-def new_model_lines(results: Mapping[str, Any]) -> list[str]:
+def new_model_lines(results: Mapping[str, Any], data_option: str = "") -> list[str]:
     """The terminal's opening lines about the model just added; none when no model is new.
+
+    ``data_option`` (``--data <folder>``, shell-quoted, from ``clcg run``; "" for the default
+    folder) goes into the query commands, so that typed as printed they read that folder.
 
     Bounded whatever the number of models (``shown_differences``, as the report's section): at
     most the headline, the summary, two neighbours, ``SIGNIFICANT_SHOWN`` significant differences
@@ -236,5 +278,5 @@ def new_model_lines(results: Mapping[str, Any]) -> list[str]:
         for label, k in shown.rows
     ]
     if shown.rest:
-        lines.append(f"  ... and {shown.rest}")
+        lines.append(f"  ... and {shown.rest.text(data_option)}")
     return lines

@@ -74,14 +74,10 @@ def flags_of(block: Mapping[str, Any]) -> list[str]:
         flags = [f for f in flags if f.lower() not in status.lower()]
         flags.append(status)
     raw = block.get("flags")
-    if isinstance(raw, str):
-        raw = [raw]
-    if isinstance(raw, list | tuple):
+    if isinstance(raw, str | list | tuple):
         # A p at the bootstrap's floor is shown as "<=p" in its cell: a label, not a reason to distrust.
         bound = bool(block.get("p_bound"))
-        flags.extend(
-            str(f) for f in raw if str(f) and str(f) not in flags and not (bound and _is_p_bound_note(str(f)))
-        )
+        flags.extend(f for f in split_flags(raw) if f not in flags and not (bound and _is_p_bound_note(f)))
     value = next((as_float(block.get(k)) for k in _VALUE_KEYS if k in block), None)
     low, high = as_float(block.get("ci_low")), as_float(block.get("ci_high"))
     if value is not None and low is not None and high is not None:
@@ -89,6 +85,27 @@ def flags_of(block: Mapping[str, Any]) -> list[str]:
         if (value < low - tol or value > high + tol) and not any("outside" in f for f in flags):
             flags.append("estimate outside its interval")
     return flags
+
+
+def split_flags(raw: str | list[Any] | tuple[Any, ...]) -> list[str]:
+    """Each flag of ``raw`` once, whole: a table's flags column joins a row's flags with "; ", and
+    a flag may say "; " inside its parentheses ("198 of 200 bootstrap replicates valid (a replicate
+    ... is dropped; the set ... is fixed by the full sample)").
+
+    The pieces are joined and cut again at each "; " outside parentheses, so the estimates table's
+    string and the document's list (cut at every "; ", its pieces unbalanced) give the same flags,
+    and the appendix letters one reason once (issue 34), not the whole flag and its two halves.
+    """
+    text = "; ".join(str(piece) for piece in ([raw] if isinstance(raw, str) else raw) if str(piece))
+    flags: list[str] = []
+    depth, start = 0, 0
+    for at, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth <= 0 and text.startswith("; ", at):
+            flags.append(text[start:at])
+            start, depth = at + 2, 0
+    flags.append(text[start:])
+    return list(dict.fromkeys(flag.strip() for flag in flags if flag.strip()))
 
 
 def _is_p_bound_note(flag: str) -> bool:

@@ -95,9 +95,9 @@ def result_sections(
             elif name in TYPED_SECTIONS and getattr(view, name) is not None:
                 sections.append(TYPED_SECTIONS[name](name, title, getattr(view, name), builder, caption))
             elif name == "model_contrasts" and view.model_contrasts is not None:
-                new = view.new_model.model if view.new_model else None  # its pairs are always shown
+                new = view.new_model if view.new_model and view.new_model.model else None
                 sections.append(
-                    contrast_section(name, title, value, builder, caption, view.model_contrasts, new or None)
+                    contrast_section(name, title, value, builder, caption, view.model_contrasts, new)
                 )
             elif name in ("h3", "level_profile") and isinstance(value, Mapping):
                 typed_h3 = view.h3 if name == "h3" else None

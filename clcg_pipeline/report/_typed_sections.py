@@ -16,6 +16,7 @@ from clcg_pipeline.report._builder import SectionBuilder, fact_text
 from clcg_pipeline.report._format import MISSING, fmt_bootstrap_p, fmt_int
 from clcg_pipeline.report._labels import H1_SUMMARY, LABELS
 from clcg_pipeline.report._page import _OK_STATUSES, Part, Row, Section, _pruned, flags_of
+from clcg_pipeline.report._studies import CI_WITHHELD
 from clcg_pipeline.storage import (
     BootstrapTost,
     ContextGainEntry,
@@ -75,8 +76,25 @@ def _contrast_rows(builder: SectionBuilder, label: str, contrast: H2Contrast) ->
         return [builder.estimate_row(label or LABELS["pooled"], contrast.model_dump(exclude_unset=True))]
     prefix = f"{label} \u00b7 " if label else ""
     return [
-        builder.estimate_row(prefix + LABELS[part], estimate.record(), key=part) for part, estimate in found
+        _with_withheld_interval(
+            builder.estimate_row(prefix + LABELS[part], estimate.record(), key=part), estimate
+        )
+        for part, estimate in found
     ]
+
+
+#: The interval's cell in a row of ``SectionBuilder.estimate_columns`` (before a table is pruned).
+_CI_CELL = 2
+
+
+def _with_withheld_interval(row: Row, estimate: EstimateRecord) -> Row:
+    """``row`` with its interval cell saying "CI withheld" when the arm is not identifiable: a bare
+    dash read as a missing value, where every other section marks a withheld interval (issue 34);
+    the page then shows it as the short mark with its reason's letter (``withheld_once``)."""
+    withheld = estimate.identifiable is False and estimate.estimate is not None and not estimate.has_interval
+    if withheld and row.cells[_CI_CELL] == MISSING:
+        row.cells[_CI_CELL] = CI_WITHHELD
+    return row
 
 
 def _arms_withheld(contrast: H2Contrast) -> bool:

@@ -28,7 +28,8 @@ call id no calls table records as paid (:func:`unrecorded_payments`): each is on
 ``calls_table`` "call cache", step "not yet recorded in a partition", by the payer its entry
 names. The view counts such an entry only while no table records the call (a table that does
 says what was paid), so nothing is counted twice. Only the ids are listed to find them (file
-names locally; an object store's segments are read whole, as the cache's own index reads them).
+names locally; an object store's segments are read whole, as the cache's own index reads them,
+and what they hold is remembered until the cache changes: ``storage/_cache_entries.py``).
 The calls a killed process sent and never cached (billed by the provider, in no table nor
 entry) are read from the intent logs (``storage/_intents.py``) into the same spend, outcome
 ``lost_at_kill``, calls_table "killed run", once each and at an estimated cost.
@@ -36,8 +37,6 @@ entry) are read from the intent logs (``storage/_intents.py``) into the same spe
 
 from __future__ import annotations
 
-import json
-import logging
 import math
 import os
 import socket
@@ -51,11 +50,11 @@ import fsspec
 import pandas as pd
 
 from clcg_pipeline.config import project_path
+from clcg_pipeline.storage._cache_entries import parsed, remote_entries
 from clcg_pipeline.storage._duck import connect_duckdb, duckdb_location, is_local, local_path
 from clcg_pipeline.storage._files import DATA_FILE, data_root, partition_dir, relative_table_glob, table_glob
 from clcg_pipeline.storage._intents import LOST_STEP, LOST_TABLE, CachedEntry, lost_at_kill
-
-log = logging.getLogger(__name__)
+from clcg_pipeline.storage._spend_memo import KeptRows, frame_hash, read_rows, tables_key, write_rows
 
 # What a call's payment was, copied from the stored record to the call found cached now.
 PAID_FIELDS = (
@@ -201,7 +200,6 @@ UNKNOWN_HOST = "unknown host"  # Spend.by_host's key for calls recorded before h
 CACHE_TABLE = "call cache"
 UNRECORDED_STEP = "not yet recorded in a partition"
 CACHE_PAYMENTS = "call_cache_payments"  # the catalog's table of them, as of its build
-SEGMENTS = "_segments"  # an object-store cache's segments (calls/_segments.py)
 
 
 def _projection(table: str, columns: Iterable[str]) -> str:
@@ -279,17 +277,21 @@ def call_cache_dir(data_dir: str | os.PathLike[str]) -> str:
     return str(data_root(data_dir) / "cache" / "calls")
 
 
-def unrecorded_payments(data_dir: str | os.PathLike[str], recorded: set[str]) -> pd.DataFrame:
+def unrecorded_payments(
+    data_dir: str | os.PathLike[str], recorded: set[str], *, memo: bool = False
+) -> pd.DataFrame:
     """The call cache's paid entries whose call id is not in ``recorded``, one row each, in the
     columns :func:`_cache_projection` reads: payments no calls table holds yet.
 
     Every entry is a paid answer (``calls.cache_entry`` writes one when it arrives). A local
-    cache's file names are its call ids, so only the files of unrecorded ids are read."""
+    cache's file names are its call ids, so only the files of unrecorded ids are read; an
+    object store's segments are read whole, or, with ``memo``, remembered while the cache is
+    unchanged (``storage/_cache_entries.py``)."""
     root = call_cache_dir(data_dir)
     if is_local(root):
         entries = _local_entries(local_path(root), recorded)
     else:
-        entries = _remote_entries(root, recorded)
+        entries = remote_entries(root, recorded, memo=memo)
     return _entry_rows(entries)
 
 
@@ -310,52 +312,10 @@ def _local_entries(root: Path, recorded: set[str]) -> list[dict[str, Any]]:
                 raw = Path(file.path).read_bytes()
             except FileNotFoundError:  # removed since it was listed: nothing to count
                 continue
-            entry = _parsed(raw, file.path, call_id)
+            entry = parsed(raw, file.path, call_id)
             if entry is not None:
                 found.append(entry)
     return found
-
-
-def _remote_entries(root: str, recorded: set[str]) -> list[dict[str, Any]]:
-    """The entries of an object-store cache (segments, and single objects of older caches)
-    whose id is not in ``recorded``; a later segment's entry replaces an earlier one."""
-    fs, base = fsspec.core.url_to_fs(root)
-    fs.invalidate_cache(base)  # another process may have written segments since
-    try:
-        listed = sorted(fs.find(base))
-    except FileNotFoundError:
-        return []
-    singles = [
-        path
-        for path in listed
-        if path.endswith(".json")
-        and f"/{SEGMENTS}/" not in path
-        and "/_meta/" not in path
-        and path.rsplit("/", 1)[-1].removesuffix(".json") not in recorded
-    ]
-    segments = [path for path in listed if f"/{SEGMENTS}/" in path and path.endswith(".jsonl")]
-    found: dict[str, dict[str, Any]] = {}
-    for path, raw in fs.cat(singles + segments, on_error="raise").items() if singles or segments else ():
-        for number, line in enumerate(raw.splitlines(), 1):
-            entry = _parsed(line, f"{path} line {number}", None)
-            if entry is not None and entry["call_id"] not in recorded:
-                found[entry["call_id"]] = entry
-    return list(found.values())
-
-
-def _parsed(raw: bytes, where: str, call_id: str | None) -> dict[str, Any] | None:
-    """One cache entry, or None (with a warning naming it) when it is not one."""
-    try:
-        entry = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        entry = None
-    if not isinstance(entry, dict) or not isinstance(entry.get("call_id"), str):
-        log.warning("call cache: %s is not a cache entry; its payment, if any, is not counted", where)
-        return None
-    if call_id is not None and entry["call_id"] != call_id:
-        log.warning("call cache: %s holds call %s; its payment is not counted", where, entry["call_id"])
-        return None
-    return entry
 
 
 def _entry_rows(entries: list[dict[str, Any]]) -> pd.DataFrame:
@@ -415,7 +375,7 @@ def _segment_lookup(root: str) -> CachedEntry:
 
     def cached(call_id: str) -> dict[str, Any] | None:
         if not entries:
-            entries.update((entry["call_id"], entry) for entry in _remote_entries(root, set()))
+            entries.update((entry["call_id"], entry) for entry in remote_entries(root, set()))
         return entries.get(call_id)
 
     return cached
@@ -455,20 +415,40 @@ def call_spend(
     *,
     tables: Iterable[str] = tuple(CALL_TABLE_STEPS),
     partition: Mapping[str, str] | None = None,
+    memo: bool = False,
 ) -> pd.DataFrame:
     """The ``call_spend`` view's rows over the stored calls tables (one partition's, if given).
 
     Over every calls table and no one partition (the study's spend), it also holds the
-    payments only the call cache records (:func:`unrecorded_payments`)."""
+    payments only the call cache records (:func:`unrecorded_payments`). With ``memo`` (the
+    closing line's), a study's rows on an object store are remembered, and read again only
+    when what they come from changed (``storage/_spend_memo.py``)."""
     tables = tuple(tables)
-    sources = _stored_sources(data_dir, tables, partition)
     whole_study = partition is None and set(tables) >= set(CALL_TABLE_STEPS)
+    if memo and whole_study and not is_local(str(data_dir)):
+        return _remembered_study_rows(data_dir)
+    return _computed_rows(data_dir, tables, partition, whole_study=whole_study, memo=False)[0]
+
+
+def _computed_rows(
+    data_dir: str | os.PathLike[str],
+    tables: tuple[str, ...],
+    partition: Mapping[str, str] | None,
+    *,
+    whole_study: bool,
+    memo: bool,
+) -> tuple[pd.DataFrame, set[str], pd.DataFrame]:
+    """The view's rows; the call ids the tables record as paid and the payments only the cache
+    and the intent logs hold (both empty but for the ``whole_study``)."""
+    sources = _stored_sources(data_dir, tables, partition)
+    recorded: set[str] = set()
+    unrecorded = pd.DataFrame(columns=_UNRECORDED_COLUMNS)
     con = connect_duckdb(data_dir)
     try:
         rows = _spend_rows(con) if register_call_records(con, sources) else None
         if whole_study:
             recorded = set(rows.loc[rows["paid"].astype(bool), "call_id"]) if rows is not None else set()
-            unrecorded = _with_lost(data_dir, unrecorded_payments(data_dir, recorded))
+            unrecorded = _with_lost(data_dir, unrecorded_payments(data_dir, recorded, memo=memo))
             if len(unrecorded):  # the view again, over the tables and these payments
                 con.register("unrecorded_rows", unrecorded)
                 register_call_records(con, sources, con.table("unrecorded_rows"))
@@ -477,7 +457,26 @@ def call_spend(
         con.close()
     if rows is None:
         columns = ["model", "step", "calls_table", "run", "host", "paid", "paid_usd", "outcome", "error"]
-        return pd.DataFrame(columns=columns)
+        rows = pd.DataFrame(columns=columns)
+    return rows, recorded, unrecorded
+
+
+def _remembered_study_rows(data_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """The study's rows from the memo when the calls tables, the code reading them and the
+    payments only the cache and intent logs hold are as it was written for; else computed (and
+    remembered)."""
+    code = SPEND_VIEW_FILE.read_text(encoding="utf-8") + Path(__file__).read_text(encoding="utf-8")
+    key = tables_key(data_dir, CALL_TABLE_STEPS, code)
+    kept = read_rows(data_dir, key)
+    if kept is not None:
+        unrecorded = _with_lost(data_dir, unrecorded_payments(data_dir, kept.recorded, memo=True))
+        if frame_hash(unrecorded) == kept.unrecorded:
+            return kept.rows
+    rows, recorded, unrecorded = _computed_rows(
+        data_dir, tuple(CALL_TABLE_STEPS), None, whole_study=True, memo=True
+    )
+    if key is not None:
+        write_rows(data_dir, KeptRows(key, frame_hash(unrecorded), recorded, rows))
     return rows
 
 

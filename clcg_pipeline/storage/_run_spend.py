@@ -149,8 +149,11 @@ def study_spend(
 
     The calls lost at a kill that no closing line said are said apart (``lost``), whoever's run
     sent them (its process is gone: that is how they are known), and left out of the earlier
-    runs' figure."""
-    paid = _paid(call_spend(data_dir))
+    runs' figure.
+
+    On an object store the study's rows are remembered while nothing they come from changes
+    (``call_spend``'s ``memo``): a rerun with nothing to do reads no calls table nor cache segment."""
+    paid = _paid(call_spend(data_dir, memo=True))
     runs, own = _paid_runs(paid), set(own_runs)
     ledger = _ledger(data_dir)
     lost = paid[paid["outcome"] == LOST_OUTCOME]

@@ -136,9 +136,12 @@ def test_the_collections_between_sections_skip_what_was_alive_before() -> None:
         gc.freeze()  # the session's own freeze, as it was (now with what this test left alive)
     frozen_before = gc.get_freeze_count()
     assert frozen_before >= before
+    # Neither unfrozen (0) nor frozen again (a freeze would take in the context manager's own
+    # generator, made since): at most the same count. Not equal: a frozen object that another
+    # thread (xdist's) lets go of leaves the permanent generation by reference counting.
     with frozen(True):
-        assert gc.get_freeze_count() == frozen_before
-    assert gc.get_freeze_count() == frozen_before
+        assert 0 < gc.get_freeze_count() <= frozen_before
+    assert 0 < gc.get_freeze_count() <= frozen_before
 
 
 def test_repetition_numbers_are_coded_by_counting() -> None:

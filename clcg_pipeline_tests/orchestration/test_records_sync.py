@@ -136,6 +136,8 @@ def test_clcg_run_on_a_copied_folder_tells_a_fresh_instance_what_it_found_curren
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     summary = run_study(config_dir=str(demo_study.config_dir), data_dir=str(data))
     assert summary.runs == 0, "the copied folder is up to date by its records: nothing to run"
+    reported = summary.reported_current
+    assert reported > 0, "clcg run says how many partitions it told the fresh instance of"
     defs = build_definitions(demo_study.config_dir, data)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert instance.get_runs() == []
@@ -145,6 +147,8 @@ def test_clcg_run_on_a_copied_folder_tells_a_fresh_instance_what_it_found_curren
         assert report.asset_materialization.metadata["reported_from"].value == REPORTED_FROM
         # The daemon of `make dev` on this home then has nothing to rebuild.
         assert _requested(dg.evaluate_automation_conditions(defs=defs, instance=instance)) == {}
+    # Run again on the same instance: it knows everything now, nothing is told or said.
+    assert run_study(config_dir=str(demo_study.config_dir), data_dir=str(data)).reported_current == 0
 
 
 class _IdleDaemon(LocalDaemon):

@@ -158,3 +158,29 @@ def test_a_model_id_with_a_quote_or_a_dollar_is_quoted_for_sql_and_the_shell() -
     command = shlex.split(new_model_lines(document)[-1].split("model_a minus model_b: ", 1)[1])
     assert command[:2] == ["clcg", "query"] and len(command) == 3
     assert "AND 'o''neil $1' IN (model_a, model_b)" in command[2]
+
+
+def _command(line: str) -> list[str]:
+    """The command ending the last line, split as a shell would (no shell run)."""
+    return shlex.split(line.split("model_a minus model_b: ", 1)[1])
+
+
+def test_a_data_option_goes_into_every_command_and_quoted_reads_that_folder() -> None:
+    """``clcg run --data DIR`` printed commands that, typed as shown, queried ./clcg_data."""
+    document = study(ALL_SHOWN_UP_TO + 5, 7)
+    split_model_pairs(document)
+    folder = "s3://bucket/my results"
+    last = new_model_lines(document, data_option=f"--data {shlex.quote(folder)}")[-1]
+    assert "(clcg query --data 's3://bucket/my results' --named model_pairs)" in last
+    command = _command(last)
+    assert command[:4] == ["clcg", "query", "--data", folder] and len(command) == 5
+    assert command[4].startswith("SELECT model_a, model_b") and "'s007' IN (model_a, model_b)" in command[4]
+
+
+def test_without_a_data_option_no_command_names_a_folder() -> None:
+    document = study(ALL_SHOWN_UP_TO + 5, 7)
+    split_model_pairs(document)
+    assert "--data" not in "\n".join(new_model_lines(document))
+    assert "--data" not in "\n".join(new_model_lines(study(60, 30)))
+    old = new_model_lines(study(60, 30), data_option="--data elsewhere")[-1]
+    assert old.endswith("more; all 59: clcg query --data elsewhere --named model_contrasts")

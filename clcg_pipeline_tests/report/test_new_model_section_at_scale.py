@@ -5,6 +5,7 @@ query with all of them; a small study every difference, as before."""
 from __future__ import annotations
 
 import re
+from html import unescape
 from typing import Any
 
 from clcg_pipeline.report import new_model_lines, render_report
@@ -47,10 +48,33 @@ def test_at_500_models_the_section_shows_the_terminal_rows_and_names_the_query()
     )
     assert (
         f"Not shown here: {499 - len(terminal)} more; every pair is in the catalog view model_pairs "
-        "(clcg query --named model_pairs); all 499, model_a minus model_b: clcg query "
+        "( clcg query --named model_pairs ); all 499, model_a minus model_b: clcg query "
         '"SELECT model_a, model_b, estimate, ci_low, ci_high, p_adj FROM model_pairs WHERE '
         "gap = 'h1_micro' AND 's250' IN (model_a, model_b) ORDER BY p_adj\"" in text
     )
+
+
+def test_the_section_s_commands_are_code_as_the_terminal_prints_them() -> None:
+    """The commands were plain text in the paragraph; each is a <code> element, the last the
+    terminal's command exactly (the report names no folder: it lies in the one it describes)."""
+    document = study(500, NEW)
+    split_model_pairs(document)
+    codes = [unescape(code) for code in re.findall(r"<code>(.*?)</code>", _section(document), re.S)]
+    last = new_model_lines(document)[-1]
+    assert codes == ["clcg query --named model_pairs", last.split("model_a minus model_b: ", 1)[1]]
+
+
+def test_a_model_id_with_markup_is_escaped_in_the_code() -> None:
+    document = study(15, 7)
+    split_model_pairs(document)
+    document["new_model"]["model"] = "<b>m</b>"
+    html = _section(document)
+    assert "<b>m</b>" not in html and "&#39;&lt;b&gt;m&lt;/b&gt;&#39; IN (model_a, model_b)" in html
+
+
+def test_a_document_before_the_pairs_table_shows_its_query_as_code() -> None:
+    html = _section(study(60, 30))
+    assert "all 59: <code>clcg query --named model_contrasts</code>" in html
 
 
 def test_eleven_models_list_every_difference_without_a_summary() -> None:

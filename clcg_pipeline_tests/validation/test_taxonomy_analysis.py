@@ -235,6 +235,32 @@ def test_the_study_reason_is_the_suites_rule_said_once(config: ProjectConfig) ->
     assert sum(rule in c for c in few.results["caveats"]) == 1
 
 
+def _unexplained(node: object, path: str = "") -> list[str]:
+    """Where ``node`` holds a block marked ``identifiable: False`` that gives no reason."""
+    if isinstance(node, dict):
+        here = [path] if node.get("identifiable") is False and not node.get("reason") else []
+        return here + [hit for k, v in node.items() for hit in _unexplained(v, f"{path}/{k}")]
+    if isinstance(node, list):
+        return [hit for i, v in enumerate(node) for hit in _unexplained(v, f"{path}/{i}")]
+    return []
+
+
+def test_every_withheld_row_carries_the_rules_reason(config: ProjectConfig) -> None:
+    """Issue 34: the loss, delta and agreement rows say why they are withheld (the rule's words,
+    as the estimates table's status), so the report need not say "no reason recorded"."""
+    sample, judgements, order = crafted(n_articles=5)
+    few = analyse_error_taxonomy(sample, judgements, order, TAXONOMY, _inputs(), config).results
+    rule = withheld_reason(0.0, 5, 10)
+    for key in ("crosslingual_loss", "delta", "agreement"):
+        assert few[key] and all(r["identifiable"] is False for r in few[key]), key
+        assert {r["reason"] for r in few[key] if r.get("kappa", r.get("estimate")) is not None} == {rule}, key
+    assert _unexplained(few) == []
+    sample, judgements, order = crafted(n_articles=20)
+    many = analyse_error_taxonomy(sample, judgements, order, TAXONOMY, _inputs(), config).results
+    loss = many["crosslingual_loss"][0]
+    assert loss["identifiable"] and loss["reason"] is None and loss["ci_low"] is not None
+
+
 def test_unparseable_and_missing_are_excluded_and_counted(config: ProjectConfig) -> None:
     sample, judgements, order = crafted()
     target_a = (judgements["judge"] == "ja") & (judgements["side"] == "target")
@@ -266,7 +292,9 @@ def test_unparseable_and_missing_are_excluded_and_counted(config: ProjectConfig)
 def test_self_preference_needs_a_shared_family(config: ProjectConfig) -> None:
     sample, judgements, order = crafted()
     doc = analyse_error_taxonomy(sample, judgements, order, TAXONOMY, _inputs(), config).results
-    assert all(not s["identifiable"] and "not identifiable" in s["reason"] for s in doc["self_preference"])
+    assert all(not s["identifiable"] and "family" in s["reason"] for s in doc["self_preference"])
+    # The reason is said once: the state is the flag, not repeated in the reason's words.
+    assert not any(s["reason"].startswith("not identifiable") for s in doc["self_preference"])
     assert any("self-preference not identifiable" in c for c in doc["caveats"])
     # Half the pairs by a model of judge A's family; A calls every own-family target correct.
     sample["model"] = ["own"] * 10 + ["mx"] * 10

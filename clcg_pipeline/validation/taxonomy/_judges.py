@@ -99,6 +99,7 @@ def agreement_rows(
                     "n": n,
                     "n_articles": n_art,
                     "identifiable": sk["identifiable"],
+                    "reason": sk["reason"],
                 }
             )
     return out
@@ -331,7 +332,9 @@ def _self_preference_unidentified(
         "ci_high": None,
         "n": int(mine.sum()),
         "identifiable": False,
-        "reason": f"not identifiable: {why}",
+        # The reason alone, as the rule gives it: the state is ``identifiable`` (the report
+        # prefixes "not identifiable: " once; the estimates table's status does the same).
+        "reason": why,
     }
 
 

@@ -28,7 +28,9 @@ def add_estimate(
 
 
 def result_entry(s: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A results-dict entry: the caller's fields, then estimate, interval and counts of ``s``."""
+    """A results-dict entry: the caller's fields, then estimate, interval, counts and the
+    identifiability decision of ``s`` with the rule's reason (None when identifiable), so a
+    withheld entry says why, as the estimates table's status does."""
     return {
         **extra,
         "estimate": s["estimate"],
@@ -37,4 +39,5 @@ def result_entry(s: dict[str, Any], **extra: Any) -> dict[str, Any]:
         "n": s.get("n"),
         "n_articles": s.get("n_articles"),
         "identifiable": s["identifiable"],
+        "reason": s.get("reason"),
     }
