@@ -222,3 +222,17 @@ def test_kappa_is_statsmodels_full_result_on_ordinary_tables() -> None:
         np.add.at(table, ([cats.index(x) for x in first], [cats.index(y) for y in second]), 1.0)
         out = cohen_kappa(list(first), list(second), replicates=0)
         assert out["kappa"] == pytest.approx(cohens_kappa(table, return_results=True).kappa, abs=1e-12)
+
+
+def test_a_statistic_that_cannot_be_computed_says_why_as_its_reason() -> None:
+    """Issue 34: every block marked not identifiable carries a reason the report can state once
+    (these said it only in their status, and the report printed "no reason recorded")."""
+    one = pd.DataFrame({"annotator_id": ["a", "b"], "task_id": ["1", "1"], "x": [3, 3]})
+    lonely = pd.DataFrame({"annotator_id": ["a", "b"], "task_id": ["1", "2"], "x": [3, 4]})
+    blocks = [
+        krippendorff_alpha(one, value="x", level="ordinal"),
+        krippendorff_alpha(lonely, value="x", level="ordinal"),
+        cohen_kappa([], []),
+    ]
+    for block in blocks:
+        assert block["identifiable"] is False and block["reason"] == block["status"] and block["reason"]

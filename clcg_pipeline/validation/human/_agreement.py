@@ -143,6 +143,12 @@ def alpha_replicates(counts: np.ndarray, domain: np.ndarray, level: Level, weigh
     return _alpha_from_coincidences(stack.reshape(-1, v, v), domain, level)
 
 
+def _undefined(out: dict[str, Any], why: str) -> dict[str, Any]:
+    """``out`` for a statistic that cannot be computed: ``why`` is its status and its reason, so
+    the report states the reason once with the section's other reasons (issue 34)."""
+    return {**out, "status": why, "identifiable": False, "reason": why}
+
+
 def krippendorff_alpha(
     frame: pd.DataFrame,
     *,
@@ -174,9 +180,9 @@ def krippendorff_alpha(
     }
     observed = counts.sum(axis=0) > 0
     if len(units) == 0:
-        return {**out, "status": "no items with two valid ratings", "identifiable": False, "reason": None}
+        return _undefined(out, "no items with two valid ratings")
     if observed.sum() < 2:
-        return {**out, "status": "undefined: a single value observed", "identifiable": False, "reason": None}
+        return _undefined(out, "undefined: a single value observed")
     # Only observed values enter (an unobserved value changes nothing but would need a
     # numeric domain the package accepts); the ordinal order is kept.
     counts, dom = counts[:, observed], dom[observed]
@@ -235,7 +241,7 @@ def cohen_kappa(
         raise ValueError(f"cohen_kappa: {len(a)} labels against {len(b)}")
     out: dict[str, Any] = {"percent": None, "kappa": None, "ci_low": None, "ci_high": None, "n": len(a)}
     if len(a) == 0:
-        return {**out, "status": "no overlap rows", "identifiable": False, "reason": None}
+        return _undefined(out, "no overlap rows")
     cats = sorted(set(a) | set(b))
     index = {c: i for i, c in enumerate(cats)}
     ia, ib = a.map(index).to_numpy(), b.map(index).to_numpy()
