@@ -95,3 +95,24 @@ def asked_run(**change: object) -> dict:
         "budget_usd": None,
     }
     return complete_run_request(**{**asked, **change})  # type: ignore[arg-type]
+
+
+def paid_calls(call_ids: list[str], cost: float, run: str = "run-a") -> pd.DataFrame:
+    """A calls table of ``call_ids``, each paid ``cost`` by ``run`` (host-a, one fixed time)."""
+    return pd.DataFrame(
+        {
+            "call_id": call_ids,
+            "model": "fake-openai",
+            "provider": "openai",
+            "language": "en",
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "cost_usd": cost,
+            "outcome": "ok",
+            "error": None,
+            "cached": False,
+            "paid_run": run,
+            "paid_host": "host-a",
+            "paid_at": pd.Timestamp("2026-12-01 10:00", tz="UTC"),
+        }
+    )

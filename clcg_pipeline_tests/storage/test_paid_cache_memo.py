@@ -18,26 +18,10 @@ import pytest
 
 from clcg_pipeline.calls._cache import CallCache
 from clcg_pipeline.storage import _paid, call_spend, partition_dir, write_frame
+from clcg_pipeline_tests.storage.conftest import paid_calls
 
 PARTITION = {"language": "en", "model": "fake-openai"}
 ENTRY = {"model_id": "fake-openai", "paid_host": "h", "created": 1.0e9, "paid_for": "en|fake-openai"}
-
-
-def _calls(call_id: str, cost: float, run: str) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "call_id": [call_id],
-            "model": "fake-openai",
-            "language": "en",
-            "cost_usd": cost,
-            "outcome": "ok",
-            "error": None,
-            "cached": False,
-            "paid_run": run,
-            "paid_host": "host-a",
-            "paid_at": pd.Timestamp("2026-12-01 10:00", tz="UTC"),
-        }
-    )
 
 
 @pytest.fixture
@@ -98,7 +82,9 @@ def test_an_unchanged_cache_is_not_read_again_and_a_new_segment_is(
     cache = CallCache(f"{data}/cache/calls")
     cache.put_many({"ee" * 8: {**ENTRY, "cost_usd": 0.25, "paid_run": "run-x"}})
     cache.put_many({"ff" * 8: {**ENTRY, "cost_usd": 0.5, "paid_run": "run-y"}})
-    write_frame(partition_dir(data, "calls", PARTITION) / "data.parquet", _calls("ee" * 8, 0.25, "run-x"))
+    write_frame(
+        partition_dir(data, "calls", PARTITION) / "data.parquet", paid_calls(["ee" * 8], 0.25, run="run-x")
+    )
 
     first = call_spend(data, memo=True)
     assert _paid_usd(first) == (2, pytest.approx(0.75))
@@ -123,7 +109,9 @@ def test_a_table_written_by_another_client_is_read(bucket: str, table_reads: lis
     rows = _remembered(data)
     assert list(rows.loc[rows["paid"].astype(bool), "calls_table"]) == ["call cache"]
     # The table now records the call (at its own cost): counted once, as the table says.
-    write_frame(partition_dir(data, "calls", PARTITION) / "data.parquet", _calls("ee" * 8, 0.3, "run-x"))
+    write_frame(
+        partition_dir(data, "calls", PARTITION) / "data.parquet", paid_calls(["ee" * 8], 0.3, run="run-x")
+    )
     rows = _remembered(data)
     paid = rows[rows["paid"].astype(bool)]
     assert list(paid["calls_table"]) == ["calls"] and _paid_usd(rows) == (1, pytest.approx(0.3))

@@ -31,6 +31,7 @@ from clcg_pipeline.storage import (
 )
 from clcg_pipeline_tests.calls.conftest import FAKE_KEY, FAKE_KEY_ENV, FAST, make_request, spec_for
 from clcg_pipeline_tests.conftest import fake_provider_bill
+from clcg_pipeline_tests.storage.conftest import paid_calls
 
 PARTITION = {"language": "en", "model": "fake-openai"}
 
@@ -51,26 +52,6 @@ def _killed_stream(data: Path, monkeypatch: pytest.MonkeyPatch, n: int = 3) -> l
     return bill
 
 
-def _table_rows(call_ids: list[str], cost: float, run: str = "run-a") -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "call_id": call_ids,
-            "model": "fake-openai",
-            "provider": "openai",
-            "language": "en",
-            "input_tokens": 10,
-            "output_tokens": 5,
-            "cost_usd": cost,
-            "outcome": "ok",
-            "error": None,
-            "cached": False,
-            "paid_run": run,
-            "paid_host": "host-a",
-            "paid_at": pd.Timestamp("2026-12-01 10:00", tz="UTC"),
-        }
-    )
-
-
 def _write_calls(data: Path | str, frame: pd.DataFrame) -> None:
     write_frame(partition_dir(data, "calls", PARTITION) / "data.parquet", frame)
 
@@ -87,7 +68,7 @@ def test_a_killed_streams_paid_calls_are_spend_equal_to_the_bill(
     data = tmp_path / "data"
     bill = _killed_stream(data, monkeypatch)
     # An earlier, recorded partition of another model: the view adds to it, not replaces it.
-    _write_calls(data, _table_rows(["aa" * 8], 0.25).assign(model="other"))
+    _write_calls(data, paid_calls(["aa" * 8], 0.25).assign(model="other"))
     found = spend(data)
     assert round(found.paid_usd, 2) == round(sum(bill) + 0.25, 2)
     assert found.paid_usd == pytest.approx(sum(bill) + 0.25, abs=1e-9)
@@ -118,16 +99,16 @@ def test_a_payment_a_table_records_counts_once_as_the_table_says(
     rows = call_spend(data)
     first, second = sorted(rows["call_id"])
     # The partition ran again and recorded the first call (the table's figure is what counts).
-    _write_calls(data, _table_rows([first], 0.5, run="stream-k"))
+    _write_calls(data, paid_calls([first], 0.5, run="stream-k"))
     found = spend(data)
     paid_second = float(rows.loc[rows["call_id"] == second, "paid_usd"].iloc[0])
     assert found.paid_calls == 2
     assert found.paid_usd == pytest.approx(0.5 + paid_second, abs=1e-12)
     assert found.by_table == {"calls": (1, 0.5), "call cache": (1, pytest.approx(paid_second))}
     # Recorded by another run, or found cached by another partition, the answer stays one payment.
-    _write_calls(data, pd.concat([_table_rows([first, second], 0.5, run="run-b")]))
+    _write_calls(data, pd.concat([paid_calls([first, second], 0.5, run="run-b")]))
     assert spend(data).paid_calls == 2 and spend(data).paid_usd == pytest.approx(1.0)
-    _write_calls(data, _table_rows([first, second], 0.5).assign(cached=True, paid_run=None))
+    _write_calls(data, paid_calls([first, second], 0.5).assign(cached=True, paid_run=None))
     assert spend(data).paid_usd == pytest.approx(sum(bill), abs=1e-12)
     assert _named_total(data) == pytest.approx(round(sum(bill), 4), abs=1e-4)
 
@@ -138,7 +119,7 @@ def test_one_partitions_or_some_tables_spend_leaves_the_cache_out(
     """A run's own summary counts what its tables record; the study's spend counts the cache too."""
     data = tmp_path / "data"
     _killed_stream(data, monkeypatch, n=1)
-    _write_calls(data, _table_rows(["bb" * 8], 0.25))
+    _write_calls(data, paid_calls(["bb" * 8], 0.25))
     assert spend(data, partition=PARTITION).paid_usd == pytest.approx(0.25)
     assert spend(data, tables=("calls",)).paid_usd == pytest.approx(0.25)
     assert spend(data).paid_calls == 2
@@ -163,7 +144,7 @@ def test_on_s3_the_cache_segments_are_read(bucket: str, monkeypatch: pytest.Monk
     entry = {"model_id": "fake-openai", "paid_host": "h", "created": 1.0e9, "paid_for": "en|fake-openai"}
     cache.put_many({"ee" * 8: {**entry, "cost_usd": 0.25, "paid_run": "run-x"}})
     cache.put_many({"ff" * 8: {**entry, "cost_usd": 0.5, "paid_run": "run-y"}})
-    _write_calls(data, _table_rows(["ee" * 8], 0.25, run="run-x"))
+    _write_calls(data, paid_calls(["ee" * 8], 0.25, run="run-x"))
     found = spend(data)
     assert found.paid_calls == 2 and found.paid_usd == pytest.approx(0.75)
     assert found.by_table["call cache"] == (1, pytest.approx(0.5))
